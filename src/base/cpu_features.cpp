@@ -1,0 +1,61 @@
+#include "base/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace omnibus {
+namespace {
+
+uint64_t read_xcr0() {
+  uint32_t eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  const char* force = std::getenv("OMNIBUS_FORCE_SCALAR");
+  if (force != nullptr && std::strcmp(force, "0") != 0 && force[0] != '\0') return f;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const bool osxsave = (ecx & bit_OSXSAVE) != 0;
+  const bool ymm_enabled = osxsave && (read_xcr0() & 0x6) == 0x6;
+  const bool cpu_fma = (ecx & bit_FMA) != 0;
+  const bool cpu_f16c = (ecx & bit_F16C) != 0;
+  bool cpu_avx2 = false, cpu_avx512f = false;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+    cpu_avx2 = (ebx & bit_AVX2) != 0;
+    cpu_avx512f = (ebx & bit_AVX512F) != 0;
+  }
+  f.avx2 = ymm_enabled && cpu_avx2;
+  f.fma = ymm_enabled && cpu_fma;
+  f.f16c = ymm_enabled && cpu_f16c;
+  f.avx512f = ymm_enabled && cpu_avx512f && (read_xcr0() & 0xe0) == 0xe0;
+  return f;
+}
+
+}  // namespace
+
+std::string CpuFeatures::describe() const {
+  std::string s;
+  auto add = [&](bool on, const char* name) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
+  };
+  add(avx2, "avx2");
+  add(fma, "fma");
+  add(f16c, "f16c");
+  add(avx512f, "avx512f");
+  return s.empty() ? "none" : s;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+}  // namespace omnibus

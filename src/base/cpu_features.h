@@ -1,0 +1,23 @@
+// What the CPU can do, read once with cpuid. Kernels pick their SIMD path from
+// this at start; a binary built on one x86-64 runs on any other.
+#pragma once
+
+#include <string>
+
+namespace omnibus {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  // True when the AVX2+FMA+F16C kernels may run (CPU and OS support).
+  bool has_avx2_fma() const { return avx2 && fma && f16c; }
+  std::string describe() const;  // "avx2 fma f16c"
+};
+
+// Detected once; the OMNIBUS_FORCE_SCALAR=1 environment variable hides SIMD
+// features so the reference path can be exercised on any machine.
+const CpuFeatures& cpu_features();
+
+}  // namespace omnibus

@@ -1,0 +1,78 @@
+#include "base/thread_pool.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace omnibus {
+namespace {
+// How long an idle worker spins before it sleeps. Long enough to cover the gap
+// between two matmuls of a decode step, short enough not to burn a core
+// while the server is idle.
+constexpr auto kSpinTime = std::chrono::microseconds(2000);
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) : thread_count_(std::max(1, threads)) {
+  for (int i = 1; i < thread_count_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run(const Job& fn) {
+  if (thread_count_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  job_ = &fn;
+  pending_.store(thread_count_ - 1, std::memory_order_relaxed);
+  {
+    // Publishing under the mutex pairs with sleeping workers' wait predicate.
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+  fn(0, thread_count_);
+  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  job_ = nullptr;
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  run([&](int index, int count) {
+    const int64_t begin = n * index / count;
+    const int64_t end = n * (index + 1) / count;
+    if (begin < end) fn(begin, end);
+  });
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    auto spin_start = std::chrono::steady_clock::now();
+    uint64_t gen;
+    int spins = 0;
+    while ((gen = generation_.load(std::memory_order_acquire)) == seen && !stop_.load()) {
+      _mm_pause();
+      if (++spins % 1024 == 0 && std::chrono::steady_clock::now() - spin_start > kSpinTime) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+        sleepers_.fetch_sub(1);
+        spin_start = std::chrono::steady_clock::now();
+      }
+    }
+    if (stop_.load()) return;
+    seen = gen;
+    (*job_)(index, thread_count_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace omnibus

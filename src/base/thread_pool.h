@@ -1,0 +1,56 @@
+// A persistent pool of worker threads for data-parallel loops. The calling
+// thread takes part as worker 0, so a pool of N threads starts N-1 workers.
+// Workers spin briefly between jobs (decode issues hundreds of small jobs per
+// token; a sleep/wake per job would cost more than the job) and then sleep.
+//
+// Thread-safety: run() must be called from one thread at a time (the engine
+// thread). The work function is called concurrently on all threads.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace omnibus {
+
+class ThreadPool {
+ public:
+  // fn(thread_index, thread_count); each thread must pick its share itself.
+  using Job = std::function<void(int, int)>;
+
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return thread_count_; }
+
+  // Runs fn on every thread and returns when all have finished.
+  void run(const Job& fn);
+
+  // Splits [0, n) into contiguous ranges, one per thread: fn(begin, end).
+  // The split depends only on n and the thread count, never on timing.
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+  // Number of jobs run so far (for tests that count synchronisation).
+  uint64_t jobs_run() const { return generation_.load(std::memory_order_relaxed); }
+
+ private:
+  void worker_loop(int index);
+
+  int thread_count_;
+  std::vector<std::thread> workers_;
+  const Job* job_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> sleepers_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+};
+
+}  // namespace omnibus

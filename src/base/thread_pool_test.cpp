@@ -1,0 +1,37 @@
+#include "base/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace omnibus {
+namespace {
+
+TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 7, 33, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      for (int rep = 0; rep < 50; ++rep) {
+        pool.parallel_for(n, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+        });
+      }
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 50) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(ThreadPoolTest, RunGivesEachThreadItsIndex) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> seen(3);
+  pool.run([&](int index, int count) {
+    EXPECT_EQ(count, 3);
+    seen[index].fetch_add(1);
+  });
+  for (auto& s : seen) EXPECT_EQ(s.load(), 1);
+}
+
+}  // namespace
+}  // namespace omnibus

@@ -1,0 +1,51 @@
+// Writing GGUF files (version 3 by default). Tests use it to make tiny
+// models; tools use it to convert. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+
+namespace omnibus {
+
+class GgufWriter {
+ public:
+  explicit GgufWriter(uint32_t version = 3, uint64_t alignment = 32);
+
+  void set(const std::string& key, GgufValue value);
+  void set_string(const std::string& key, const std::string& v);
+  void set_uint32(const std::string& key, uint32_t v);
+  void set_int32(const std::string& key, int32_t v);
+  void set_uint64(const std::string& key, uint64_t v);
+  void set_float32(const std::string& key, float v);
+  void set_bool(const std::string& key, bool v);
+  void set_string_array(const std::string& key, const std::vector<std::string>& v);
+  void set_float32_array(const std::string& key, const std::vector<float>& v);
+  void set_int32_array(const std::string& key, const std::vector<int32_t>& v);
+
+  // dims in ggml order (dims[0] innermost). `data` must hold exactly the
+  // bytes the dtype and dims call for.
+  Status add_tensor(const std::string& name, const std::vector<int64_t>& dims, DType dtype,
+                    std::span<const uint8_t> data);
+
+  std::vector<uint8_t> to_bytes() const;
+  Status write(const std::string& path) const;
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    std::vector<int64_t> dims;
+    DType dtype;
+    std::vector<uint8_t> data;
+  };
+  uint32_t version_;
+  uint64_t alignment_;
+  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  std::vector<PendingTensor> tensors_;
+};
+
+}  // namespace omnibus

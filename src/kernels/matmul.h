@@ -1,0 +1,37 @@
+// Matrix products against weights in any computable dtype:
+//   y[r][o] = sum_k x[r][k] * W[o][k]
+// W has `rows` output rows of `cols` inputs each, stored in its dtype (ggml
+// layout, row-major, row_bytes apart). x and y are f32, row-major.
+//
+// Batch invariance: y[r][o] depends only on x[r] and W[o], reduced in one
+// fixed order; it is bit-identical whatever the number of x rows, the thread
+// count, or which rows are computed together.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "tensor/dtype.h"
+
+namespace omnibus {
+
+struct WeightMatrix {
+  DType dtype = DType::kF32;
+  const void* data = nullptr;  // not owned (usually the model file's mapping)
+  int64_t rows = 0;            // output features
+  int64_t cols = 0;            // input features
+  size_t row_bytes = 0;        // bytes between consecutive rows
+};
+
+// y (n_x rows of w.rows) = x (n_x rows of w.cols) times w transposed.
+// pool may be null (run on the calling thread).
+void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool);
+
+// Same math on the scalar reference path, whatever the CPU (for tests).
+void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_x, float* y);
+
+// Name of the path matmul() takes on this CPU: "avx2+fma" or "scalar".
+const char* matmul_path_name();
+
+}  // namespace omnibus
