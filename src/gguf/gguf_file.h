@@ -36,6 +36,8 @@ enum class GgufType : uint32_t {
   kFloat64 = 12,
 };
 const char* gguf_type_name(GgufType t);
+// True when `id` names one of the value types above.
+bool gguf_type_known(uint32_t id);
 
 // One metadata value. Integers keep their declared type in `type` but are
 // stored widened; arrays hold their elements (which may be arrays).
@@ -54,6 +56,18 @@ struct GgufValue {
   Result<std::string> to_string_value() const;
   const std::vector<GgufValue>* array() const;  // nullptr when not an array
   std::string describe() const;  // short human form for `inspect` ("[string x 49152]")
+
+  // Builders (writers, tests). An integer that does not fit `t` is caught by
+  // GgufWriter when it writes the value.
+  static GgufValue of_uint(GgufType t, uint64_t v);  // kUint8/16/32/64
+  static GgufValue of_int(GgufType t, int64_t v);    // kInt8/16/32/64
+  static GgufValue of_float32(float v);
+  static GgufValue of_float64(double v);
+  static GgufValue of_bool(bool v);
+  static GgufValue of_string(std::string v);
+  static GgufValue of_array(GgufType element_type, std::vector<GgufValue> elements);
+
+  bool operator==(const GgufValue& other) const;
 };
 
 struct GgufTensorInfo {

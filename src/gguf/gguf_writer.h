@@ -1,5 +1,9 @@
 // Writing GGUF files (version 3 by default). Tests use it to make tiny
-// models; tools use it to convert. Not thread-safe.
+// models; tools use it to convert. Metadata is written in insertion order
+// (setting a key again replaces its value in place), then general.alignment
+// when it is not the default 32, then the tensor infos, then each tensor's
+// data padded to the alignment (a file without tensors is not padded). Not
+// thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +36,11 @@ class GgufWriter {
   Status add_tensor(const std::string& name, const std::vector<int64_t>& dims, DType dtype,
                     std::span<const uint8_t> data);
 
+  // The whole file. Invalid input (a bad version or alignment, a value whose
+  // payload does not match its type, general.alignment set to something else
+  // than the writer's alignment) is reported here and by write(); to_bytes()
+  // returns an empty vector in that case.
+  Result<std::vector<uint8_t>> build() const;
   std::vector<uint8_t> to_bytes() const;
   Status write(const std::string& path) const;
 

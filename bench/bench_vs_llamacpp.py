@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""Side-by-side speed: omnibus against llama.cpp, and both against the rooflines.
+
+One invocation measures, with the same model and thread count:
+  * omnibus (`omnibus run ... --stats-json`): prefill on a prompt of exactly
+    512 tokens (-f FILE -n 1) and decode of 128 tokens after a short prompt;
+    each repetition is a fresh process, so its peak RSS is its own.
+  * llama.cpp through llama-cpp-python, in a child Python process (so its
+    RSS is its own): prefill = one eval() of the same 512 tokens on an empty
+    context; decode = 128 single-token evals after the same short prompt.
+  * the machine's memory bandwidth and FP32 FLOP/s (bench/roofline.py),
+    giving the decode and prefill ceilings for this model.
+Medians over --reps repetitions (after one discarded warm-up) go into a
+table on stdout and into bench/results/bench_<timestamp>.json.
+
+This is a benchmark, not a test: nothing here fails on slow numbers.
+See bench/README.md for the definitions.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import roofline
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_MODEL = REPO_ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_OMNIBUS = REPO_ROOT / "build" / "src" / "cli" / "omnibus"
+DEFAULT_PROMPT_SOURCE = REPO_ROOT / "tools" / "golden_texts" / "perplexity.txt"
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+SHORT_PROMPT = "Once upon a time, in a small village by the sea,"
+
+
+# ---------------------------------------------------------------- prompts
+
+def load_vocab(model_path):
+    import llama_cpp
+    return llama_cpp.Llama(model_path=str(model_path), vocab_only=True,
+                           verbose=False)
+
+
+def tokenize(vocab, data):
+    add_bos = vocab.metadata.get("tokenizer.ggml.add_bos_token") == "true"
+    return vocab.tokenize(data, add_bos=add_bos, special=True)
+
+
+def exact_prompt(vocab, source_bytes, n_tokens):
+    """Bytes of a prefix of the source that tokenize to exactly n_tokens.
+
+    Cutting the token list and detokenizing can merge across the cut when
+    retokenized, so adjust the cut until the count comes out right.
+    """
+    tokens = tokenize(vocab, source_bytes)
+    if len(tokens) < n_tokens + 16:
+        raise SystemExit(f"prompt source has only {len(tokens)} tokens; "
+                         f"need more than {n_tokens}")
+    cut = n_tokens
+    for _ in range(32):
+        text = vocab.detokenize(tokens[:cut])
+        got = len(tokenize(vocab, text))
+        if got == n_tokens:
+            return text
+        cut += n_tokens - got
+    raise SystemExit(f"could not build a prompt of exactly {n_tokens} tokens")
+
+
+# ---------------------------------------------------------------- omnibus
+
+def run_omnibus(binary, model, threads, batch, prompt_args, n_new):
+    with tempfile.TemporaryDirectory() as tmp:
+        stats_path = Path(tmp) / "stats.json"
+        cmd = [str(binary), "run", "-m", str(model), *prompt_args,
+               "-n", str(n_new), "-t", str(threads), "-b", str(batch),
+               "--ignore-eos", "--temp", "0", "--stats-json", str(stats_path)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not stats_path.exists():
+            raise SystemExit(f"omnibus failed ({proc.returncode}): "
+                             f"{' '.join(cmd)}\n{proc.stderr[-2000:]}")
+        return json.loads(stats_path.read_text())
+
+
+def bench_omnibus(args, threads, prompt_file, expect_tokens):
+    def prefill():
+        return run_omnibus(args.omnibus, args.model, threads, args.batch,
+                           ["-f", str(prompt_file)], 1)
+
+    def decode():
+        return run_omnibus(args.omnibus, args.model, threads, args.batch,
+                           ["-p", SHORT_PROMPT], args.decode_tokens)
+
+    prefill(), decode()  # warm-up: page cache, CPU clocks
+    pre = [prefill() for _ in range(args.reps)]
+    dec = [decode() for _ in range(args.reps)]
+    if pre[0]["prompt_tokens"] != expect_tokens:
+        print(f"warning: omnibus counted {pre[0]['prompt_tokens']} prompt "
+              f"tokens, llama.cpp {expect_tokens}", file=sys.stderr)
+    return {
+        "prefill_tokens_per_s": median(r["prefill_tokens_per_s"] for r in pre),
+        "decode_tokens_per_s": median(r["decode_tokens_per_s"] for r in dec),
+        "ttft_ms_short_prompt": median(r["ttft_ms"] for r in dec),
+        "load_ms": median(r["load_ms"] for r in pre + dec),
+        "peak_rss_mib": max(r["peak_rss_mib"] for r in pre + dec),
+        "runs": {"prefill": pre, "decode": dec},
+    }
+
+
+# ---------------------------------------------------------------- llama.cpp
+
+def bench_llamacpp(args, threads, prompt_tokens, short_tokens):
+    """Runs llama_child() in a fresh interpreter and returns its result."""
+    config = {"model": str(args.model), "threads": threads,
+              "batch": args.batch, "reps": args.reps,
+              "decode_tokens": args.decode_tokens,
+              "prompt_tokens": prompt_tokens, "short_tokens": short_tokens}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    try:
+        cmd = [sys.executable, str(Path(__file__).resolve()),
+               "--llama-child", f.name]
+        out = subprocess.run(cmd, check=True, capture_output=True,
+                             text=True).stdout
+    finally:
+        os.unlink(f.name)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def rss_mib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def llama_child(config_path):
+    """Child process: times llama.cpp and prints one JSON line."""
+    import resource
+    import numpy as np
+    import llama_cpp
+    cfg = json.loads(Path(config_path).read_text())
+    base_rss = rss_mib()
+    start = time.perf_counter()
+    # llama.cpp's CPU defaults: f16 KV, flash attention "auto" (= on for the
+    # CPU backend; llama-cpp-python turns it off unless asked).
+    llm = llama_cpp.Llama(
+        model_path=cfg["model"], n_ctx=1024, n_batch=cfg["batch"],
+        n_ubatch=cfg["batch"], n_threads=cfg["threads"],
+        n_threads_batch=cfg["threads"], flash_attn=True, logits_all=False,
+        verbose=False, seed=0)
+    load_ms = (time.perf_counter() - start) * 1e3
+    n_vocab = llm.n_vocab()
+
+    def last_argmax():
+        ptr = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+        return int(np.argmax(np.ctypeslib.as_array(ptr, shape=(n_vocab,))))
+
+    def prefill():
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(cfg["prompt_tokens"])
+        last_argmax()
+        return len(cfg["prompt_tokens"]) / (time.perf_counter() - t0)
+
+    def decode():
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(cfg["short_tokens"])
+        token = last_argmax()
+        t1 = time.perf_counter()
+        for _ in range(cfg["decode_tokens"]):
+            llm.eval([token])
+            token = last_argmax()
+        t2 = time.perf_counter()
+        return cfg["decode_tokens"] / (t2 - t1), (t1 - t0) * 1e3
+
+    prefill(), decode()  # warm-up
+    pre = [prefill() for _ in range(cfg["reps"])]
+    dec = [decode() for _ in range(cfg["reps"])]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({
+        "llama_cpp_version": llama_cpp.__version__,
+        "prefill_tokens_per_s": statistics.median(pre),
+        "decode_tokens_per_s": statistics.median(d[0] for d in dec),
+        "ttft_ms_short_prompt": statistics.median(d[1] for d in dec),
+        "load_ms": load_ms, "peak_rss_mib": peak,
+        "python_baseline_rss_mib": base_rss,
+        "runs": {"prefill_tokens_per_s": pre,
+                 "decode_tokens_per_s": [d[0] for d in dec]},
+    }))
+
+
+# ---------------------------------------------------------------- report
+
+def median(values):
+    return statistics.median(list(values))
+
+
+ROWS = [  # key, label, roofline key or None
+    ("prefill_tokens_per_s", "prefill tok/s (512-token prompt)",
+     "prefill_tokens_per_s"),
+    ("decode_tokens_per_s", "decode tok/s", "decode_tokens_per_s"),
+    ("ttft_ms_short_prompt", "TTFT ms (short prompt)", None),
+    ("load_ms", "load ms", None),
+    ("peak_rss_mib", "peak RSS MiB", None),
+]
+
+
+def fmt(value, pattern="{:.1f}"):
+    return "-" if value is None else pattern.format(value)
+
+
+def print_table(omni, llama, roof):
+    header = ["metric", "omnibus", "llama.cpp", "ratio",
+              "omnibus % roofline", "llama.cpp % roofline"]
+    lines = [header]
+    for key, label, roof_key in ROWS:
+        o = omni.get(key) if omni else None
+        l = llama.get(key) if llama else None
+        ceiling = roof.get(roof_key) if roof_key else None
+        lines.append([
+            label, fmt(o), fmt(l),
+            fmt(o / l if o is not None and l else None, "{:.2f}"),
+            fmt(100 * o / ceiling if o is not None and ceiling else None),
+            fmt(100 * l / ceiling if l is not None and ceiling else None)])
+    widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
+    for n, row in enumerate(lines):
+        print(" | ".join(c.ljust(w) for c, w in zip(row, widths)))
+        if n == 0:
+            print("-+-".join("-" * w for w in widths))
+    print("ratio = omnibus / llama.cpp (above 1 is better for tok/s, "
+          "worse for ms and MiB)")
+
+
+def print_limits(limits, costs, roof):
+    print(f"machine ({limits['threads']} threads): read "
+          f"{limits['read_gb_per_s']:.1f} GB/s, copy "
+          f"{limits['copy_gb_per_s']:.1f} GB/s, fp32 matmul "
+          f"{limits['fp32_gflop_per_s']:.1f} GFLOP/s")
+    print(f"model: {costs['bytes_per_token'] / 2**20:.1f} MiB read per token,"
+          f" {costs['matmul_params'] / 1e6:.1f} M matmul parameters")
+    print(f"rooflines: decode {roof['decode_tokens_per_s']:.1f} tok/s, "
+          f"prefill {roof['prefill_tokens_per_s']:.1f} tok/s")
+
+
+def scaling(args, prompt_file, prompt_tokens, short_tokens):
+    """Speed at 1 and 2 threads, and the 2t/1t ratio."""
+    result = {}
+    for name, enabled, fn in (
+            ("omnibus", not args.skip_omnibus,
+             lambda t: bench_omnibus(args, t, prompt_file, len(prompt_tokens))),
+            ("llama.cpp", not args.skip_llamacpp,
+             lambda t: bench_llamacpp(args, t, prompt_tokens, short_tokens))):
+        if not enabled:
+            continue
+        by_threads = {t: fn(t) for t in (1, 2)}
+        result[name] = {}
+        for key in ("prefill_tokens_per_s", "decode_tokens_per_s"):
+            one, two = (by_threads[t][key] for t in (1, 2))
+            result[name][key] = {"1t": one, "2t": two, "2t/1t": two / one}
+            print(f"{name:9s} {key:22s} 1t {one:8.1f}  2t {two:8.1f}  "
+                  f"2t/1t {two / one:.2f}")
+    return result
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-m", "--model", type=Path, default=DEFAULT_MODEL)
+    p.add_argument("--omnibus", type=Path, default=DEFAULT_OMNIBUS,
+                   help="path to the omnibus binary")
+    p.add_argument("-t", "--threads", type=int, default=2)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--prefill-tokens", type=int, default=512)
+    p.add_argument("--decode-tokens", type=int, default=128)
+    p.add_argument("--batch", type=int, default=512,
+                   help="prompt tokens per forward step, both engines")
+    p.add_argument("--prompt-source", type=Path, default=DEFAULT_PROMPT_SOURCE,
+                   help="text whose first tokens form the prefill prompt")
+    p.add_argument("--threads-scaling", action="store_true",
+                   help="also run at 1 and 2 threads and print 2t/1t")
+    p.add_argument("--skip-omnibus", action="store_true")
+    p.add_argument("--skip-llamacpp", action="store_true")
+    p.add_argument("--skip-limits", action="store_true",
+                   help="do not measure bandwidth and FLOP/s")
+    p.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
+    p.add_argument("--llama-child", help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
+    if args.llama_child:
+        llama_child(args.llama_child)
+        return
+    if not args.model.is_file():
+        raise SystemExit(f"model not found: {args.model}")
+    if not args.skip_omnibus and not args.omnibus.is_file():
+        raise SystemExit(f"omnibus binary not found: {args.omnibus} "
+                         "(build it, pass --omnibus, or --skip-omnibus)")
+    vocab = load_vocab(args.model)
+    prompt_bytes = exact_prompt(vocab, args.prompt_source.read_bytes(),
+                                args.prefill_tokens)
+    prompt_tokens = tokenize(vocab, prompt_bytes)
+    short_tokens = tokenize(vocab, SHORT_PROMPT.encode())
+    del vocab
+
+    report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+              "model": str(args.model), "threads": args.threads,
+              "reps": args.reps, "batch": args.batch,
+              "prefill_prompt_tokens": len(prompt_tokens),
+              "decode_tokens": args.decode_tokens,
+              "short_prompt": SHORT_PROMPT}
+    costs = roofline.model_costs(args.model)
+    roof = {}
+    if not args.skip_limits:
+        limits = roofline.measure_machine(args.threads)
+        roof = roofline.rooflines(limits, costs)
+        report.update(limits=limits, rooflines=roof)
+        print_limits(limits, costs, roof)
+    report["model_costs"] = costs
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prompt_file = Path(tmp) / "prompt_512.txt"
+        prompt_file.write_bytes(prompt_bytes)
+        omni = llama = None
+        if not args.skip_omnibus:
+            omni = bench_omnibus(args, args.threads, prompt_file,
+                                 len(prompt_tokens))
+            report["omnibus"] = omni
+        if not args.skip_llamacpp:
+            llama = bench_llamacpp(args, args.threads, prompt_tokens,
+                                   short_tokens)
+            report["llama_cpp"] = llama
+        print_table(omni, llama, roof)
+        if args.threads_scaling:
+            report["threads_scaling"] = scaling(args, prompt_file,
+                                                prompt_tokens, short_tokens)
+
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    out = args.out_dir / f"bench_{time.strftime('%Y%m%d_%H%M%S')}.json"
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything omnibus needs to build and test (Debian packages and a
+# few Python packages), then fetches the default model. Idempotent: a second
+# run installs nothing and fetches nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES=(cmake ninja-build g++ clang pkg-config
+  libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  libxxhash-dev libpcre2-dev libgtest-dev libbenchmark-dev unzip)
+PYTHON_PACKAGES=(numpy gguf pytest)
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >&2
+fi
+
+py_missing=()
+for p in "${PYTHON_PACKAGES[@]}"; do
+  python3 -c "import $p" 2>/dev/null || py_missing+=("$p")
+done
+if ((${#py_missing[@]})); then
+  echo "setup: installing Python packages: ${py_missing[*]}" >&2
+  python3 -m pip install -q "${py_missing[@]}" >&2
+fi
+
+scripts/fetch_model.sh

@@ -1,0 +1,64 @@
+// `omnibus perplexity`: perplexity of a text file, in fixed-size chunks each
+// evaluated from a fresh context (the definition tests/golden uses).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "engine/evaluation.h"
+
+namespace omnibus::cli {
+namespace {
+
+struct PerplexityOptions {
+  ModelOptions model;
+  std::string file;
+  int chunk = 256;
+};
+
+int perplexity(const PerplexityOptions& o) {
+  std::ifstream in(o.file, std::ios::binary);
+  if (!in) return fail(Status::io_error("cannot read '" + o.file + "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto loaded = load_model(o.model);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  const auto tokens = loaded->tokenizer->encode(ss.str(), true, false);
+  const int chunks = static_cast<int>(tokens.size()) / o.chunk;
+  if (chunks == 0)
+    return fail(Status::invalid_argument("the text has " + std::to_string(tokens.size()) +
+                                         " tokens, fewer than one chunk of " + std::to_string(o.chunk)));
+  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.chunk, o.chunk);
+  if (!gen.is_ok()) return fail(gen.status());
+  double total = 0;
+  int count = 0;
+  for (int c = 0; c < chunks; ++c) {
+    auto r = evaluate_teacher_forced(**gen, std::span(tokens).subspan(c * o.chunk, o.chunk));
+    if (!r.is_ok()) return fail(r.status());
+    for (double v : r->nll) total += v;
+    count += static_cast<int>(r->nll.size());
+    fmt::print(stderr, "\rchunk {}/{}: running perplexity {:.4f}", c + 1, chunks, std::exp(total / count));
+  }
+  fmt::print(stderr, "\n");
+  fmt::print("perplexity {:.4f} over {} predictions ({} chunks of {} tokens)\n", std::exp(total / count), count,
+             chunks, o.chunk);
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_perplexity_command(CLI::App& app) {
+  auto o = std::make_shared<PerplexityOptions>();
+  CLI::App* cmd = app.add_subcommand("perplexity", "Perplexity of a text file (chunks from a fresh context)");
+  add_model_options(*cmd, o->model);
+  cmd->add_option("-f,--file", o->file, "Text file")->required();
+  cmd->add_option("--chunk", o->chunk, "Tokens per chunk")->capture_default_str()->check(CLI::Range(2, 1 << 16));
+  return [o] { return perplexity(*o); };
+}
+
+}  // namespace omnibus::cli

@@ -1,0 +1,116 @@
+// `omnibus run`: complete one prompt, streaming the completion to stdout, then
+// one stats line on stderr.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/sampling_flags.h"
+#include "tokenizer/chat_template.h"
+#include "engine/generator.h"
+#include "engine/text_stream.h"
+
+namespace omnibus::cli {
+namespace {
+
+struct RunOptions {
+  ModelOptions model;
+  GenerationFlags gen;
+  std::string prompt;
+  std::string prompt_file;
+  bool chat = false;
+  int batch = 256;
+  std::string stats_json;
+};
+
+Result<std::string> read_prompt(const RunOptions& o) {
+  if (o.prompt_file.empty()) return o.prompt;
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  if (!in) return Status::io_error("cannot read prompt file '" + o.prompt_file + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_stats_json(const std::string& path, const GenerationStats& s, double load_ms, double ttft_ms) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    log_warn("cannot write stats to '{}'", path);
+    return;
+  }
+  fmt::print(f,
+             "{{\"prompt_tokens\": {}, \"prefilled_tokens\": {}, \"generated_tokens\": {}, \"load_ms\": {:.3f}, "
+             "\"ttft_ms\": {:.3f}, \"prefill_tokens_per_s\": {:.3f}, \"decode_tokens_per_s\": {:.3f}, "
+             "\"peak_rss_mib\": {:.1f}, \"finish_reason\": \"{}\"}}\n",
+             s.prompt_tokens, s.prefilled_tokens, s.generated_tokens, load_ms, ttft_ms, s.prefill_tokens_per_second(),
+             s.decode_tokens_per_second(), peak_rss_mib(), s.finish_reason);
+  std::fclose(f);
+}
+
+int run(RunOptions& o) {
+  auto text = read_prompt(o);
+  if (!text.is_ok()) return fail(text.status());
+  auto loaded = load_model(o.model);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  const Tokenizer& tok = *loaded->tokenizer;
+  std::vector<int32_t> prompt;
+  if (o.chat) {
+    auto format = chat_format_for(tok.vocab(), o.gen.chat_template);
+    if (!format.is_ok()) return fail(format.status());
+    warn_if_unrecognised(*format);
+    const std::string rendered = render_chat(*format, {{"user", *text}}, true);
+    prompt = tok.encode(rendered, /*add_special=*/false, /*parse_special=*/true);
+  } else {
+    prompt = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  if (prompt.empty()) return fail(Status::invalid_argument("the prompt is empty (give -p TEXT or -f FILE)"));
+  const uint64_t seed = resolve_seed(o.gen);
+  log_info("seed {}; prompt {} tokens", seed, prompt.size());
+
+  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.gen.context, o.batch);
+  if (!gen.is_ok()) return fail(gen.status());
+  TextStream stream(tok, o.gen.stop);
+  auto stats = (*gen)->generate(prompt, o.gen.options, tok.end_of_generation_ids(), [&](int32_t token) {
+    TextStream::Piece piece = stream.push(token);
+    std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);
+    std::fflush(stdout);
+    return !piece.stopped;
+  });
+  if (!stats.is_ok()) return fail(stats.status());
+  const std::string tail = stream.finish();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  // TTFT here is from the start of generation (model loaded) to the first token.
+  const double ttft_ms = stats->prefill_seconds * 1e3;
+  fmt::print(stderr,
+             "omnibus: prompt {} tokens, TTFT {:.1f} ms, prefill {:.1f} tokens/s, decode {:.1f} tokens/s "
+             "({} tokens), load {:.0f} ms, peak RSS {:.0f} MiB\n",
+             stats->prompt_tokens, ttft_ms, stats->prefill_tokens_per_second(), stats->decode_tokens_per_second(),
+             stats->generated_tokens, loaded->load_seconds * 1e3, peak_rss_mib());
+  if (!o.stats_json.empty()) write_stats_json(o.stats_json, *stats, loaded->load_seconds * 1e3, ttft_ms);
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Complete a prompt (streamed to stdout; stats to stderr)");
+  add_model_options(*cmd, o->model);
+  cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
+  cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
+  cmd->add_flag("--chat", o->chat, "Wrap the prompt as one user message in the model's chat template");
+  cmd->add_option("-b,--batch-size", o->batch, "Prompt tokens per forward step")->capture_default_str()->check(CLI::Range(1, 8192));
+  cmd->add_option("--stats-json", o->stats_json, "Also write the stats as JSON to this file");
+  add_generation_flags(*cmd, o->gen);
+  return [o] { return run(*o); };
+}
+
+}  // namespace omnibus::cli

@@ -1,0 +1,88 @@
+#include "cli/common.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "base/cpu_features.h"
+#include "base/log.h"
+#include "base/timer.h"
+#include "kernels/matmul.h"
+#include "tokenizer/vocab_from_gguf.h"
+
+namespace omnibus::cli {
+namespace {
+constexpr const char* kDefaultModelFile = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+void add_model_options(CLI::App& cmd, ModelOptions& o) {
+  cmd.add_option("-m,--model", o.model_path, "GGUF model file (default: " + std::string(kDefaultModelFile) + ")");
+  cmd.add_option("-t,--threads", o.threads, "Threads (default: number of cores)")->check(CLI::Range(0, 1024));
+  cmd.add_flag("--verbose", o.verbose, "Log loading details and the kernel path taken");
+}
+
+std::string default_model_path() {
+  if (const char* env = std::getenv("OMNIBUS_MODEL"); env != nullptr && *env != '\0') return env;
+  namespace fs = std::filesystem;
+  if (fs::exists(kDefaultModelFile)) return kDefaultModelFile;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  // build/src/cli/omnibus -> repo root is three levels up from the binary's folder.
+  for (fs::path dir = exe.parent_path(); !ec && !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    if (fs::exists(dir / kDefaultModelFile)) return (dir / kDefaultModelFile).string();
+  }
+  return kDefaultModelFile;
+}
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+Result<LoadedModel> load_model(const ModelOptions& options) {
+  if (options.verbose) set_log_level(LogLevel::kInfo);
+  const std::string path = options.model_path.empty() ? default_model_path() : options.model_path;
+  Stopwatch clock;
+  LoadedModel out;
+  auto model = Model::load(path);
+  if (!model.is_ok()) {
+    Status s = model.status();
+    if (options.model_path.empty() && s.code() == StatusCode::kIoError)
+      return Status(s.code(), s.message() + " (fetch the default model with scripts/fetch_model.sh, or pass -m)");
+    return s;
+  }
+  out.model = std::move(model).value();
+  auto vocab = vocab_from_gguf(out.model->gguf());
+  if (!vocab.is_ok()) return vocab.status().with_context(path + ": tokenizer");
+  auto tokenizer = Tokenizer::create(std::move(vocab).value());
+  if (!tokenizer.is_ok()) return tokenizer.status().with_context(path + ": tokenizer");
+  out.tokenizer = std::move(tokenizer).value();
+  out.load_seconds = clock.seconds();
+  const ModelConfig& c = out.model->config();
+  log_info("loaded {} ({}, {} layers, {} embd, {} heads / {} kv heads, vocab {}) in {:.0f} ms", path,
+           c.architecture, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.vocab_size, out.load_seconds * 1e3);
+  log_info("CPU features: {}; matmul kernels: {}", cpu_features().describe(), matmul_path_name());
+  return out;
+}
+
+double peak_rss_mib() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+void warn_if_unrecognised(const ChatFormat& format) {
+  if (!format.recognised)
+    log_warn("the model's chat template is not one omnibus recognises; using ChatML (override with --chat-template)");
+}
+
+int fail(const Status& status) {
+  fmt::print(stderr, "omnibus: error: {}\n", status.to_string());
+  return 1;
+}
+
+}  // namespace omnibus::cli

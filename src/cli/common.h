@@ -1,0 +1,50 @@
+// Pieces every subcommand shares: the model/thread/verbosity options, the
+// default model's location, loading a model with its tokenizer, and the
+// process's peak memory.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "model/model.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace omnibus::cli {
+
+struct ModelOptions {
+  std::string model_path;  // empty: the default model
+  int threads = 0;         // 0: number of cores
+  bool verbose = false;
+};
+
+// Adds -m/--model, -t/--threads, --verbose to a subcommand.
+void add_model_options(CLI::App& cmd, ModelOptions& options);
+
+// The default model: $OMNIBUS_MODEL, else models/<default> under the current
+// directory or the source tree the binary was built in.
+std::string default_model_path();
+int resolve_threads(int requested);
+
+struct LoadedModel {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  double load_seconds = 0;
+};
+
+// Loads model and tokenizer; logs what was loaded and (verbose) which kernel
+// path runs.
+Result<LoadedModel> load_model(const ModelOptions& options);
+
+double peak_rss_mib();
+
+// Warns on stderr when the model's chat template was not recognised.
+void warn_if_unrecognised(const ChatFormat& format);
+
+// Prints "omnibus: error: <status>" to stderr; returns exit code 1.
+int fail(const Status& status);
+
+}  // namespace omnibus::cli

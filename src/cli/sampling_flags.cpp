@@ -1,0 +1,32 @@
+#include "cli/sampling_flags.h"
+
+#include <random>
+
+namespace omnibus::cli {
+
+void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
+  SamplingParams& s = f.options.sampling;
+  cmd.add_option("-n,--n-predict", f.options.max_tokens, "Tokens to generate (-1: until EOS or the context is full)")
+      ->capture_default_str();
+  cmd.add_option("-c,--ctx-size", f.context, "Context size in tokens")->capture_default_str()->check(CLI::Range(16, 1 << 20));
+  cmd.add_option("--temp", s.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd.add_option("--top-k", s.top_k, "Top-k (0: off)")->capture_default_str();
+  cmd.add_option("--top-p", s.top_p, "Top-p (1: off)")->capture_default_str();
+  cmd.add_option("--min-p", s.min_p, "Min-p (0: off)")->capture_default_str();
+  cmd.add_option("--repeat-penalty", s.repetition_penalty, "Repetition penalty (1: off)")->capture_default_str();
+  cmd.add_option("--repeat-last-n", s.penalty_last_n, "Tokens the repetition penalty looks back")->capture_default_str();
+  cmd.add_option("--presence-penalty", s.presence_penalty, "Presence penalty")->capture_default_str();
+  cmd.add_option("--frequency-penalty", s.frequency_penalty, "Frequency penalty")->capture_default_str();
+  cmd.add_option("-s,--seed", f.seed, "Random seed (-1: random)")->capture_default_str();
+  cmd.add_flag("--ignore-eos", f.options.ignore_eos, "Keep generating past end-of-sequence tokens");
+  cmd.add_option("--stop", f.stop, "Stop string (repeatable); not printed");
+  cmd.add_option("--chat-template", f.chat_template, "Chat template: chatml, llama3, llama2, mistral, gemma");
+}
+
+uint64_t resolve_seed(GenerationFlags& f) {
+  uint64_t seed = f.seed >= 0 ? static_cast<uint64_t>(f.seed) : std::random_device{}();
+  f.options.sampling.seed = seed;
+  return seed;
+}
+
+}  // namespace omnibus::cli

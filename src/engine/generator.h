@@ -1,0 +1,78 @@
+// Single-sequence generation for the command line: prefill the prompt in
+// chunks, then decode token by token with a Sampler, until EOS, max tokens,
+// or the caller says stop. Keeps the KV cache between calls and reuses the
+// longest common prefix of the new prompt with what is cached (exact, by
+// batch invariance), so a chat session does not recompute its history.
+// Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "sampling/sampler.h"
+
+namespace omnibus {
+
+struct GenerationOptions {
+  int max_tokens = 128;        // < 0: until the context is full
+  bool ignore_eos = false;
+  SamplingParams sampling;
+};
+
+struct GenerationStats {
+  int prompt_tokens = 0;       // tokens in the prompt
+  int prefilled_tokens = 0;    // of those, computed now (not reused from cache)
+  int generated_tokens = 0;
+  double prefill_seconds = 0;  // start → first logits
+  double decode_seconds = 0;   // first token → last token
+  std::string finish_reason;   // "stop" (EOS / caller), "length"
+  double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prefilled_tokens / prefill_seconds : 0; }
+  double decode_tokens_per_second() const {
+    return decode_seconds > 0 && generated_tokens > 1 ? (generated_tokens - 1) / decode_seconds : 0;
+  }
+};
+
+class Generator {
+ public:
+  // Returns false to stop generating (e.g. a stop string matched).
+  using TokenCallback = std::function<bool(int32_t token)>;
+
+  static Result<std::unique_ptr<Generator>> create(std::shared_ptr<const Model> model, int threads, int context,
+                                                   int prefill_chunk = 256);
+
+  // Generates after `prompt`. The end-of-generation ids stop generation
+  // unless options.ignore_eos. The token that ends generation by EOS is not
+  // passed to on_token.
+  Result<GenerationStats> generate(std::span<const int32_t> prompt, const GenerationOptions& options,
+                                   const std::vector<int32_t>& end_of_generation, const TokenCallback& on_token);
+
+  // Logits for every position of `tokens` (rows of vocab_size), computed
+  // from a fresh cache in chunks. For evaluation (perplexity, golden tests).
+  Result<std::vector<float>> all_logits(std::span<const int32_t> tokens, int chunk);
+
+  int context() const { return context_; }
+  ForwardPass& forward() { return *forward_; }
+
+ private:
+  Generator() = default;
+  // Runs tokens[begin, end) at their positions; logits of the last row to out.
+  Status prefill(std::span<const int32_t> tokens, int begin, float* last_logits);
+
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<ForwardPass> forward_;
+  std::unique_ptr<KvCache> kv_;
+  std::vector<int32_t> cached_;  // tokens whose K/V are in slot 0
+  std::vector<float> logits_;
+  std::vector<BatchRow> rows_;
+  int context_ = 0;
+  int prefill_chunk_ = 256;
+};
+
+}  // namespace omnibus

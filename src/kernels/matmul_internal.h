@@ -1,0 +1,65 @@
+// Internals of matmul() shared by its paths and tests.
+//
+// Float weights (F32, F16, BF16) multiply float activations directly.
+// Quantized weights multiply activations quantized to int8 (as llama.cpp
+// does): each x row is cut into blocks with one float scale each, integer dot
+// products per block are exact, and only the per-block scaling is floating
+// point. The int8 form is computed once per call, shared by all threads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/matmul.h"
+
+namespace omnibus::matmul_detail {
+
+// Activation blocks: 32 elements for the legacy types, 256 for K-quants.
+enum class ActFormat { kFloat, kQ8x32, kQ8x256 };
+ActFormat act_format(DType t);
+
+// x rows in int8 form. For row r and block b (block = 32 or 256 elements):
+// value[k] ~ scale[b] * q[k], with |q| <= 127.
+struct QuantizedX {
+  ActFormat format = ActFormat::kFloat;
+  int64_t n_x = 0, cols = 0, blocks = 0;  // blocks per row
+  std::vector<int8_t> q;                  // n_x * cols
+  std::vector<float> scale;               // n_x * blocks
+  // kQ8x32 only, per block: scale * sum(q) (for weights with an offset m),
+  // and lane sums of q times the weight type's code bias (8 lanes: lane l
+  // sums elements 4l..4l+3), to turn unsigned weight codes into signed ones.
+  std::vector<float> scaled_sum;
+  std::vector<int32_t> bias_lanes;  // n_x * blocks * 8
+  // kQ8x256 only: sums of q over each 16 elements (16 per block).
+  std::vector<int16_t> sums16;
+
+  const int8_t* q_row(int64_t r) const { return q.data() + r * cols; }
+};
+
+// Quantizes x (n_x rows of cols) for weights of type t (act_format(t) must
+// not be kFloat). Deterministic and row-independent: a row's int8 form does
+// not depend on the other rows.
+void quantize_x(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out);
+
+// What a row-range worker needs. qx is null for float weights.
+struct MatmulArgs {
+  const WeightMatrix* w;
+  const float* x;
+  const QuantizedX* qx;
+  int64_t n_x;
+  float* y;
+};
+
+// Each computes y[r][o] for every x row r and the weight rows o in
+// [row_begin, row_end); an output's value never depends on the range it was
+// computed in, which is what lets matmul() split rows across threads.
+void rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// AVX2+FMA+F16C; only call after checking cpu_features().has_avx2_fma().
+void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// The int8 kernels behind rows_avx2 for quantized weights.
+void rows_avx2_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+
+// One output of the int8 math, in double precision: the reference.
+double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r);
+
+}  // namespace omnibus::matmul_detail

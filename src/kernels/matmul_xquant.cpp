@@ -1,0 +1,93 @@
+// Activation quantization for the int8 matmul kernels (portable code: every
+// path uses these exact bytes, so the x side never differs between paths).
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/matmul_internal.h"
+
+namespace omnibus::matmul_detail {
+namespace {
+
+// Code offset of the unsigned legacy weight codes: value = d * (code - bias).
+int legacy_bias(DType t) {
+  switch (t) {
+    case DType::kQ4_0: return 8;
+    case DType::kQ5_0: return 16;
+    default: return 0;
+  }
+}
+
+// Round to nearest (ties to even) into [-127, 127]. NaN maps to -127 rather
+// than reaching an undefined float-to-int conversion.
+inline int8_t round_q(float v) {
+  v = v >= -127.0f ? (v <= 127.0f ? v : 127.0f) : -127.0f;
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  return static_cast<int8_t>(static_cast<int>((v + kMagic) - kMagic));
+}
+
+// Quantizes n values with one scale (largest magnitude -> 127); returns it.
+float quantize_block(const float* x, int n, int8_t* q) {
+  float amax = 0.0f;
+  for (int k = 0; k < n; ++k) amax = std::max(amax, std::fabs(x[k]));
+  const float scale = amax / 127.0f;
+  const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+  for (int k = 0; k < n; ++k) q[k] = round_q(x[k] * inv);
+  return scale;
+}
+
+}  // namespace
+
+ActFormat act_format(DType t) {
+  switch (t) {
+    case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0: case DType::kQ5_1: case DType::kQ8_0:
+      return ActFormat::kQ8x32;
+    case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K:
+      return ActFormat::kQ8x256;
+    default:
+      return ActFormat::kFloat;
+  }
+}
+
+void quantize_x(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out) {
+  const ActFormat format = act_format(t);
+  const int block = format == ActFormat::kQ8x256 ? 256 : 32;
+  out->format = format;
+  out->n_x = n_x;
+  out->cols = cols;
+  out->blocks = cols / block;
+  const int64_t total_blocks = n_x * out->blocks;
+  out->q.resize(static_cast<size_t>(n_x * cols));
+  out->scale.resize(static_cast<size_t>(total_blocks));
+  const int bias = legacy_bias(t);
+  if (format == ActFormat::kQ8x32) {
+    out->scaled_sum.resize(static_cast<size_t>(total_blocks));
+    out->bias_lanes.resize(bias != 0 ? static_cast<size_t>(total_blocks * 8) : 0);
+  } else {
+    out->sums16.resize(static_cast<size_t>(total_blocks * 16));
+  }
+  for (int64_t r = 0; r < n_x; ++r) {
+    for (int64_t b = 0; b < out->blocks; ++b) {
+      const int64_t idx = r * out->blocks + b;
+      int8_t* q = out->q.data() + r * cols + b * block;
+      const float scale = quantize_block(x + r * cols + b * block, block, q);
+      out->scale[static_cast<size_t>(idx)] = scale;
+      if (format == ActFormat::kQ8x32) {
+        int sum = 0;
+        for (int lane = 0; lane < 8; ++lane) {
+          const int lane_sum = q[4 * lane] + q[4 * lane + 1] + q[4 * lane + 2] + q[4 * lane + 3];
+          sum += lane_sum;
+          if (bias != 0) out->bias_lanes[static_cast<size_t>(idx * 8 + lane)] = bias * lane_sum;
+        }
+        out->scaled_sum[static_cast<size_t>(idx)] = scale * static_cast<float>(sum);
+      } else {
+        for (int g = 0; g < 16; ++g) {
+          int sum = 0;
+          for (int k = 0; k < 16; ++k) sum += q[16 * g + k];
+          out->sums16[static_cast<size_t>(idx * 16 + g)] = static_cast<int16_t>(sum);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace omnibus::matmul_detail

@@ -1,0 +1,46 @@
+// Element-wise and row-wise ops of the transformer block: RMSNorm, RoPE,
+// SwiGLU, softmax, and the small vector primitives attention is built from.
+// Each has a scalar reference (ops_ref.cpp) and an AVX2+FMA version
+// (ops_avx2.cpp) picked once at start. Every function reduces in one fixed
+// order, so results never depend on batch composition.
+#pragma once
+
+#include <cstdint>
+
+namespace omnibus {
+
+// y = x / sqrt(mean(x^2) + eps) * weight. y may alias x.
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
+
+// gate[i] = silu(gate[i]) * up[i]  (SwiGLU), in place on gate.
+void swiglu(float* gate, const float* up, int64_t n);
+
+// sum_i a[i] * b[i]
+float dot_f32(const float* a, const float* b, int64_t n);
+
+// y[i] += alpha * x[i]
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+
+// y[i] *= alpha
+void scale_f32(float alpha, float* y, int64_t n);
+
+// y[i] += x[i]
+void add_f32(const float* x, float* y, int64_t n);
+
+// Scalar references of the above, for tests.
+namespace ref {
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
+void swiglu(float* gate, const float* up, int64_t n);
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+}  // namespace ref
+
+// AVX2+FMA versions; only call when cpu_features().has_avx2_fma().
+namespace avx2 {
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
+void swiglu(float* gate, const float* up, int64_t n);
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+}  // namespace avx2
+
+}  // namespace omnibus

@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "kernels/rope.h"
+
+namespace omnibus {
+namespace {
+
+std::vector<float> random_vector(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+class OpsAvx2Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "CPU has no AVX2+FMA; only the reference path runs";
+  }
+};
+
+TEST_F(OpsAvx2Test, DotAndAxpyMatchReference) {
+  for (int64_t n : {1, 7, 8, 33, 64, 4097}) {
+    auto a = random_vector(n, 1), b = random_vector(n, 2);
+    const float want = ref::dot_f32(a.data(), b.data(), n);
+    EXPECT_NEAR(avx2::dot_f32(a.data(), b.data(), n), want, 1e-4f * n) << n;
+    auto y1 = random_vector(n, 3), y2 = y1;
+    ref::axpy_f32(0.37f, a.data(), y1.data(), n);
+    avx2::axpy_f32(0.37f, a.data(), y2.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-5f);
+  }
+}
+
+TEST_F(OpsAvx2Test, RmsNormAndSwigluMatchReference) {
+  for (int64_t n : {1, 7, 33, 576, 4097}) {
+    auto x = random_vector(n, 4), w = random_vector(n, 5);
+    std::vector<float> y1(n), y2(n);
+    ref::rms_norm(x.data(), w.data(), y1.data(), n, 1e-5f);
+    avx2::rms_norm(x.data(), w.data(), y2.data(), n, 1e-5f);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-4f * std::fabs(y1[i]) + 1e-6f);
+    auto g1 = random_vector(n, 6), g2 = g1, up = random_vector(n, 7);
+    ref::swiglu(g1.data(), up.data(), n);
+    avx2::swiglu(g2.data(), up.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(g1[i], g2[i], 1e-5f);
+  }
+}
+
+TEST(RopeTest, RotationKeepsNormAndMatchesFormula) {
+  for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
+    RopeParams p;
+    p.style = style;
+    p.rot_dims = 8;
+    p.freq_base = 10000.0f;
+    std::vector<float> c(4), s(4);
+    rope_angles(p, 5, c.data(), s.data());
+    auto x = random_vector(16, 8);
+    auto y = x;
+    apply_rope(p, c.data(), s.data(), y.data(), 2, 8);
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 4; ++i) {
+        const int a = style == RopeStyle::kNormal ? 2 * i : i;
+        const int b = style == RopeStyle::kNormal ? 2 * i + 1 : i + 4;
+        const double theta = 5.0 * std::pow(10000.0, -2.0 * i / 8);
+        const double x0 = x[h * 8 + a], x1 = x[h * 8 + b];
+        EXPECT_NEAR(y[h * 8 + a], x0 * std::cos(theta) - x1 * std::sin(theta), 1e-5);
+        EXPECT_NEAR(y[h * 8 + b], x0 * std::sin(theta) + x1 * std::cos(theta), 1e-5);
+      }
+    }
+  }
+}
+
+TEST(AttentionTest, MatchesNaiveSoftmaxWithGqa) {
+  AttentionShape shape{4, 2, 8, 1.0f / std::sqrt(8.0f)};
+  const int64_t n_kv = 5, stride = 2 * 8;
+  auto q = random_vector(4 * 8, 9), k = random_vector(n_kv * stride, 10), v = random_vector(n_kv * stride, 11);
+  std::vector<float> out(4 * 8), scores(n_kv);
+  attention_row(shape, q.data(), k.data(), v.data(), stride, n_kv, scores.data(), out.data(), 0, 4);
+  for (int h = 0; h < 4; ++h) {
+    const int kvh = h / 2;
+    std::vector<double> p(n_kv);
+    double mx = -1e30, sum = 0;
+    for (int j = 0; j < n_kv; ++j) {
+      double d = 0;
+      for (int i = 0; i < 8; ++i) d += double(q[h * 8 + i]) * k[j * stride + kvh * 8 + i];
+      p[j] = d / std::sqrt(8.0);
+      mx = std::max(mx, p[j]);
+    }
+    for (auto& x : p) sum += (x = std::exp(x - mx));
+    for (int i = 0; i < 8; ++i) {
+      double o = 0;
+      for (int j = 0; j < n_kv; ++j) o += p[j] / sum * v[j * stride + kvh * 8 + i];
+      EXPECT_NEAR(out[h * 8 + i], o, 1e-5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace omnibus

@@ -1,0 +1,143 @@
+#include "model/model.h"
+
+#include <algorithm>
+
+#include "tensor/quant.h"
+
+namespace omnibus {
+
+// Binds GGUF tensors to the weight struct, checking each one's presence,
+// shape and dtype, and collecting every missing name into one error.
+class WeightBinder {
+ public:
+  explicit WeightBinder(Model& m) : m_(m), f_(*m.file_) {}
+
+  Status bind() {
+    const ModelConfig& c = m_.config_;
+    ModelWeights& w = m_.weights_;
+    w.token_embd = matrix("token_embd.weight", c.vocab_size, c.n_embd);
+    w.output_norm = vector("output_norm.weight", c.n_embd);
+    if (f_.find_tensor("output.weight") != nullptr) {
+      w.output = matrix("output.weight", c.vocab_size, c.n_embd);
+    } else {
+      w.output = w.token_embd;
+      w.tied_output = true;
+    }
+    w.layers.resize(c.n_layer);
+    for (int i = 0; i < c.n_layer; ++i) bind_layer(i, w.layers[i]);
+    if (f_.find_tensor("rope_freqs.weight") != nullptr) {
+      const float* factors = vector("rope_freqs.weight", c.rope.rot_dims / 2);
+      if (factors != nullptr) m_.config_.rope.freq_factors.assign(factors, factors + c.rope.rot_dims / 2);
+    }
+    if (!missing_.empty()) {
+      std::string list;
+      for (size_t i = 0; i < missing_.size() && i < 12; ++i) list += (i ? ", " : "") + missing_[i];
+      if (missing_.size() > 12) list += ", ... (" + std::to_string(missing_.size()) + " in all)";
+      return Status::not_found("model '" + c.architecture + "' is missing tensors: " + list);
+    }
+    if (!errors_.empty()) return Status::corrupt(errors_.front());
+    return Status::ok();
+  }
+
+ private:
+  void bind_layer(int i, LayerWeights& l) {
+    const ModelConfig& c = m_.config_;
+    const std::string p = "blk." + std::to_string(i) + ".";
+    l.attn_norm = vector(p + "attn_norm.weight", c.n_embd);
+    l.wq = matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
+    l.wk = matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
+    l.wv = matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd);
+    l.wo = matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
+    if (c.spec->qkv_bias) {
+      l.bq = vector(p + "attn_q.bias", c.q_dim());
+      l.bk = vector(p + "attn_k.bias", c.kv_dim());
+      l.bv = vector(p + "attn_v.bias", c.kv_dim());
+    }
+    l.ffn_norm = vector(p + "ffn_norm.weight", c.n_embd);
+    l.w_gate = matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
+    l.w_up = matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
+    l.w_down = matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+  }
+
+  const GgufTensorInfo* find(const std::string& name) {
+    const GgufTensorInfo* t = f_.find_tensor(name);
+    if (t == nullptr) missing_.push_back(name);
+    return t;
+  }
+
+  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols) {
+    WeightMatrix w;
+    const GgufTensorInfo* t = find(name);
+    if (t == nullptr) return w;
+    if (t->dims.size() != 2 || t->dims[0] != cols || t->dims[1] != rows) {
+      errors_.push_back("tensor '" + name + "' has the wrong shape (want [" + std::to_string(cols) + ", " +
+                        std::to_string(rows) + "])");
+      return w;
+    }
+    const DTypeInfo* info = dtype_info(t->dtype);
+    if (info == nullptr || !info->computable) {
+      errors_.push_back("tensor '" + name + "' has type " + dtype_name(t->dtype) +
+                        ", which omnibus cannot compute yet (supported: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 "
+                        "q4_K q5_K q6_K)");
+      return w;
+    }
+    w.dtype = t->dtype;
+    w.data = t->data.data();
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = t->nbytes / static_cast<uint64_t>(rows);
+    m_.config_.parameter_count += rows * cols;
+    return w;
+  }
+
+  const float* vector(const std::string& name, int64_t n) {
+    const GgufTensorInfo* t = find(name);
+    if (t == nullptr) return nullptr;
+    if (t->element_count() != n) {
+      errors_.push_back("tensor '" + name + "' has " + std::to_string(t->element_count()) + " elements, want " +
+                        std::to_string(n));
+      return nullptr;
+    }
+    const DTypeInfo* info = dtype_info(t->dtype);
+    if (info == nullptr || !info->computable) {
+      errors_.push_back("tensor '" + name + "' has unsupported type " + dtype_name(t->dtype));
+      return nullptr;
+    }
+    if (t->dtype == DType::kF32 && reinterpret_cast<uintptr_t>(t->data.data()) % alignof(float) == 0)
+      return reinterpret_cast<const float*>(t->data.data());
+    auto& copy = m_.converted_.emplace_back(n);
+    dequantize_row_ref(t->dtype, t->data.data(), copy.data(), n);
+    return copy.data();
+  }
+
+  Model& m_;
+  const GgufFile& f_;
+  std::vector<std::string> missing_;
+  std::vector<std::string> errors_;
+};
+
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
+  OMNIBUS_ASSIGN_OR_RETURN(auto file, GgufFile::open(path));
+  auto model = from_gguf(std::move(file));
+  if (!model.is_ok()) return model.status().with_context(path);
+  return model;
+}
+
+Result<std::shared_ptr<const Model>> Model::from_gguf(std::unique_ptr<GgufFile> file) {
+  std::shared_ptr<Model> m(new Model());
+  m->file_ = std::move(file);
+  OMNIBUS_ASSIGN_OR_RETURN(m->config_, read_model_config(*m->file_));
+  WeightBinder binder(*m);
+  OMNIBUS_RETURN_IF_ERROR(binder.bind());
+  return std::shared_ptr<const Model>(std::move(m));
+}
+
+uint64_t Model::weight_bytes_per_token() const {
+  uint64_t bytes = weights_.token_embd.row_bytes + weights_.output.row_bytes * weights_.output.rows;
+  for (const auto& l : weights_.layers)
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      bytes += w->row_bytes * w->rows;
+  return bytes;
+}
+
+}  // namespace omnibus

@@ -1,0 +1,58 @@
+// A loaded model: config plus weights bound to the memory-mapped GGUF file.
+// Immutable after load; share as std::shared_ptr<const Model>. Weight data
+// stay in the mapping (never copied) except small norm/bias vectors stored in
+// another float type, which are converted once at load.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "kernels/matmul.h"
+#include "model/model_config.h"
+
+namespace omnibus {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;
+  WeightMatrix wq, wk, wv, wo;
+  const float* bq = nullptr;  // biases: null unless the architecture has them
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* ffn_norm = nullptr;
+  WeightMatrix w_gate, w_up, w_down;
+};
+
+struct ModelWeights {
+  WeightMatrix token_embd;  // rows = vocab, cols = n_embd; read a row per token
+  const float* output_norm = nullptr;
+  WeightMatrix output;      // token_embd again when the embedding is tied
+  bool tied_output = false;
+  std::vector<LayerWeights> layers;
+};
+
+class Model {
+ public:
+  static Result<std::shared_ptr<const Model>> load(const std::string& path);
+  // Binds an already-parsed file (tests build models in memory).
+  static Result<std::shared_ptr<const Model>> from_gguf(std::unique_ptr<GgufFile> file);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const GgufFile& gguf() const { return *file_; }
+  // Bytes of weights read per decoded token (every matrix once, plus one
+  // embedding row): the numerator of the decode roofline.
+  uint64_t weight_bytes_per_token() const;
+
+ private:
+  Model() = default;
+  friend class WeightBinder;
+  std::unique_ptr<GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
+};
+
+}  // namespace omnibus

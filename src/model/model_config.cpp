@@ -1,0 +1,83 @@
+#include "model/model_config.h"
+
+#include <cmath>
+
+namespace omnibus {
+namespace {
+
+// A positive integer hyper-parameter that must fit our int fields.
+Result<int> read_positive(const GgufFile& f, const std::string& key, int64_t max_value) {
+  OMNIBUS_ASSIGN_OR_RETURN(int64_t v, f.get_int(key));
+  if (v <= 0 || v > max_value)
+    return Status::corrupt(key + " = " + std::to_string(v) + " is outside [1, " + std::to_string(max_value) + "]");
+  return static_cast<int>(v);
+}
+
+Result<int> read_optional_positive(const GgufFile& f, const std::string& key, int64_t max_value, int fallback) {
+  if (f.find(key) == nullptr) return fallback;
+  return read_positive(f, key, max_value);
+}
+
+Status read_rope(const GgufFile& f, const std::string& arch, ModelConfig& c) {
+  c.rope.style = c.spec->rope_style;
+  OMNIBUS_ASSIGN_OR_RETURN(c.rope.rot_dims, read_optional_positive(f, arch + ".rope.dimension_count", c.head_dim, c.head_dim));
+  if (c.rope.rot_dims % 2 != 0) return Status::corrupt(arch + ".rope.dimension_count must be even");
+  if (f.find(arch + ".rope.freq_base") != nullptr) {
+    OMNIBUS_ASSIGN_OR_RETURN(double base, f.get_float(arch + ".rope.freq_base"));
+    if (!(base > 1.0) || !std::isfinite(base)) return Status::corrupt(arch + ".rope.freq_base must be > 1");
+    c.rope.freq_base = static_cast<float>(base);
+  }
+  std::string scaling = "none";
+  if (f.find(arch + ".rope.scaling.type") != nullptr) {
+    OMNIBUS_ASSIGN_OR_RETURN(scaling, f.get_string(arch + ".rope.scaling.type"));
+  }
+  if (scaling == "linear") {
+    OMNIBUS_ASSIGN_OR_RETURN(double factor, f.get_float(arch + ".rope.scaling.factor"));
+    if (!(factor > 0.0) || !std::isfinite(factor)) return Status::corrupt(arch + ".rope.scaling.factor must be > 0");
+    c.rope.freq_scale = static_cast<float>(1.0 / factor);
+  } else if (scaling != "none") {
+    return Status::unsupported("RoPE scaling type '" + scaling + "' (supported: none, linear, and llama3 rope_freqs)");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<ModelConfig> read_model_config(const GgufFile& f) {
+  ModelConfig c;
+  OMNIBUS_ASSIGN_OR_RETURN(c.architecture, f.get_string("general.architecture"));
+  c.spec = find_architecture(c.architecture);
+  if (c.spec == nullptr)
+    return Status::unsupported("architecture '" + c.architecture + "' is not supported (supported: " +
+                               supported_architectures() + ")");
+  if (f.find("general.name") != nullptr) {
+    auto name = f.get_string("general.name");
+    if (name.is_ok()) c.name = *name;
+  }
+  const std::string& a = c.architecture;
+  constexpr int64_t kMaxDim = 1 << 20;
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_layer, read_positive(f, a + ".block_count", 4096));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_embd, read_positive(f, a + ".embedding_length", kMaxDim));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_ff, read_positive(f, a + ".feed_forward_length", kMaxDim));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_head, read_positive(f, a + ".attention.head_count", 4096));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_head_kv, read_optional_positive(f, a + ".attention.head_count_kv", 4096, c.n_head));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_ctx_train, read_optional_positive(f, a + ".context_length", 1 << 24, 2048));
+  if (c.n_head % c.n_head_kv != 0)
+    return Status::corrupt("head_count " + std::to_string(c.n_head) + " is not a multiple of head_count_kv " +
+                           std::to_string(c.n_head_kv));
+  OMNIBUS_ASSIGN_OR_RETURN(c.head_dim,
+                           read_optional_positive(f, a + ".attention.key_length", 4096, c.n_embd / c.n_head));
+  if (c.head_dim * c.n_head == 0) return Status::corrupt("head dimension is zero");
+  OMNIBUS_ASSIGN_OR_RETURN(double eps, f.get_float(a + ".attention.layer_norm_rms_epsilon"));
+  if (!(eps > 0.0 && eps < 1.0)) return Status::corrupt("layer_norm_rms_epsilon must be in (0, 1)");
+  c.rms_eps = static_cast<float>(eps);
+  OMNIBUS_RETURN_IF_ERROR(read_rope(f, a, c));
+  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (embd == nullptr) return Status::not_found("tensor 'token_embd.weight' is missing");
+  if (embd->dims.size() != 2 || embd->dims[0] != c.n_embd || embd->dims[1] <= 0 || embd->dims[1] > (1 << 24))
+    return Status::corrupt("token_embd.weight must have shape [" + std::to_string(c.n_embd) + ", vocab]");
+  c.vocab_size = static_cast<int>(embd->dims[1]);
+  return c;
+}
+
+}  // namespace omnibus

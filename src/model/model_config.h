@@ -1,0 +1,39 @@
+// Hyper-parameters of a model, read from GGUF metadata and checked for
+// consistency before any weight is touched.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "kernels/rope.h"
+#include "model/architecture.h"
+
+namespace omnibus {
+
+struct ModelConfig {
+  std::string architecture;
+  const ArchitectureSpec* spec = nullptr;
+  std::string name;          // general.name, for display
+  int n_layer = 0;
+  int n_embd = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;
+  int n_ff = 0;
+  int vocab_size = 0;        // from the token embedding's shape
+  int n_ctx_train = 0;
+  float rms_eps = 1e-5f;
+  RopeParams rope;           // freq_factors filled by the weight loader
+
+  int q_dim() const { return n_head * head_dim; }
+  int kv_dim() const { return n_head_kv * head_dim; }
+  // Weight parameters (for FLOP estimates): counted from the tensors.
+  int64_t parameter_count = 0;
+};
+
+// Reads and validates the config; vocab_size comes from token_embd's shape.
+Result<ModelConfig> read_model_config(const GgufFile& file);
+
+}  // namespace omnibus

@@ -1,0 +1,255 @@
+#include "tokenizer/chat_template.h"
+
+#include <initializer_list>
+
+#include "tokenizer/utf8.h"
+
+namespace omnibus {
+
+namespace {
+
+// Appends each part; used instead of chains of operator+ (fewer copies, and
+// GCC 12 misfires -Wrestrict on "literal" + std::string&&).
+void append(std::string* out, std::initializer_list<std::string_view> parts) {
+  for (std::string_view p : parts) out->append(p);
+}
+
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+// Python's str.isspace(), which Jinja's trim and .strip() use.
+bool is_python_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
+// Python's str.strip() with no argument.
+std::string strip(const std::string& s) {
+  const std::vector<uint32_t> cps = tokenizer_internal::decode_utf8_lenient(s);
+  size_t first = 0, last = cps.size();
+  while (first < last && is_python_space(cps[first])) ++first;
+  while (last > first && is_python_space(cps[last - 1])) --last;
+  if (first == 0 && last == cps.size()) return s;
+  std::string out;
+  for (size_t i = first; i < last; ++i) tokenizer_internal::append_utf8(cps[i], &out);
+  return out;
+}
+
+std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                          const std::string& default_system) {
+  std::string out;
+  auto turn = [&out](const std::string& role, const std::string& content) {
+    append(&out, {"<|im_start|>", role, "\n", content, "<|im_end|>\n"});
+  };
+  if (!default_system.empty() && !messages.empty() && messages[0].role != "system") turn("system", default_system);
+  for (const ChatMessage& m : messages) turn(m.role, m.content);
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+std::string render_llama3(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                          const std::string& bos) {
+  std::string out;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (i == 0) out += bos;
+    append(&out, {"<|start_header_id|>", messages[i].role, "<|end_header_id|>\n\n", strip(messages[i].content),
+                  "<|eot_id|>"});
+  }
+  if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+// Llama 2 and Mistral both take an optional leading system message out of
+// the list; these return it and where the remaining turns start.
+size_t split_system(const std::vector<ChatMessage>& messages, const std::string** system) {
+  *system = nullptr;
+  if (!messages.empty() && messages[0].role == "system") {
+    *system = &messages[0].content;
+    return 1;
+  }
+  return 0;
+}
+
+std::string render_llama2(const std::vector<ChatMessage>& messages, const std::string& bos,
+                          const std::string& eos) {
+  const std::string* system = nullptr;
+  const size_t first = split_system(messages, &system);
+  std::string out;
+  for (size_t i = first; i < messages.size(); ++i) {
+    std::string content;
+    if (i == first && system != nullptr) {
+      content.append("<<SYS>>\n").append(*system).append("\n<</SYS>>\n\n");
+    }
+    content.append(messages[i].content);
+    if (messages[i].role == "assistant") {
+      append(&out, {" ", strip(content), " ", eos});
+    } else {
+      append(&out, {bos, "[INST] ", strip(content), " [/INST]"});
+    }
+  }
+  return out;
+}
+
+std::string render_mistral(const std::vector<ChatMessage>& messages, const std::string& bos,
+                           const std::string& eos) {
+  const std::string* system = nullptr;
+  const size_t first = split_system(messages, &system);
+  std::string out = bos;
+  for (size_t i = first; i < messages.size(); ++i) {
+    const std::string& content = messages[i].content;
+    if (messages[i].role == "assistant") {
+      append(&out, {" ", content, eos});
+    } else if (i == first && system != nullptr) {
+      append(&out, {" [INST] ", *system, "\n\n", content, " [/INST]"});
+    } else {
+      append(&out, {" [INST] ", content, " [/INST]"});
+    }
+  }
+  return out;
+}
+
+std::string render_gemma(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                         const std::string& bos) {
+  size_t first = 0;
+  std::string first_prefix;
+  if (!messages.empty() && messages[0].role == "system") {
+    first_prefix = messages[0].content + "\n\n";
+    first = 1;
+  }
+  std::string out = bos;
+  for (size_t i = first; i < messages.size(); ++i) {
+    const std::string role = messages[i].role == "assistant" ? "model" : messages[i].role;
+    append(&out, {"<start_of_turn>", role, "\n", i == first ? std::string_view(first_prefix) : "",
+                  strip(messages[i].content), "<end_of_turn>\n"});
+  }
+  if (add_generation_prompt) out += "<start_of_turn>model\n";
+  return out;
+}
+
+// Undoes the escapes a Jinja string literal may hold (\n, \t, \', \", \\).
+std::string unescape_literal(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out.push_back(s[i]);
+      continue;
+    }
+    const char e = s[++i];
+    out.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+  }
+  return out;
+}
+
+// True when `text` is written out inside one string literal: an unescaped
+// quote or a brace means it is built from variables (messages[0]['content'])
+// instead.
+bool is_plain_literal(std::string_view text) {
+  if (text.empty()) return false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\') {
+      ++i;
+    } else if (c == '\'' || c == '"' || c == '{' || c == '}') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
+  if (recognised != nullptr) *recognised = true;
+  if (contains(src, "<|im_start|>")) return ChatTemplateKind::kChatML;
+  if (contains(src, "<|start_header_id|>")) return ChatTemplateKind::kLlama3;
+  if (contains(src, "<start_of_turn>")) return ChatTemplateKind::kGemma;
+  if (contains(src, "[INST]")) {
+    return contains(src, "<<SYS>>") ? ChatTemplateKind::kLlama2 : ChatTemplateKind::kMistral;
+  }
+  if (recognised != nullptr) *recognised = false;
+  return ChatTemplateKind::kChatML;
+}
+
+Result<ChatTemplateKind> chat_template_from_name(std::string_view name) {
+  for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2,
+                                ChatTemplateKind::kMistral, ChatTemplateKind::kGemma}) {
+    if (name == chat_template_name(kind)) return kind;
+  }
+  return Status::invalid_argument("unknown chat template '" + std::string(name) +
+                                  "' (expected chatml, llama3, llama2, mistral or gemma)");
+}
+
+const char* chat_template_name(ChatTemplateKind kind) {
+  switch (kind) {
+    case ChatTemplateKind::kChatML: return "chatml";
+    case ChatTemplateKind::kLlama3: return "llama3";
+    case ChatTemplateKind::kLlama2: return "llama2";
+    case ChatTemplateKind::kMistral: return "mistral";
+    case ChatTemplateKind::kGemma: return "gemma";
+  }
+  return "chatml";
+}
+
+std::string default_system_message(std::string_view src) {
+  static constexpr std::string_view kOpen = "<|im_start|>system";
+  static constexpr std::string_view kClose = "<|im_end|>";
+  size_t pos = 0;
+  while ((pos = src.find(kOpen, pos)) != std::string_view::npos) {
+    pos += kOpen.size();
+    // The newline after the role is either a real newline or the escape \n.
+    size_t start = pos;
+    if (src.substr(start, 1) == "\n") {
+      start += 1;
+    } else if (src.substr(start, 2) == "\\n") {
+      start += 2;
+    } else {
+      continue;
+    }
+    const size_t end = src.find(kClose, start);
+    if (end == std::string_view::npos) break;
+    const std::string_view literal = src.substr(start, end - start);
+    if (is_plain_literal(literal)) return unescape_literal(literal);
+  }
+  return {};
+}
+
+std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt, const std::string& bos_text, const std::string& eos_text,
+                        const std::string& default_system) {
+  switch (kind) {
+    case ChatTemplateKind::kChatML: return render_chatml(messages, add_generation_prompt, default_system);
+    case ChatTemplateKind::kLlama3: return render_llama3(messages, add_generation_prompt, bos_text);
+    case ChatTemplateKind::kLlama2: return render_llama2(messages, bos_text, eos_text);
+    case ChatTemplateKind::kMistral: return render_mistral(messages, bos_text, eos_text);
+    case ChatTemplateKind::kGemma: return render_gemma(messages, add_generation_prompt, bos_text);
+  }
+  return {};
+}
+
+Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view override_name) {
+  ChatFormat format;
+  if (override_name.empty()) {
+    format.kind = detect_chat_template(vocab.chat_template, &format.recognised);
+  } else {
+    OMNIBUS_ASSIGN_OR_RETURN(format.kind, chat_template_from_name(override_name));
+  }
+  if (format.kind == ChatTemplateKind::kChatML) format.default_system = default_system_message(vocab.chat_template);
+  auto text_of = [&vocab](int32_t id) {
+    return id >= 0 && static_cast<size_t>(id) < vocab.tokens.size() ? vocab.tokens[id] : std::string();
+  };
+  // A template that writes BOS itself plus a tokenizer that adds one would
+  // give two; the tokenizer's wins.
+  if (!vocab.add_bos) format.bos_text = text_of(vocab.bos_id);
+  format.eos_text = text_of(vocab.eos_id);
+  return format;
+}
+
+std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt) {
+  return render_chat(format.kind, messages, add_generation_prompt, format.bos_text, format.eos_text,
+                     format.default_system);
+}
+
+}  // namespace omnibus

@@ -1,0 +1,71 @@
+// Chat prompts for the common template families, written in C++: we
+// recognise a model's Jinja template (tokenizer.chat_template) by its marker
+// strings and render the family's format ourselves. Template code from a
+// model file is never executed.
+//
+// Each family reproduces one real template exactly (the tests hold the
+// expected strings):
+//   kChatML  - "<|im_start|>role\ncontent<|im_end|>\n" (SmolLM2, Qwen, Hermes)
+//   kLlama3  - Meta-Llama-3-8B-Instruct (content trimmed, BOS before the first turn)
+//   kLlama2  - Llama-2-chat ([INST] with <<SYS>> folded into the first user turn)
+//   kMistral - Mistral-7B-Instruct v0.1/v0.2 "v1" format (" [INST] ... [/INST]")
+//   kGemma   - Gemma 3 (a system message becomes a prefix of the first user turn;
+//              without one, identical to Gemma 1/2)
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "tokenizer/vocab.h"
+
+namespace omnibus {
+
+enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma };
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant" (others pass through where the format allows)
+  std::string content;
+};
+
+// The family of a Jinja template, judged by its marker strings. When nothing
+// matches, *recognised (if given) is set to false and kChatML is returned.
+ChatTemplateKind detect_chat_template(std::string_view jinja_source, bool* recognised);
+
+// The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma".
+Result<ChatTemplateKind> chat_template_from_name(std::string_view name);
+const char* chat_template_name(ChatTemplateKind kind);
+
+// The system message a ChatML template inserts when the conversation has
+// none, read from the template's literal text (SmolLM2: "You are a helpful
+// AI assistant named SmolLM, trained by Hugging Face"); "" when it has none.
+std::string default_system_message(std::string_view jinja_source);
+
+// The prompt text. `bos_text` / `eos_text` are the texts of the BOS / EOS
+// tokens where the template writes them (pass "" when the tokenizer adds BOS
+// itself). `default_system` is inserted as the first message when the
+// conversation does not start with a system message (ChatML only, as the
+// templates that do this are ChatML ones).
+std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt, const std::string& bos_text,
+                        const std::string& eos_text = "", const std::string& default_system = "");
+
+// Everything a model's chat prompts need, resolved once at load.
+struct ChatFormat {
+  ChatTemplateKind kind = ChatTemplateKind::kChatML;
+  bool recognised = true;       // false: the model's template matched no family (ChatML assumed)
+  std::string default_system;   // see default_system_message()
+  std::string bos_text;         // "" when the tokenizer adds BOS itself (add_bos)
+  std::string eos_text;
+};
+
+// The format for `vocab`: the family named by `override_name` (the
+// --chat-template flag; "" to detect it from vocab.chat_template).
+Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view override_name);
+
+std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
+                        bool add_generation_prompt);
+
+}  // namespace omnibus

@@ -1,0 +1,173 @@
+// Each family against the output of its real Jinja template (rendered with
+// jinja2 the way transformers' apply_chat_template does) for the same
+// system + user + assistant + user conversation.
+#include "tokenizer/chat_template.h"
+
+#include <gtest/gtest.h>
+
+namespace omnibus {
+namespace {
+
+// The assistant turn has stray whitespace on purpose: some templates trim it.
+const std::vector<ChatMessage> kConversation = {
+    {"system", "You are a helpful assistant"},
+    {"user", "Hello"},
+    {"assistant", "  Hi there \n"},
+    {"user", "Who are you"},
+};
+const std::vector<ChatMessage> kUserOnly = {{"user", "Hello"}};
+
+// SmolLM2-135M-Instruct's tokenizer.chat_template, as stored in its GGUF.
+const std::string kSmolLm2Template =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' "
+    "+ message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}";
+const std::string kLlama3Template =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
+    "message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+    "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
+const std::string kLlama2Template =
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
+    "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
+    "{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}{% set content = "
+    "'<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = "
+    "message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + "
+    "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}"
+    "{% endfor %}";
+const std::string kMistralTemplate =
+    "{{- bos_token }}{%- for message in loop_messages %}{%- if message['role'] == 'user' %}{%- if loop.first and "
+    "system_message is defined %}{{- ' [INST] ' + system_message + '\\n\\n' + message['content'] + ' [/INST]' }}"
+    "{%- else %}{{- ' [INST] ' + message['content'] + ' [/INST]' }}{%- endif %}{%- elif message['role'] == "
+    "'assistant' %}{{- ' ' + message['content'] + eos_token}}{%- endif %}{%- endfor %}";
+const std::string kGemmaTemplate =
+    "{{ bos_token }}{%- for message in loop_messages -%}{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if "
+    "loop.first else \"\") }}{{ message['content'] | trim }}{{ '<end_of_turn>\n' }}{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}";
+
+TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
+  bool recognised = false;
+  EXPECT_EQ(detect_chat_template(kSmolLm2Template, &recognised), ChatTemplateKind::kChatML);
+  EXPECT_TRUE(recognised);
+  EXPECT_EQ(detect_chat_template(kLlama3Template, &recognised), ChatTemplateKind::kLlama3);
+  EXPECT_EQ(detect_chat_template(kLlama2Template, &recognised), ChatTemplateKind::kLlama2);
+  EXPECT_EQ(detect_chat_template(kMistralTemplate, &recognised), ChatTemplateKind::kMistral);
+  EXPECT_EQ(detect_chat_template(kGemmaTemplate, &recognised), ChatTemplateKind::kGemma);
+  EXPECT_TRUE(recognised);
+  EXPECT_EQ(detect_chat_template("{{ messages }}", &recognised), ChatTemplateKind::kChatML);
+  EXPECT_FALSE(recognised);
+  EXPECT_EQ(detect_chat_template("", nullptr), ChatTemplateKind::kChatML);
+}
+
+TEST(ChatTemplateTest, NamesRoundTrip) {
+  for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma"}) {
+    auto kind = chat_template_from_name(name);
+    ASSERT_TRUE(kind.is_ok());
+    EXPECT_STREQ(chat_template_name(*kind), name);
+  }
+  EXPECT_EQ(chat_template_from_name("vicuna").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ChatTemplateTest, DefaultSystemMessage) {
+  EXPECT_EQ(default_system_message(kSmolLm2Template),
+            "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+  // Qwen 2.5 style: the system turn built from the conversation comes first,
+  // the written-out default (with an escaped newline and quote) after it.
+  EXPECT_EQ(default_system_message("{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+                                   "{%- else %}{{- '<|im_start|>system\\nYou\\'re Qwen.<|im_end|>\\n' }}"),
+            "You're Qwen.");
+  EXPECT_EQ(default_system_message("{{'<|im_start|>' + message['role'] + '\\n' + message['content']}}"), "");
+  EXPECT_EQ(default_system_message(kLlama3Template), "");
+}
+
+TEST(ChatTemplateTest, ChatMl) {
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, kConversation, true, ""),
+            "<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+            "<|im_start|>assistant\n  Hi there \n<|im_end|>\n<|im_start|>user\nWho are you<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, kUserOnly, false, ""), "<|im_start|>user\nHello<|im_end|>\n");
+}
+
+TEST(ChatTemplateTest, SmolLm2InsertsItsDefaultSystemMessage) {
+  const std::string system = default_system_message(kSmolLm2Template);
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, kUserOnly, true, "", "", system),
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
+  // An explicit system message replaces the default.
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, kConversation, true, "", "", system),
+            render_chat(ChatTemplateKind::kChatML, kConversation, true, ""));
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, {}, true, "", "", system), "<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplateTest, Llama3) {
+  EXPECT_EQ(render_chat(ChatTemplateKind::kLlama3, kConversation, true, "<|begin_of_text|>"),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>"
+            "\n\nHi there<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho are you<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kLlama3, kUserOnly, false, ""),
+            "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>");
+}
+
+TEST(ChatTemplateTest, Llama2) {
+  EXPECT_EQ(render_chat(ChatTemplateKind::kLlama2, kConversation, true, "<s>", "</s>"),
+            "<s>[INST] <<SYS>>\nYou are a helpful assistant\n<</SYS>>\n\nHello [/INST] Hi there </s>"
+            "<s>[INST] Who are you [/INST]");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kLlama2, kUserOnly, true, "<s>", "</s>"), "<s>[INST] Hello [/INST]");
+}
+
+TEST(ChatTemplateTest, Mistral) {
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistral, kConversation, true, "<s>", "</s>"),
+            "<s> [INST] You are a helpful assistant\n\nHello [/INST]   Hi there \n</s> [INST] Who are you [/INST]");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistral, kUserOnly, true, "<s>", "</s>"), "<s> [INST] Hello [/INST]");
+}
+
+TEST(ChatTemplateTest, Gemma) {
+  EXPECT_EQ(render_chat(ChatTemplateKind::kGemma, kConversation, true, "<bos>"),
+            "<bos><start_of_turn>user\nYou are a helpful assistant\n\nHello<end_of_turn>\n<start_of_turn>model\n"
+            "Hi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kGemma, kUserOnly, true, "<bos>"),
+            "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n");
+}
+
+TEST(ChatTemplateTest, ChatFormatFromVocabulary) {
+  VocabData v;
+  v.tokens = {"<unk>", "<s>", "</s>"};
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.chat_template = kSmolLm2Template;
+  auto format = chat_format_for(v, "");
+  ASSERT_TRUE(format.is_ok());
+  EXPECT_EQ(format->kind, ChatTemplateKind::kChatML);
+  EXPECT_TRUE(format->recognised);
+  EXPECT_EQ(render_chat(*format, kUserOnly, true),
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+            "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n");
+
+  // Override by name; BOS text only when the tokenizer does not add BOS itself.
+  format = chat_format_for(v, "llama2");
+  ASSERT_TRUE(format.is_ok());
+  EXPECT_EQ(format->bos_text, "<s>");
+  EXPECT_EQ(format->eos_text, "</s>");
+  EXPECT_EQ(format->default_system, "");
+  EXPECT_EQ(render_chat(*format, kUserOnly, true), "<s>[INST] Hello [/INST]");
+  v.add_bos = true;
+  format = chat_format_for(v, "llama2");
+  EXPECT_EQ(render_chat(*format, kUserOnly, true), "[INST] Hello [/INST]");
+
+  EXPECT_FALSE(chat_format_for(v, "nope").is_ok());
+  v.chat_template = "";
+  format = chat_format_for(v, "");
+  EXPECT_FALSE(format->recognised);
+}
+
+TEST(ChatTemplateTest, TrimUsesPythonWhitespace) {
+  // Jinja's trim strips Unicode whitespace (U+3000, NBSP) but not other characters.
+  const std::vector<ChatMessage> m = {{"user", "\xE3\x80\x80\xC2\xA0 x\t\xE2\x80\x8B\n"}};
+  EXPECT_EQ(render_chat(ChatTemplateKind::kLlama3, m, false, ""),
+            "<|start_header_id|>user<|end_header_id|>\n\nx\t\xE2\x80\x8B<|eot_id|>");
+}
+
+}  // namespace
+}  // namespace omnibus

@@ -1,0 +1,185 @@
+#include "tiny_model.h"
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include "gguf/gguf_writer.h"
+#include "tensor/quant.h"
+
+namespace omnibus::testing {
+namespace {
+
+class TinyWriter {
+ public:
+  TinyWriter(const TinyModelSpec& s) : s_(s), rng_(s.seed) {}
+
+  std::vector<uint8_t> build() {
+    const std::string a = s_.architecture;
+    w_.set_string("general.architecture", a);
+    w_.set_string("general.name", "tiny-" + a);
+    w_.set_uint32(a + ".block_count", s_.n_layer);
+    w_.set_uint32(a + ".embedding_length", s_.n_embd);
+    w_.set_uint32(a + ".feed_forward_length", s_.n_ff);
+    w_.set_uint32(a + ".attention.head_count", s_.n_head);
+    w_.set_uint32(a + ".attention.head_count_kv", s_.n_head_kv);
+    w_.set_uint32(a + ".context_length", 256);
+    w_.set_float32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    w_.set_float32(a + ".rope.freq_base", s_.rope_base);
+    const int hd = s_.n_embd / s_.n_head;
+    tensor("token_embd.weight", s_.vocab, s_.n_embd, s_.embedding_type, 1.0f);
+    norm("output_norm.weight", s_.n_embd);
+    if (!s_.tied_output) tensor("output.weight", s_.vocab, s_.n_embd, s_.matrix_type, 0.3f);
+    for (int i = 0; i < s_.n_layer; ++i) {
+      const std::string p = "blk." + std::to_string(i) + ".";
+      const float scale = 1.0f / std::sqrt(static_cast<float>(s_.n_embd));
+      norm(p + "attn_norm.weight", s_.n_embd);
+      tensor(p + "attn_q.weight", s_.n_head * hd, s_.n_embd, s_.matrix_type, scale * 2);
+      tensor(p + "attn_k.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale * 2);
+      tensor(p + "attn_v.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale);
+      tensor(p + "attn_output.weight", s_.n_embd, s_.n_head * hd, s_.matrix_type, scale);
+      if (a == "qwen2") {
+        tensor(p + "attn_q.bias", 1, s_.n_head * hd, DType::kF32, 0.2f);
+        tensor(p + "attn_k.bias", 1, s_.n_head_kv * hd, DType::kF32, 0.2f);
+        tensor(p + "attn_v.bias", 1, s_.n_head_kv * hd, DType::kF32, 0.2f);
+      }
+      norm(p + "ffn_norm.weight", s_.n_embd);
+      tensor(p + "ffn_gate.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
+      tensor(p + "ffn_up.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
+      tensor(p + "ffn_down.weight", s_.n_embd, s_.n_ff, s_.matrix_type, 1.0f / std::sqrt(float(s_.n_ff)));
+    }
+    return w_.to_bytes();
+  }
+
+ private:
+  // rows x cols matrix (or a vector when rows == 1) of uniform(-scale, scale).
+  void tensor(const std::string& name, int64_t rows, int64_t cols, DType type, float scale) {
+    std::uniform_real_distribution<float> dist(-scale, scale);
+    std::vector<float> values(rows * cols);
+    for (auto& v : values) v = dist(rng_);
+    add(name, rows, cols, type, values);
+  }
+  void norm(const std::string& name, int64_t n) {
+    std::uniform_real_distribution<float> dist(0.7f, 1.3f);
+    std::vector<float> values(n);
+    for (auto& v : values) v = dist(rng_);
+    add(name, 1, n, DType::kF32, values);
+  }
+  void add(const std::string& name, int64_t rows, int64_t cols, DType type, const std::vector<float>& values) {
+    auto bytes_per_row = dtype_bytes(type, cols);
+    if (!bytes_per_row.is_ok()) throw std::runtime_error(bytes_per_row.status().to_string());
+    std::vector<uint8_t> data(*bytes_per_row * rows);
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row_ref(type, values.data() + r * cols, data.data() + r * *bytes_per_row, cols);
+    std::vector<int64_t> dims = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows};
+    Status st = w_.add_tensor(name, dims, type, data);
+    if (!st.is_ok()) throw std::runtime_error(st.to_string());
+  }
+
+  const TinyModelSpec& s_;
+  std::mt19937 rng_;
+  GgufWriter w_;
+};
+
+std::vector<double> dequantized(const WeightMatrix& w) {
+  std::vector<float> row(w.cols);
+  std::vector<double> out(w.rows * w.cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row_ref(w.dtype, static_cast<const uint8_t*>(w.data) + r * w.row_bytes, row.data(), w.cols);
+    for (int64_t c = 0; c < w.cols; ++c) out[r * w.cols + c] = row[c];
+  }
+  return out;
+}
+
+std::vector<double> matvec(const WeightMatrix& w, const std::vector<double>& x) {
+  std::vector<double> m = dequantized(w), y(w.rows, 0.0);
+  for (int64_t r = 0; r < w.rows; ++r)
+    for (int64_t c = 0; c < w.cols; ++c) y[r] += m[r * w.cols + c] * x[c];
+  return y;
+}
+
+std::vector<double> rms_normed(const std::vector<double>& x, const float* weight, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double scale = 1.0 / std::sqrt(ss / x.size() + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * weight[i];
+  return y;
+}
+
+void rotate(std::vector<double>& v, int heads, int hd, int pos, const ModelConfig& c) {
+  const int pairs = c.rope.rot_dims / 2;
+  for (int h = 0; h < heads; ++h)
+    for (int i = 0; i < pairs; ++i) {
+      const bool neox = c.rope.style == RopeStyle::kNeox;
+      const int a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + pairs : 2 * i + 1);
+      const double theta = pos * std::pow(double(c.rope.freq_base), -2.0 * i / c.rope.rot_dims);
+      const double x0 = v[a], x1 = v[b];
+      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+}
+
+}  // namespace
+
+std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec) { return TinyWriter(spec).build(); }
+
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes) {
+  auto file = GgufFile::parse(MappedFile::from_memory(bytes));
+  if (!file.is_ok()) throw std::runtime_error(file.status().to_string());
+  auto model = Model::from_gguf(std::move(file).value());
+  if (!model.is_ok()) throw std::runtime_error(model.status().to_string());
+  return *model;
+}
+
+std::vector<float> reference_logits(const Model& model, const std::vector<int32_t>& tokens) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  const int hd = c.head_dim, n = static_cast<int>(tokens.size());
+  std::vector<std::vector<std::vector<double>>> keys(c.n_layer), values(c.n_layer);
+  std::vector<double> embd = dequantized(w.token_embd);
+  std::vector<float> logits;
+  for (int t = 0; t < n; ++t) {
+    std::vector<double> x(embd.begin() + int64_t(tokens[t]) * c.n_embd, embd.begin() + int64_t(tokens[t] + 1) * c.n_embd);
+    for (int l = 0; l < c.n_layer; ++l) {
+      const LayerWeights& lw = w.layers[l];
+      auto xn = rms_normed(x, lw.attn_norm, c.rms_eps);
+      auto q = matvec(lw.wq, xn), k = matvec(lw.wk, xn), v = matvec(lw.wv, xn);
+      if (lw.bq) {
+        for (int i = 0; i < c.q_dim(); ++i) q[i] += lw.bq[i];
+        for (int i = 0; i < c.kv_dim(); ++i) k[i] += lw.bk[i], v[i] += lw.bv[i];
+      }
+      rotate(q, c.n_head, hd, t, c);
+      rotate(k, c.n_head_kv, hd, t, c);
+      keys[l].push_back(k);
+      values[l].push_back(v);
+      std::vector<double> attn(c.q_dim(), 0.0);
+      for (int h = 0; h < c.n_head; ++h) {
+        const int kvh = h / (c.n_head / c.n_head_kv);
+        std::vector<double> s(t + 1);
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j <= t; ++j) {
+          double d = 0;
+          for (int i = 0; i < hd; ++i) d += q[h * hd + i] * keys[l][j][kvh * hd + i];
+          s[j] = d / std::sqrt(double(hd));
+          mx = std::max(mx, s[j]);
+        }
+        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (int j = 0; j <= t; ++j)
+          for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j] / sum * values[l][j][kvh * hd + i];
+      }
+      auto o = matvec(lw.wo, attn);
+      for (int i = 0; i < c.n_embd; ++i) x[i] += o[i];
+      xn = rms_normed(x, lw.ffn_norm, c.rms_eps);
+      auto g = matvec(lw.w_gate, xn), u = matvec(lw.w_up, xn);
+      for (int i = 0; i < c.n_ff; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      auto d = matvec(lw.w_down, g);
+      for (int i = 0; i < c.n_embd; ++i) x[i] += d[i];
+    }
+    auto out = matvec(w.output, rms_normed(x, w.output_norm, c.rms_eps));
+    for (double v : out) logits.push_back(static_cast<float>(v));
+  }
+  return logits;
+}
+
+}  // namespace omnibus::testing

@@ -1,0 +1,43 @@
+// Builds tiny random-weight models as GGUF bytes with our writer, so tests
+// can run the real loader and forward pass with no model download. Also
+// holds a plain, slow reference forward pass (double precision, dequantized
+// weights) that the engine's forward pass is checked against.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/mapped_file.h"
+#include "model/model.h"
+#include "tensor/dtype.h"
+
+namespace omnibus::testing {
+
+struct TinyModelSpec {
+  std::string architecture = "llama";  // "llama" or "qwen2"
+  int n_layer = 2;
+  int n_embd = 64;
+  int n_head = 4;
+  int n_head_kv = 2;
+  int n_ff = 96;
+  int vocab = 80;
+  DType matrix_type = DType::kF32;   // attention and MLP matrices
+  DType embedding_type = DType::kF32;
+  bool tied_output = true;
+  float rope_base = 10000.0f;
+  uint32_t seed = 1;
+};
+
+// The GGUF bytes of a model built from the spec (weights random, seeded).
+std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec);
+
+// Loads the bytes as a Model. `bytes` must outlive the model.
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes);
+
+// Logits (vocab per position) of every position of `tokens`, computed by the
+// plain reference forward pass.
+std::vector<float> reference_logits(const Model& model, const std::vector<int32_t>& tokens);
+
+}  // namespace omnibus::testing
