@@ -20,6 +20,7 @@ See bench/README.md for the definitions.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -38,12 +39,6 @@ SHORT_PROMPT = "Once upon a time, in a small village by the sea,"
 
 
 # ---------------------------------------------------------------- prompts
-
-def load_vocab(model_path):
-    import llama_cpp
-    return llama_cpp.Llama(model_path=str(model_path), vocab_only=True,
-                           verbose=False)
-
 
 def tokenize(vocab, data):
     add_bos = vocab.metadata.get("tokenizer.ggml.add_bos_token") == "true"
@@ -68,6 +63,40 @@ def exact_prompt(vocab, source_bytes, n_tokens):
             return text
         cut += n_tokens - got
     raise SystemExit(f"could not build a prompt of exactly {n_tokens} tokens")
+
+
+def prep_child(config_path):
+    """Child process: the prompts (llama.cpp's tokenizer) and model costs.
+
+    Kept out of the parent so the parent stays small: a process started by
+    the parent inherits its peak RSS through exec (Linux keeps the larger of
+    the two in ru_maxrss), which would inflate omnibus's own figure.
+    """
+    import llama_cpp
+    cfg = json.loads(Path(config_path).read_text())
+    vocab = llama_cpp.Llama(model_path=cfg["model"], vocab_only=True,
+                            verbose=False)
+    prompt = exact_prompt(vocab, Path(cfg["source"]).read_bytes(),
+                          cfg["n_tokens"])
+    Path(cfg["prompt_file"]).write_bytes(prompt)
+    print(json.dumps({
+        "prompt_tokens": tokenize(vocab, prompt),
+        "short_tokens": tokenize(vocab, SHORT_PROMPT.encode()),
+        "model_costs": roofline.model_costs(cfg["model"])}))
+
+
+def run_child(mode, config):
+    """Runs this script in `mode` in a fresh interpreter; returns its JSON."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    try:
+        cmd = [sys.executable, str(Path(__file__).resolve()), mode, f.name]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"{mode} failed:\n{proc.stderr[-3000:]}")
+    finally:
+        os.unlink(f.name)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # ---------------------------------------------------------------- omnibus
@@ -114,37 +143,27 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens):
 
 def bench_llamacpp(args, threads, prompt_tokens, short_tokens):
     """Runs llama_child() in a fresh interpreter and returns its result."""
-    config = {"model": str(args.model), "threads": threads,
-              "batch": args.batch, "reps": args.reps,
-              "decode_tokens": args.decode_tokens,
-              "prompt_tokens": prompt_tokens, "short_tokens": short_tokens}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(config, f)
-    try:
-        cmd = [sys.executable, str(Path(__file__).resolve()),
-               "--llama-child", f.name]
-        out = subprocess.run(cmd, check=True, capture_output=True,
-                             text=True).stdout
-    finally:
-        os.unlink(f.name)
-    return json.loads(out.strip().splitlines()[-1])
+    return run_child("--llama-child", {
+        "model": str(args.model), "threads": threads, "batch": args.batch,
+        "reps": args.reps, "decode_tokens": args.decode_tokens,
+        "prompt_tokens": prompt_tokens, "short_tokens": short_tokens})
 
 
-def rss_mib():
+def proc_status_mib(field):
+    """VmRSS or VmHWM of this process image (not inherited through exec)."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
 
 def llama_child(config_path):
     """Child process: times llama.cpp and prints one JSON line."""
-    import resource
     import numpy as np
     import llama_cpp
     cfg = json.loads(Path(config_path).read_text())
-    base_rss = rss_mib()
+    base_rss = proc_status_mib("VmRSS")
     start = time.perf_counter()
     # llama.cpp's CPU defaults: f16 KV, flash attention "auto" (= on for the
     # CPU backend; llama-cpp-python turns it off unless asked).
@@ -182,14 +201,14 @@ def llama_child(config_path):
     prefill(), decode()  # warm-up
     pre = [prefill() for _ in range(cfg["reps"])]
     dec = [decode() for _ in range(cfg["reps"])]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = proc_status_mib("VmHWM")
     print(json.dumps({
         "llama_cpp_version": llama_cpp.__version__,
         "prefill_tokens_per_s": statistics.median(pre),
         "decode_tokens_per_s": statistics.median(d[0] for d in dec),
         "ttft_ms_short_prompt": statistics.median(d[1] for d in dec),
         "load_ms": load_ms, "peak_rss_mib": peak,
-        "python_baseline_rss_mib": base_rss,
+        "python_baseline_rss_mib": base_rss,  # numpy + libllama, no model
         "runs": {"prefill_tokens_per_s": pre,
                  "decode_tokens_per_s": [d[0] for d in dec]},
     }))
@@ -289,7 +308,26 @@ def parse_args():
                    help="do not measure bandwidth and FLOP/s")
     p.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
     p.add_argument("--llama-child", help=argparse.SUPPRESS)
+    p.add_argument("--prep-child", help=argparse.SUPPRESS)
     return p.parse_args()
+
+
+def measure(args, prompt_file, prep, report):
+    """The omnibus and llama.cpp runs; fills report and prints the table."""
+    prompt_tokens, short_tokens = prep["prompt_tokens"], prep["short_tokens"]
+    omni = llama = None
+    if not args.skip_omnibus:
+        omni = bench_omnibus(args, args.threads, prompt_file,
+                             len(prompt_tokens))
+        report["omnibus"] = omni
+    if not args.skip_llamacpp:
+        llama = bench_llamacpp(args, args.threads, prompt_tokens,
+                               short_tokens)
+        report["llama_cpp"] = llama
+    print_table(omni, llama, report.get("rooflines", {}))
+    if args.threads_scaling:
+        report["threads_scaling"] = scaling(args, prompt_file, prompt_tokens,
+                                            short_tokens)
 
 
 def main():
@@ -297,50 +335,42 @@ def main():
     if args.llama_child:
         llama_child(args.llama_child)
         return
+    if args.prep_child:
+        prep_child(args.prep_child)
+        return
     if not args.model.is_file():
         raise SystemExit(f"model not found: {args.model}")
     if not args.skip_omnibus and not args.omnibus.is_file():
         raise SystemExit(f"omnibus binary not found: {args.omnibus} "
                          "(build it, pass --omnibus, or --skip-omnibus)")
-    vocab = load_vocab(args.model)
-    prompt_bytes = exact_prompt(vocab, args.prompt_source.read_bytes(),
-                                args.prefill_tokens)
-    prompt_tokens = tokenize(vocab, prompt_bytes)
-    short_tokens = tokenize(vocab, SHORT_PROMPT.encode())
-    del vocab
-
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"warning: load average {load:.1f} before starting; other "
+              "processes share the CPUs and the numbers will be noisy",
+              file=sys.stderr)
     report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
               "model": str(args.model), "threads": args.threads,
               "reps": args.reps, "batch": args.batch,
-              "prefill_prompt_tokens": len(prompt_tokens),
               "decode_tokens": args.decode_tokens,
-              "short_prompt": SHORT_PROMPT}
-    costs = roofline.model_costs(args.model)
-    roof = {}
-    if not args.skip_limits:
-        limits = roofline.measure_machine(args.threads)
-        roof = roofline.rooflines(limits, costs)
-        report.update(limits=limits, rooflines=roof)
-        print_limits(limits, costs, roof)
-    report["model_costs"] = costs
-
+              "short_prompt": SHORT_PROMPT, "load_average_start": load}
     with tempfile.TemporaryDirectory() as tmp:
-        prompt_file = Path(tmp) / "prompt_512.txt"
-        prompt_file.write_bytes(prompt_bytes)
-        omni = llama = None
-        if not args.skip_omnibus:
-            omni = bench_omnibus(args, args.threads, prompt_file,
-                                 len(prompt_tokens))
-            report["omnibus"] = omni
-        if not args.skip_llamacpp:
-            llama = bench_llamacpp(args, args.threads, prompt_tokens,
-                                   short_tokens)
-            report["llama_cpp"] = llama
-        print_table(omni, llama, roof)
-        if args.threads_scaling:
-            report["threads_scaling"] = scaling(args, prompt_file,
-                                                prompt_tokens, short_tokens)
-
+        prompt_file = Path(tmp) / "prompt.txt"
+        prep = run_child("--prep-child", {
+            "model": str(args.model), "source": str(args.prompt_source),
+            "n_tokens": args.prefill_tokens, "prompt_file": str(prompt_file)})
+        report["prefill_prompt_tokens"] = len(prep["prompt_tokens"])
+        report["model_costs"] = costs = prep["model_costs"]
+        if not args.skip_limits:
+            limits = roofline.measure_machine(args.threads)
+            roof = roofline.rooflines(limits, costs)
+            report.update(limits=limits, rooflines=roof)
+            print_limits(limits, costs, roof)
+        measure(args, prompt_file, prep, report)
+    report["load_average_end"] = os.getloadavg()[0]
+    # Anything the harness itself peaked at is a floor under its children's
+    # ru_maxrss (inherited through exec): keep it visible.
+    report["harness_peak_rss_mib"] = resource.getrusage(
+        resource.RUSAGE_SELF).ru_maxrss / 1024
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = args.out_dir / f"bench_{time.strftime('%Y%m%d_%H%M%S')}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")

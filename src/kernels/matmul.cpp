@@ -19,9 +19,12 @@ constexpr int64_t kRowUnit = 16;
 constexpr int64_t kMinParallelWork = 1 << 16;
 
 using RowsFn = void (*)(const matmul_detail::MatmulArgs&, int64_t, int64_t);
+using QuantizeFn = void (*)(DType, const float*, int64_t, int64_t, matmul_detail::QuantizedX*);
 
-RowsFn pick_rows_fn() {
-  return cpu_features().has_avx2_fma() ? matmul_detail::rows_avx2 : matmul_detail::rows_scalar;
+RowsFn pick_rows_fn() { return cpu_features().has_avx2_fma() ? matmul_detail::rows_avx2 : matmul_detail::rows_scalar; }
+
+QuantizeFn pick_quantize_fn() {
+  return cpu_features().has_avx2_fma() ? matmul_detail::quantize_x_avx2 : matmul_detail::quantize_x;
 }
 
 }  // namespace
@@ -31,11 +34,12 @@ const char* matmul_path_name() { return cpu_features().has_avx2_fma() ? "avx2+fm
 void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
   if (n_x <= 0 || w.rows <= 0) return;
   static const RowsFn rows_fn = pick_rows_fn();
+  static const QuantizeFn quantize_fn = pick_quantize_fn();
   // The int8 form of x, made once here and read by every thread. The
   // buffers belong to the calling thread and keep their capacity.
   thread_local matmul_detail::QuantizedX qx;
   const bool int8 = matmul_detail::act_format(w.dtype) != matmul_detail::ActFormat::kFloat;
-  if (int8) matmul_detail::quantize_x(w.dtype, x, n_x, w.cols, &qx);
+  if (int8) quantize_fn(w.dtype, x, n_x, w.cols, &qx);
   const matmul_detail::MatmulArgs args{&w, x, int8 ? &qx : nullptr, n_x, y};
   const int64_t work = n_x * w.rows * w.cols;
   if (pool == nullptr || pool->size() == 1 || work < kMinParallelWork) {

@@ -28,9 +28,9 @@ namespace {
 
 using namespace matmul_avx2;
 
-constexpr int kUnit = 32;             // columns per decoder unit
-constexpr int kFusedMaxXRows = 2;     // up to this many x rows use the fused kernel
-constexpr int64_t kPanelRows = 64;    // weight rows decoded per panel
+constexpr int kUnit = 32;              // columns per decoder unit
+constexpr int kFusedMaxXRows = 2;      // up to this many x rows use the fused kernel
+constexpr int64_t kPanelRows = 64;     // weight rows decoded per panel
 constexpr int kTileX = 3, kTileW = 4;  // panel micro-kernel: x rows x weight rows
 
 // ---- fused kernel: MR x rows against NR weight rows, weights decoded in registers.
@@ -117,7 +117,8 @@ template <int MR>
 void panel_x_tile(const float* x, int64_t cols, const uint8_t* panel, size_t stride, int64_t n_rows, float* y,
                   int64_t y_stride) {
   int64_t j = 0;
-  for (; j + kTileW <= n_rows; j += kTileW) panel_tile<MR, kTileW>(x, cols, panel + j * stride, stride, y + j, y_stride);
+  for (; j + kTileW <= n_rows; j += kTileW)
+    panel_tile<MR, kTileW>(x, cols, panel + j * stride, stride, y + j, y_stride);
   const uint8_t* rest = panel + j * stride;
   switch (n_rows - j) {
     case 3: panel_tile<MR, 3>(x, cols, rest, stride, y + j, y_stride); break;

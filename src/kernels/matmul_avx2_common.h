@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstring>
 
-
 namespace omnibus::matmul_avx2 {
 
 // The fixed horizontal sum every kernel ends an output with:

@@ -38,8 +38,16 @@ struct QuantizedX {
 
 // Quantizes x (n_x rows of cols) for weights of type t (act_format(t) must
 // not be kFloat). Deterministic and row-independent: a row's int8 form does
-// not depend on the other rows.
+// not depend on the other rows. Per block: scale = max|x| / 127, q =
+// round-to-nearest-even(x * (1 / scale)) clamped to [-127, 127] (NaN -> -127).
 void quantize_x(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out);
+// The same bytes, computed with AVX2 (only after the CPU check).
+void quantize_x_avx2(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out);
+// Sizes out's buffers and fields for quantizing n_x rows of cols for type t.
+void shape_quantized_x(DType t, int64_t n_x, int64_t cols, QuantizedX* out);
+// Code offset of unsigned legacy weight codes (value = d * (code - bias)):
+// 8 for Q4_0, 16 for Q5_0, else 0.
+int legacy_bias(DType t);
 
 // What a row-range worker needs. qx is null for float weights.
 struct MatmulArgs {

@@ -80,7 +80,8 @@ TEST_P(Invariance, ArbitraryRowSplitsDoNotChangeBits) {
       std::vector<float> whole(static_cast<size_t>(n_x * kRows)), split(whole.size(), -1.0f);
       run_rows(fn, w.view, x.data(), n_x, whole.data(), 0, kRows);
       const int64_t cuts[] = {0, 1, 6, 9, 22, 23, 50, 61, kRows};
-      for (size_t c = 0; c + 1 < std::size(cuts); ++c) run_rows(fn, w.view, x.data(), n_x, split.data(), cuts[c], cuts[c + 1]);
+      for (size_t c = 0; c + 1 < std::size(cuts); ++c)
+        run_rows(fn, w.view, x.data(), n_x, split.data(), cuts[c], cuts[c + 1]);
       EXPECT_TRUE(same_bits(whole, split)) << dtype_name(t) << " n_x " << n_x;
     }
     // And a single x row must match its row in a batch.

@@ -140,6 +140,27 @@ inline float dot_lanes(const float* a, const float* b, int64_t n) {
   return hsum(acc);
 }
 
+// The tile's block-b weight scales, converted together (lane 2j = d_j, lane
+// 2j + 1 = m_j), times each x row's scale: scale[i][2j] = d_j * dx_i, read
+// back by broadcasts. Affine types also record m_j in mins[j * blocks + b].
+template <class K, int MR, int NR>
+inline void legacy_scales(const uint8_t* rows, size_t row_bytes, int64_t b, const float* xscale, int64_t blocks,
+                          float (*scale)[8], float* mins) {
+  uint32_t bits[4] = {};
+#pragma GCC unroll 4
+  for (int j = 0; j < NR; ++j) bits[j] = K::dm_bits(rows + j * row_bytes, b);
+  const __m256 dm = _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(bits[0]), static_cast<int>(bits[1]),
+                                                   static_cast<int>(bits[2]), static_cast<int>(bits[3])));
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) _mm256_store_ps(scale[i], _mm256_mul_ps(dm, _mm256_broadcast_ss(xscale + i * blocks)));
+  if constexpr (K::kAffine) {
+    alignas(32) float dm_out[8];
+    _mm256_store_ps(dm_out, dm);
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) mins[j * blocks + b] = dm_out[2 * j + 1];
+  }
+}
+
 // Outputs y[r0 + i][o + j] for i < MR, j < NR (NR <= 4). mins: 4 * blocks
 // floats of scratch (affine types). Loops over i and j are fully unrolled so
 // the accumulators stay in registers.
@@ -160,23 +181,8 @@ void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0, float* mins) {
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    // The tile's weight scales, converted together: lane 2j = d_j, lane
-    // 2j + 1 = m_j. scale[i][2j] = d_j * dx_i, read back by broadcasts.
-    uint32_t bits[4] = {};
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) bits[j] = K::dm_bits(rows + j * row_bytes, b);
-    const __m256 dm = _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(bits[0]), static_cast<int>(bits[1]),
-                                                     static_cast<int>(bits[2]), static_cast<int>(bits[3])));
     alignas(32) float scale[MR][8];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-      _mm256_store_ps(scale[i], _mm256_mul_ps(dm, _mm256_broadcast_ss(xscale + i * blocks + b)));
-    if constexpr (K::kAffine) {
-      alignas(32) float dm_out[8];
-      _mm256_store_ps(dm_out, dm);
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) mins[j * blocks + b] = dm_out[2 * j + 1];
-    }
+    legacy_scales<K, MR, NR>(rows, row_bytes, b, xscale + b, blocks, scale, mins);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const LegacyCodes wc = K::codes(rows + j * row_bytes, b);
@@ -196,7 +202,8 @@ void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0, float* mins) {
     for (int j = 0; j < NR; ++j) out[i][j] = hsum(acc[i][j]);
   for (int i = 0; i < MR; ++i) {
     for (int j = 0; j < NR; ++j) {
-      if constexpr (K::kAffine) out[i][j] += dot_lanes(mins + j * blocks, qx.scaled_sum.data() + (r0 + i) * blocks, blocks);
+      if constexpr (K::kAffine)
+        out[i][j] += dot_lanes(mins + j * blocks, qx.scaled_sum.data() + (r0 + i) * blocks, blocks);
       a.y[(r0 + i) * w.rows + o + j] = out[i][j];
     }
   }
@@ -224,8 +231,10 @@ inline KScales k_scales(const uint8_t* packed) {
   const uint32_t sc_lo = u0 & 0x3F3F3F3F, mn_lo = u1 & 0x3F3F3F3F;
   const uint32_t sc_hi = (u2 & 0x0F0F0F0F) | ((u0 >> 2) & 0x30303030);
   const uint32_t mn_hi = ((u2 >> 4) & 0x0F0F0F0F) | ((u1 >> 2) & 0x30303030);
-  const __m256i sc = _mm256_broadcastsi128_si256(_mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0));
-  const __m256i mn = _mm256_broadcastsi128_si256(_mm_setr_epi32(static_cast<int>(mn_lo), static_cast<int>(mn_hi), 0, 0));
+  const __m256i sc =
+      _mm256_broadcastsi128_si256(_mm_setr_epi32(static_cast<int>(sc_lo), static_cast<int>(sc_hi), 0, 0));
+  const __m256i mn =
+      _mm256_broadcastsi128_si256(_mm_setr_epi32(static_cast<int>(mn_lo), static_cast<int>(mn_hi), 0, 0));
   return {sc, _mm256_shuffle_epi8(mn, int16_pairs_from_bytes())};
 }
 
@@ -282,8 +291,8 @@ struct KernQ5_K {
         const __m256i scale = _mm256_shuffle_epi8(s.scales, int16_from_byte(c));
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i)
-          lanes[i] = _mm256_add_epi32(
-              lanes[i], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, load256(xq[i] + 32 * c)), scale));
+          lanes[i] = _mm256_add_epi32(lanes[i],
+                                      _mm256_madd_epi16(_mm256_maddubs_epi16(codes, load256(xq[i] + 32 * c)), scale));
       }
     }
   }
@@ -315,16 +324,16 @@ struct KernQ6_K {
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
         const int v = 4 * half + g;
-        const __m256i lo = g < 2 ? _mm256_and_si256(ql[g & 1], low)
-                                 : _mm256_and_si256(_mm256_srli_epi16(ql[g & 1], 4), low);
+        const __m256i lo =
+            g < 2 ? _mm256_and_si256(ql[g & 1], low) : _mm256_and_si256(_mm256_srli_epi16(ql[g & 1], 4), low);
         const __m256i hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), three);
         const __m256i codes = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
         // Scales 2v (first 16 elements) and 2v + 1: dword v of sc16.
         const __m256i scale = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(sc16, _mm256_set1_epi32(v)), split);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i)
-          lanes[i] = _mm256_add_epi32(
-              lanes[i], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, load256(xq[i] + 32 * v)), scale));
+          lanes[i] = _mm256_add_epi32(lanes[i],
+                                      _mm256_madd_epi16(_mm256_maddubs_epi16(codes, load256(xq[i] + 32 * v)), scale));
       }
     }
   }
@@ -401,8 +410,12 @@ constexpr int kSingleTileW = 4;
 template <class K, int MR, int NR>
 void tile_upto(const MatmulArgs& a, int64_t o, int64_t o_end, int64_t r0, float* mins) {
   switch (o_end - o) {
-    case 4: if constexpr (NR >= 4) tile<K, MR, 4>(a, o, r0, mins); break;
-    case 3: if constexpr (NR >= 3) tile<K, MR, 3>(a, o, r0, mins); break;
+    case 4:
+      if constexpr (NR >= 4) tile<K, MR, 4>(a, o, r0, mins);
+      break;
+    case 3:
+      if constexpr (NR >= 3) tile<K, MR, 3>(a, o, r0, mins);
+      break;
     case 2: tile<K, MR, 2>(a, o, r0, mins); break;
     case 1: tile<K, MR, 1>(a, o, r0, mins); break;
     default: break;

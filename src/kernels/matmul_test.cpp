@@ -1,5 +1,7 @@
 // Every matmul path against the reference, for every computable dtype, on
 // awkward shapes.
+#include "kernels/matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 #include <vector>
 
 #include "base/cpu_features.h"
-#include "kernels/matmul.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/matmul_test_util.h"
 

@@ -53,7 +53,8 @@ inline std::vector<double> abs_products(const WeightMatrix& w, const float* x, i
     dequantize_row_ref(w.dtype, static_cast<const uint8_t*>(w.data) + o * w.row_bytes, row.data(), w.cols);
     for (int64_t r = 0; r < n_x; ++r) {
       double s = 0;
-      for (int64_t k = 0; k < w.cols; ++k) s += std::fabs(static_cast<double>(x[r * w.cols + k]) * row[static_cast<size_t>(k)]);
+      for (int64_t k = 0; k < w.cols; ++k)
+        s += std::fabs(static_cast<double>(x[r * w.cols + k]) * row[static_cast<size_t>(k)]);
       out[static_cast<size_t>(r * w.rows + o)] = s;
     }
   }

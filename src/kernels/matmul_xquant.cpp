@@ -8,15 +8,6 @@
 namespace omnibus::matmul_detail {
 namespace {
 
-// Code offset of the unsigned legacy weight codes: value = d * (code - bias).
-int legacy_bias(DType t) {
-  switch (t) {
-    case DType::kQ4_0: return 8;
-    case DType::kQ5_0: return 16;
-    default: return 0;
-  }
-}
-
 // Round to nearest (ties to even) into [-127, 127]. NaN maps to -127 rather
 // than reaching an undefined float-to-int conversion.
 inline int8_t round_q(float v) {
@@ -37,41 +28,61 @@ float quantize_block(const float* x, int n, int8_t* q) {
 
 }  // namespace
 
-ActFormat act_format(DType t) {
+int legacy_bias(DType t) {
   switch (t) {
-    case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0: case DType::kQ5_1: case DType::kQ8_0:
-      return ActFormat::kQ8x32;
-    case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K:
-      return ActFormat::kQ8x256;
-    default:
-      return ActFormat::kFloat;
+    case DType::kQ4_0: return 8;
+    case DType::kQ5_0: return 16;
+    default: return 0;
+  }
+}
+
+ActFormat act_format(DType t) {
+#ifdef OMNIBUS_FLOAT_ACTIVATIONS
+  // Accuracy experiments only: every type multiplies float activations
+  // (quantized weights then take the slow portable path).
+  return ActFormat::kFloat;
+#endif
+  switch (t) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ8_0: return ActFormat::kQ8x32;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return ActFormat::kQ8x256;
+    default: return ActFormat::kFloat;
+  }
+}
+
+void shape_quantized_x(DType t, int64_t n_x, int64_t cols, QuantizedX* out) {
+  const ActFormat format = act_format(t);
+  out->format = format;
+  out->n_x = n_x;
+  out->cols = cols;
+  out->blocks = cols / (format == ActFormat::kQ8x256 ? 256 : 32);
+  const int64_t total_blocks = n_x * out->blocks;
+  out->q.resize(static_cast<size_t>(n_x * cols));
+  out->scale.resize(static_cast<size_t>(total_blocks));
+  if (format == ActFormat::kQ8x32) {
+    out->scaled_sum.resize(static_cast<size_t>(total_blocks));
+    out->bias_lanes.resize(legacy_bias(t) != 0 ? static_cast<size_t>(total_blocks * 8) : 0);
+  } else {
+    out->sums16.resize(static_cast<size_t>(total_blocks * 16));
   }
 }
 
 void quantize_x(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out) {
-  const ActFormat format = act_format(t);
-  const int block = format == ActFormat::kQ8x256 ? 256 : 32;
-  out->format = format;
-  out->n_x = n_x;
-  out->cols = cols;
-  out->blocks = cols / block;
-  const int64_t total_blocks = n_x * out->blocks;
-  out->q.resize(static_cast<size_t>(n_x * cols));
-  out->scale.resize(static_cast<size_t>(total_blocks));
+  shape_quantized_x(t, n_x, cols, out);
+  const int block = out->format == ActFormat::kQ8x256 ? 256 : 32;
   const int bias = legacy_bias(t);
-  if (format == ActFormat::kQ8x32) {
-    out->scaled_sum.resize(static_cast<size_t>(total_blocks));
-    out->bias_lanes.resize(bias != 0 ? static_cast<size_t>(total_blocks * 8) : 0);
-  } else {
-    out->sums16.resize(static_cast<size_t>(total_blocks * 16));
-  }
   for (int64_t r = 0; r < n_x; ++r) {
     for (int64_t b = 0; b < out->blocks; ++b) {
       const int64_t idx = r * out->blocks + b;
       int8_t* q = out->q.data() + r * cols + b * block;
       const float scale = quantize_block(x + r * cols + b * block, block, q);
       out->scale[static_cast<size_t>(idx)] = scale;
-      if (format == ActFormat::kQ8x32) {
+      if (out->format == ActFormat::kQ8x32) {
         int sum = 0;
         for (int lane = 0; lane < 8; ++lane) {
           const int lane_sum = q[4 * lane] + q[4 * lane + 1] + q[4 * lane + 2] + q[4 * lane + 3];

@@ -27,9 +27,9 @@ TEST(F16, KnownValues) {
   EXPECT_EQ(f16_to_f32(0x3C00), 1.0f);
   EXPECT_EQ(f16_to_f32(0xC000), -2.0f);
   EXPECT_EQ(f16_to_f32(0x7BFF), 65504.0f);
-  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
-  EXPECT_EQ(f16_to_f32(0x03FF), std::ldexp(1023.0f, -24));  // largest subnormal
-  EXPECT_EQ(f16_to_f32(0x0400), std::ldexp(1.0f, -14));  // smallest normal
+  EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));                  // smallest subnormal
+  EXPECT_EQ(f16_to_f32(0x03FF), std::ldexp(1023.0f, -24));               // largest subnormal
+  EXPECT_EQ(f16_to_f32(0x0400), std::ldexp(1.0f, -14));                  // smallest normal
   EXPECT_EQ(f16_to_f32(0x3555), 0x155 * std::ldexp(1.0f, -12) + 0.25f);  // 2^-2 * (1 + 0x155 / 1024)
   EXPECT_EQ(f16_to_f32(0x7C00), std::numeric_limits<float>::infinity());
   EXPECT_EQ(f16_to_f32(0xFC00), -std::numeric_limits<float>::infinity());
@@ -54,10 +54,10 @@ TEST(F16, FromF32KnownValues) {
   EXPECT_EQ(f32_to_f16(std::ldexp(5.0f, -25)), 0x0002);  // 2.5 units: tie down to 2
   EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -30)), 0x0000);
   EXPECT_EQ(f32_to_f16(-std::ldexp(1.0f, -30)), 0x8000);
-  EXPECT_EQ(f32_to_f16(from_bits(1)), 0x0000);  // f32 subnormal
+  EXPECT_EQ(f32_to_f16(from_bits(1)), 0x0000);                  // f32 subnormal
   EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie, even below
   EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(3.0f, -11)), 0x3C02);  // tie, even above
-  EXPECT_EQ(f32_to_f16(std::ldexp(1023.5f, -24)), 0x0400);  // rounds up into the normals
+  EXPECT_EQ(f32_to_f16(std::ldexp(1023.5f, -24)), 0x0400);      // rounds up into the normals
   EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
   const uint16_t nan = f32_to_f16(std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(nan & 0x7C00, 0x7C00);
@@ -99,7 +99,7 @@ TEST(BF16, KnownValues) {
   EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::infinity()), 0x7F80);
   EXPECT_EQ(f32_to_bf16(-std::numeric_limits<float>::infinity()), 0xFF80);
   EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::max()), 0x7F80);  // overflows
-  EXPECT_EQ(f32_to_bf16(from_bits(0x00010000)), 0x0001);  // subnormals are kept
+  EXPECT_EQ(f32_to_bf16(from_bits(0x00010000)), 0x0001);              // subnormals are kept
   EXPECT_EQ(f32_to_bf16(-0.0f), 0x8000);
   // A NaN whose payload lives only in the low bits must stay a NaN.
   const uint16_t nan = f32_to_bf16(from_bits(0x7F800001));

@@ -44,8 +44,7 @@ float affine_codes(const float* x, float step, float offset, int levels, int* q)
 
 // Chooses the 6-bit scales and mins and the codes (0..levels) of one Q4_K or
 // Q5_K super-block; writes d, dmin and the packed scales into the block.
-void k_affine_quantize(const float* x, int levels, uint8_t* d_out, uint8_t* dmin_out, uint8_t* scales,
-                       int* q) {
+void k_affine_quantize(const float* x, int levels, uint8_t* d_out, uint8_t* dmin_out, uint8_t* scales, int* q) {
   float step[kSubBlocks], offset[kSubBlocks];
   float max_step = 0.0f, max_offset = 0.0f;
   for (int j = 0; j < kSubBlocks; ++j) {
@@ -72,7 +71,8 @@ void k_affine_quantize(const float* x, int levels, uint8_t* d_out, uint8_t* dmin
     float best_err = INFINITY;
     int trial[32];
     for (int sc = std::max(0, guess - 1); sc <= std::min(63, guess + 1); ++sc) {
-      const float err = affine_codes(x + 32 * j, d * static_cast<float>(sc), dmin * static_cast<float>(mn), levels, trial);
+      const float err =
+          affine_codes(x + 32 * j, d * static_cast<float>(sc), dmin * static_cast<float>(mn), levels, trial);
       if (err < best_err) {
         best_err = err;
         best_sc = sc;

@@ -21,12 +21,12 @@ TEST(KnownBlocks, Q4_0) {
   std::vector<uint8_t> b = {0x00, 0x38};
   for (int j = 0; j < 16; ++j) b.push_back(static_cast<uint8_t>(j | ((15 - j) << 4)));
   const auto y = dequant(DType::kQ4_0, b, 32);
-  EXPECT_EQ(y[0], -4.0f);    // (0 - 8) * 0.5
-  EXPECT_EQ(y[8], 0.0f);     // (8 - 8) * 0.5
-  EXPECT_EQ(y[15], 3.5f);    // (15 - 8) * 0.5
-  EXPECT_EQ(y[16], 3.5f);    // high nibble of qs[0] = 15
-  EXPECT_EQ(y[31], -4.0f);   // high nibble of qs[15] = 0
-  EXPECT_EQ(y[20], 1.5f);    // high nibble of qs[4] = 11
+  EXPECT_EQ(y[0], -4.0f);   // (0 - 8) * 0.5
+  EXPECT_EQ(y[8], 0.0f);    // (8 - 8) * 0.5
+  EXPECT_EQ(y[15], 3.5f);   // (15 - 8) * 0.5
+  EXPECT_EQ(y[16], 3.5f);   // high nibble of qs[0] = 15
+  EXPECT_EQ(y[31], -4.0f);  // high nibble of qs[15] = 0
+  EXPECT_EQ(y[20], 1.5f);   // high nibble of qs[4] = 11
   for (int j = 0; j < 16; ++j) {
     EXPECT_EQ(y[j], (j - 8) * 0.5f);
     EXPECT_EQ(y[16 + j], (7 - j) * 0.5f);
@@ -38,10 +38,10 @@ TEST(KnownBlocks, Q4_1) {
   std::vector<uint8_t> b = {0x00, 0x34, 0x00, 0xBC};
   for (int j = 0; j < 16; ++j) b.push_back(static_cast<uint8_t>(((j + 1) & 15) | (j << 4)));
   const auto y = dequant(DType::kQ4_1, b, 32);
-  EXPECT_EQ(y[0], -0.75f);   // 1 * 0.25 - 1
-  EXPECT_EQ(y[15], -1.0f);   // 0 * 0.25 - 1
+  EXPECT_EQ(y[0], -0.75f);  // 1 * 0.25 - 1
+  EXPECT_EQ(y[15], -1.0f);  // 0 * 0.25 - 1
   EXPECT_EQ(y[16], -1.0f);
-  EXPECT_EQ(y[31], 2.75f);   // 15 * 0.25 - 1
+  EXPECT_EQ(y[31], 2.75f);  // 15 * 0.25 - 1
   for (int j = 0; j < 16; ++j) {
     EXPECT_EQ(y[j], ((j + 1) & 15) * 0.25f - 1.0f);
     EXPECT_EQ(y[16 + j], j * 0.25f - 1.0f);
@@ -61,10 +61,10 @@ TEST(KnownBlocks, Q5_0AndQ5_1) {
   std::vector<uint8_t> c = {0x00, 0x40, 0x00, 0x38, 0x01, 0x00, 0x00, 0x80};
   for (int j = 0; j < 16; ++j) c.push_back(0x5A);
   y = dequant(DType::kQ5_1, c, 32);
-  EXPECT_EQ(y[0], 52.5f);    // 26 * 2 + 0.5
-  EXPECT_EQ(y[1], 20.5f);    // 10 * 2 + 0.5
+  EXPECT_EQ(y[0], 52.5f);  // 26 * 2 + 0.5
+  EXPECT_EQ(y[1], 20.5f);  // 10 * 2 + 0.5
   EXPECT_EQ(y[16], 10.5f);
-  EXPECT_EQ(y[31], 42.5f);   // 21 * 2 + 0.5
+  EXPECT_EQ(y[31], 42.5f);  // 21 * 2 + 0.5
 }
 
 TEST(KnownBlocks, Q8_0) {
@@ -84,12 +84,13 @@ TEST(KnownBlocks, Q4_K) {
   // mn[j] | top2(mn[j+4]) << 6, bytes 8-11 = low4(sc[j+4]) | low4(mn[j+4]) << 4.
   const int sc[8] = {1, 2, 3, 4, 33, 40, 63, 17};
   const int mn[8] = {0, 5, 10, 63, 20, 1, 2, 50};
-  std::vector<uint8_t> b = {0x00, 0x3C, 0x00, 0x38, 0x81, 0x82, 0xC3, 0x44, 0x40, 0x05, 0x0A, 0xFF, 0x41, 0x18, 0x2F, 0x21};
+  std::vector<uint8_t> b = {0x00, 0x3C, 0x00, 0x38, 0x81, 0x82, 0xC3, 0x44,
+                            0x40, 0x05, 0x0A, 0xFF, 0x41, 0x18, 0x2F, 0x21};
   for (int i = 0; i < 128; ++i) b.push_back(static_cast<uint8_t>(i * 7));
   ASSERT_EQ(b.size(), 144u);
   const auto y = dequant(DType::kQ4_K, b, 256);
-  EXPECT_EQ(y[0], 0.0f);           // sub 0: 1 * 0 - 0.5 * 0
-  EXPECT_EQ(y[33], -2.5f);  // sub 1, l = 1: high nibble of qs[1] = 7 is 0 -> 2 * 0 - 0.5 * 5
+  EXPECT_EQ(y[0], 0.0f);      // sub 0: 1 * 0 - 0.5 * 0
+  EXPECT_EQ(y[33], -2.5f);    // sub 1, l = 1: high nibble of qs[1] = 7 is 0 -> 2 * 0 - 0.5 * 5
   EXPECT_EQ(y[200], 503.0f);  // sub 6, l = 8: low nibble of qs[104] = 728 & 255 = 0xD8 -> 63 * 8 - 0.5 * 2
   for (int k = 0; k < 256; ++k) {
     const int j = k / 32, l = k % 32;

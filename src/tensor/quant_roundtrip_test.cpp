@@ -79,8 +79,11 @@ TEST(RoundTrip, LegacyBlocksStayWithinOneStep) {
     DType type;
     bool affine;
     int levels;
-  } kinds[] = {{DType::kQ4_0, false, 16}, {DType::kQ5_0, false, 32}, {DType::kQ8_0, false, 254},
-               {DType::kQ4_1, true, 15}, {DType::kQ5_1, true, 31}};
+  } kinds[] = {{DType::kQ4_0, false, 16},
+               {DType::kQ5_0, false, 32},
+               {DType::kQ8_0, false, 254},
+               {DType::kQ4_1, true, 15},
+               {DType::kQ5_1, true, 31}};
   for (const auto& k : kinds) {
     const auto y = round_trip(k.type, x);
     for (size_t b = 0; b < x.size() / 32; ++b) {
@@ -97,8 +100,8 @@ TEST(RoundTrip, LegacyBlocksStayWithinOneStep) {
 TEST(RoundTrip, ConstantAndZeroBlocksAreExact) {
   std::vector<float> x(512, 0.0f);
   for (size_t i = 256; i < 512; ++i) x[i] = 0.5f;  // one zero block, one constant block (K types)
-  for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K,
-                  DType::kQ5_K, DType::kQ6_K}) {
+  for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K,
+                  DType::kQ6_K}) {
     const auto y = round_trip(t, x);
     for (size_t i = 0; i < 256; ++i) ASSERT_EQ(y[i], 0.0f) << dtype_name(t);
     for (size_t i = 256; i < 512; ++i) ASSERT_NEAR(y[i], 0.5f, 1e-3f) << dtype_name(t);

@@ -1,0 +1,62 @@
+// Throughput of matmul on the SmolLM2-135M shapes; disabled by default (it is
+// a measurement, not a check). Run with:
+//   build/src/kernels/kernels_test --gtest_also_run_disabled_tests
+//     --gtest_filter=*MatmulBench*
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "base/timer.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_test_util.h"
+
+namespace omnibus {
+namespace {
+
+// Best of repeated runs, at least 0.2 s in total.
+double best_seconds(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
+  matmul(w, x, n_x, y, pool);
+  double best = 1e9, total = 0;
+  for (int i = 0; total < 0.2 || i < 5; ++i) {
+    Stopwatch s;
+    matmul(w, x, n_x, y, pool);
+    const double t = s.seconds();
+    best = std::min(best, t);
+    total += t;
+  }
+  return best;
+}
+
+TEST(MatmulBench, DISABLED_DecodeAndPrefillThroughput) {
+  struct Shape {
+    DType type;
+    int64_t rows, cols, n_x;
+  };
+  const Shape shapes[] = {
+      {DType::kQ4_1, 576, 1536, 1},   {DType::kQ4_1, 1536, 576, 1},   {DType::kQ4_1, 49152, 576, 1},
+      {DType::kQ8_0, 49152, 576, 1},  {DType::kF16, 576, 1536, 1},    {DType::kF32, 576, 1536, 1},
+      {DType::kQ4_1, 1536, 576, 8},   {DType::kQ4_1, 1536, 576, 512}, {DType::kQ4_1, 576, 1536, 512},
+      {DType::kQ4_K, 1536, 768, 512}, {DType::kF32, 1536, 576, 512},
+  };
+  std::printf("path: %s\n", matmul_path_name());
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (const Shape& s : shapes) {
+      const auto w = testing_util::random_weights(s.type, s.rows, s.cols, 1);
+      const auto x = testing_util::random_floats(s.n_x * s.cols, 2);
+      std::vector<float> y(static_cast<size_t>(s.n_x * s.rows));
+      const double t = best_seconds(w.view, x.data(), s.n_x, y.data(), &pool);
+      const double bytes = static_cast<double>(s.rows) * static_cast<double>(w.view.row_bytes);
+      const double flops = 2.0 * static_cast<double>(s.rows * s.cols * s.n_x);
+      std::printf("%-5s %6lldx%-5lld n_x=%-4lld threads=%d %9.1f us %7.2f GB/s %7.1f GFLOP/s\n",
+                  dtype_name(s.type).c_str(), static_cast<long long>(s.rows), static_cast<long long>(s.cols),
+                  static_cast<long long>(s.n_x), threads, t * 1e6, bytes / t / 1e9, flops / t / 1e9);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace omnibus

@@ -1,0 +1,122 @@
+"""End-to-end checks of the `omnibus` command line on the real default model.
+
+Run by ctest (see tests/CMakeLists.txt) with OMNIBUS_BIN and OMNIBUS_MODEL set.
+"""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+BIN = os.environ.get("OMNIBUS_BIN", "build/src/cli/omnibus")
+MODEL = os.environ.get("OMNIBUS_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf")
+REQUIRE = os.environ.get("OMNIBUS_REQUIRE_MODEL") == "1"
+
+
+def omnibus(*args, input=None, timeout=300):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, input=input, timeout=timeout)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_model():
+    if not os.path.exists(MODEL):
+        if REQUIRE:
+            pytest.fail(f"the real model is required: {MODEL} is missing")
+        pytest.skip(f"{MODEL} is missing")
+
+
+def test_run_greedy_streams_completion_only_to_stdout():
+    r = omnibus("run", "-m", MODEL, "-p", "The capital of France is", "-n", "8", "--temp", "0", "-t", "2")
+    assert r.returncode == 0, r.stderr
+    assert "Paris" in r.stdout
+    assert "The capital of France is" not in r.stdout  # the prompt is not echoed
+    assert "TTFT" in r.stderr and "decode" in r.stderr  # the stats line goes to stderr
+
+
+def test_run_same_seed_same_output():
+    args = ("run", "-m", MODEL, "-p", "Once upon a time", "-n", "16", "--seed", "42", "--temp", "0.9", "-t", "2")
+    a, b = omnibus(*args), omnibus(*args)
+    assert a.returncode == 0 and b.returncode == 0
+    assert a.stdout == b.stdout and a.stdout.strip()
+
+
+def test_run_chat_and_stats_json(tmp_path):
+    stats = tmp_path / "stats.json"
+    r = omnibus("run", "-m", MODEL, "--chat", "-p", "What is 2+2?", "-n", "24", "--temp", "0",
+                "--stats-json", str(stats), "-t", "2")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(stats.read_text())
+    assert s["prompt_tokens"] > 10 and s["generated_tokens"] >= 1
+    assert s["decode_tokens_per_s"] >= 0 and s["peak_rss_mib"] > 0
+    assert "<|im_start|>" not in r.stdout
+
+
+def test_run_stop_string_is_not_printed():
+    r = omnibus("run", "-m", MODEL, "-p", "1, 2, 3, 4,", "-n", "32", "--temp", "0", "--stop", " 7", "-t", "2")
+    assert r.returncode == 0, r.stderr
+    assert " 6" in r.stdout and " 7" not in r.stdout
+
+
+def test_verbose_names_kernel_path():
+    r = omnibus("run", "-m", MODEL, "-p", "Hi", "-n", "1", "--verbose", "-t", "1")
+    assert r.returncode == 0
+    assert "matmul kernels:" in r.stderr
+
+
+def test_scalar_path_runs_and_agrees_on_greedy_text():
+    env = dict(os.environ, OMNIBUS_FORCE_SCALAR="1")
+    args = [BIN, "run", "-m", MODEL, "-p", "The capital of France is", "-n", "4", "--temp", "0", "--verbose", "-t", "2"]
+    r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "matmul kernels: scalar" in r.stderr
+    assert "Paris" in r.stdout
+
+
+def test_tokenize_ids():
+    r = omnibus("tokenize", "-m", MODEL, "--ids", "-p", "Hello world")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [19556, 905]
+
+
+def test_inspect_shows_metadata_and_tensors():
+    r = omnibus("inspect", MODEL)
+    assert r.returncode == 0, r.stderr
+    assert "general.architecture" in r.stdout and "llama" in r.stdout
+    assert "blk.0.attn_q.weight" in r.stdout and "q4_1" in r.stdout
+
+
+def test_chat_keeps_history_and_reuses_the_cached_prefix():
+    r = omnibus("chat", "-m", MODEL, "-n", "16", "--temp", "0", "-t", "2", "--verbose",
+                input="My name is Ada.\nWhat is my name?\n")
+    assert r.returncode == 0, r.stderr
+    turns = re.findall(r"(\d+) prompt tokens \((\d+) new\)", r.stderr)
+    assert len(turns) == 2, r.stderr
+    (first_total, first_new), (second_total, second_new) = [(int(a), int(b)) for a, b in turns]
+    assert first_new == first_total
+    # The second prompt holds the whole first exchange; only the new turn is computed.
+    assert second_total > first_total + 10
+    assert second_new < second_total - first_total + 2
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "not a gguf file"),
+    (b"NOTGGUF" + b"\0" * 64, "magic"),
+    (b"GGUF\x01\0\0\0" + b"\0" * 64, "version"),
+])
+def test_bad_model_file_gives_clear_error(tmp_path, content, message):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(content)
+    r = omnibus("run", "-m", str(bad), "-p", "x", "-n", "1")
+    assert r.returncode == 1
+    assert "error" in r.stderr and message in r.stderr.lower()
+
+
+def test_missing_model_file():
+    r = omnibus("run", "-m", "/nonexistent/model.gguf", "-p", "x")
+    assert r.returncode == 1 and "cannot open" in r.stderr
+
+
+def test_prompt_longer_than_context_is_an_error():
+    r = omnibus("run", "-m", MODEL, "-p", "word " * 100, "-c", "32", "-n", "4")
+    assert r.returncode == 1 and "context" in r.stderr

@@ -1,0 +1,138 @@
+// Agreement with llama.cpp on the real default model (SmolLM2-135M-Instruct
+// Q4_1), against golden data made by tools/make_golden.py and committed in
+// tests/golden/. Needs OMNIBUS_MODEL; with OMNIBUS_REQUIRE_MODEL=1 (as
+// scripts/test.sh sets) a missing model fails instead of skipping.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "engine/evaluation.h"
+#include "engine/generator.h"
+#include "model/model.h"
+#include "sampling/sampling_params.h"
+
+namespace omnibus {
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return nlohmann::json::parse(in);
+}
+
+class GoldenTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* path = std::getenv("OMNIBUS_MODEL");
+    if (path == nullptr || *path == '\0') return;
+    auto m = Model::load(path);
+    if (m.is_ok()) model_ = *m;
+    else load_error_ = m.status().to_string();
+  }
+  static void TearDownTestSuite() { model_.reset(); }
+
+  void SetUp() override {
+    if (model_) return;
+    const char* require = std::getenv("OMNIBUS_REQUIRE_MODEL");
+    const std::string why = load_error_.empty() ? "OMNIBUS_MODEL is not set" : load_error_;
+    if (require != nullptr && std::string(require) == "1") FAIL() << "the real model is required: " << why;
+    GTEST_SKIP() << "golden tests need the real model: " << why;
+  }
+
+  std::unique_ptr<Generator> generator(int context) {
+    auto g = Generator::create(model_, 2, context, 256);
+    EXPECT_TRUE(g.is_ok()) << g.status().to_string();
+    return std::move(g).value();
+  }
+
+  static inline std::shared_ptr<const Model> model_;
+  static inline std::string load_error_;
+};
+
+TEST_F(GoldenTest, TeacherForcedArgmaxAgreesWithLlamaCpp) {
+  const auto golden = read_json("tests/golden/teacher_forced.json");
+  auto gen = generator(1024);
+  int positions = 0, agree = 0;
+  for (const auto& seq : golden["sequences"]) {
+    const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
+    const auto want = seq["argmax"].get<std::vector<int32_t>>();
+    auto r = evaluate_teacher_forced(*gen, tokens);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    ASSERT_EQ(r->argmax.size(), want.size());
+    std::set<size_t> near_ties;
+    if (seq.contains("near_tie_positions"))
+      for (size_t i : seq["near_tie_positions"].get<std::vector<size_t>>()) near_ties.insert(i);
+    int seq_agree = 0, tie_misses = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      seq_agree += r->argmax[i] == want[i];
+      tie_misses += r->argmax[i] != want[i] && near_ties.count(i);
+    }
+    std::printf("  %-16s %4d / %4zu agree; of %zu misses, %d at llama.cpp near-ties\n",
+                seq["name"].get<std::string>().c_str(), seq_agree, want.size(), want.size() - seq_agree, tie_misses);
+    agree += seq_agree;
+    positions += static_cast<int>(want.size());
+  }
+  const double rate = static_cast<double>(agree) / positions;
+  RecordProperty("argmax_agreement", std::to_string(rate));
+  std::printf("teacher-forced argmax agreement: %d / %d = %.4f\n", agree, positions, rate);
+  EXPECT_GE(positions, 2000);
+  EXPECT_GE(rate, 0.99);
+}
+
+TEST_F(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) {
+  const auto golden = read_json("tests/golden/perplexity.json");
+  const int chunk = golden["chunk_size"].get<int>();
+  const auto tokens = golden["tokens"].get<std::vector<int32_t>>();
+  const double want = golden["ppl"].get<double>();
+  auto gen = generator(chunk);
+  double total = 0;
+  size_t count = 0;
+  for (size_t start = 0; start + chunk <= tokens.size(); start += chunk) {
+    auto r = evaluate_teacher_forced(*gen, std::span(tokens).subspan(start, chunk));
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    for (double v : r->nll) total += v;
+    count += r->nll.size();
+  }
+  const double ppl = std::exp(total / count);
+  std::printf("perplexity: omnibus %.4f, llama.cpp %.4f (%+.3f%%)\n", ppl, want, 100 * (ppl / want - 1));
+  EXPECT_NEAR(ppl / want, 1.0, 0.01);
+}
+
+TEST_F(GoldenTest, GreedyContinuationsMatchLlamaCpp) {
+  const auto golden = read_json("tests/golden/greedy.json");
+  const int n = golden["n_generated"].get<int>();
+  auto gen = generator(1024);
+  int identical = 0, total = 0;
+  for (const auto& p : golden["prompts"]) {
+    const auto prompt = p["prompt_tokens"].get<std::vector<int32_t>>();
+    const auto want = p["generated_tokens"].get<std::vector<int32_t>>();
+    GenerationOptions options;
+    options.max_tokens = n;
+    options.ignore_eos = true;
+    options.sampling.temperature = 0.0f;
+    std::vector<int32_t> got;
+    auto stats = gen->generate(prompt, options, {}, [&](int32_t t) {
+      got.push_back(t);
+      return true;
+    });
+    ASSERT_TRUE(stats.is_ok()) << stats.status().to_string();
+    ++total;
+    if (got == want) {
+      ++identical;
+    } else {
+      size_t first = 0;
+      while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
+      std::printf("differs at step %zu: '%s'\n", first, p["text"].get<std::string>().substr(0, 40).c_str());
+    }
+  }
+  std::printf("greedy continuations identical: %d / %d\n", identical, total);
+  EXPECT_EQ(total, 20);
+  EXPECT_GE(identical, 18);
+}
+
+}  // namespace
+}  // namespace omnibus
