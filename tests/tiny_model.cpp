@@ -91,7 +91,26 @@ std::vector<double> dequantized(const WeightMatrix& w) {
   return out;
 }
 
-std::vector<double> matvec(const WeightMatrix& w, const std::vector<double>& x) {
+// The matmul contract (kernels/matmul.h): quantized weights multiply
+// activations rounded to int8 per block (32 elements, or 256 for K-quants)
+// with scale max|x| / 127; float weights multiply x as it is.
+std::vector<double> activations_as_multiplied(DType type, const std::vector<double>& x) {
+  const DTypeInfo* info = dtype_info(type);
+  if (info->block_size == 1) return x;
+  std::vector<double> out(x.size());
+  const size_t block = static_cast<size_t>(info->block_size);
+  for (size_t b = 0; b < x.size(); b += block) {
+    float amax = 0;
+    for (size_t k = b; k < b + block; ++k) amax = std::max(amax, std::fabs(static_cast<float>(x[k])));
+    const float scale = amax / 127.0f;
+    for (size_t k = b; k < b + block; ++k)
+      out[k] = scale > 0 ? std::nearbyint(static_cast<float>(x[k]) * (1.0f / scale)) * double(scale) : 0.0;
+  }
+  return out;
+}
+
+std::vector<double> matvec(const WeightMatrix& w, const std::vector<double>& x_in) {
+  const std::vector<double> x = activations_as_multiplied(w.dtype, x_in);
   std::vector<double> m = dequantized(w), y(w.rows, 0.0);
   for (int64_t r = 0; r < w.rows; ++r)
     for (int64_t c = 0; c < w.cols; ++c) y[r] += m[r * w.cols + c] * x[c];
