@@ -129,6 +129,10 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens):
     if pre[0]["prompt_tokens"] != expect_tokens:
         print(f"warning: omnibus counted {pre[0]['prompt_tokens']} prompt "
               f"tokens, llama.cpp {expect_tokens}", file=sys.stderr)
+    warn_if_unstable(f"omnibus prefill tok/s ({threads}t)",
+                     (r["prefill_tokens_per_s"] for r in pre))
+    warn_if_unstable(f"omnibus decode tok/s ({threads}t)",
+                     (r["decode_tokens_per_s"] for r in dec))
     return {
         "prefill_tokens_per_s": median(r["prefill_tokens_per_s"] for r in pre),
         "decode_tokens_per_s": median(r["decode_tokens_per_s"] for r in dec),
@@ -143,10 +147,13 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens):
 
 def bench_llamacpp(args, threads, prompt_tokens, short_tokens):
     """Runs llama_child() in a fresh interpreter and returns its result."""
-    return run_child("--llama-child", {
+    result = run_child("--llama-child", {
         "model": str(args.model), "threads": threads, "batch": args.batch,
         "reps": args.reps, "decode_tokens": args.decode_tokens,
         "prompt_tokens": prompt_tokens, "short_tokens": short_tokens})
+    for key, values in result["runs"].items():
+        warn_if_unstable(f"llama.cpp {key} ({threads}t)", values)
+    return result
 
 
 def proc_status_mib(field):
@@ -220,6 +227,15 @@ def median(values):
     return statistics.median(list(values))
 
 
+def warn_if_unstable(label, values):
+    """Flags runs whose spread says the machine was busy, not the engine."""
+    values = list(values)
+    if values and min(values) > 0 and max(values) > 1.5 * min(values):
+        print(f"warning: {label} varied from {min(values):.1f} to "
+              f"{max(values):.1f} across runs; the machine was probably busy",
+              file=sys.stderr)
+
+
 ROWS = [  # key, label, roofline key or None
     ("prefill_tokens_per_s", "prefill tok/s (512-token prompt)",
      "prefill_tokens_per_s"),
@@ -263,7 +279,11 @@ def print_limits(limits, costs, roof):
           f"{limits['fp32_gflop_per_s']:.1f} GFLOP/s")
     print(f"model: {costs['bytes_per_token'] / 2**20:.1f} MiB read per token,"
           f" {costs['matmul_params'] / 1e6:.1f} M matmul parameters")
-    print(f"rooflines: decode {roof['decode_tokens_per_s']:.1f} tok/s, "
+    print(f"rooflines: decode {roof['decode_tokens_per_s']:.1f} tok/s "
+          f"(weights from DRAM; "
+          f"{roof['decode_tokens_per_s_model_sized']:.1f} if they stay in "
+          f"cache: {limits['read_gb_per_s_model_sized']:.1f} GB/s over "
+          f"{limits['model_sized_array_mib']} MiB), "
           f"prefill {roof['prefill_tokens_per_s']:.1f} tok/s")
 
 
@@ -361,7 +381,8 @@ def main():
         report["prefill_prompt_tokens"] = len(prep["prompt_tokens"])
         report["model_costs"] = costs = prep["model_costs"]
         if not args.skip_limits:
-            limits = roofline.measure_machine(args.threads)
+            limits = roofline.measure_machine(
+                args.threads, model_mib=roofline.model_mib(costs))
             roof = roofline.rooflines(limits, costs)
             report.update(limits=limits, rooflines=roof)
             print_limits(limits, costs, roof)

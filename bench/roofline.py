@@ -7,7 +7,9 @@ Prefill is arithmetic, so
     prefill tokens/s <= FLOP/s / (2 x parameters of the matmul weights).
 
 This module measures the bandwidth (numpy read and copy over a 512 MiB
-array, split over the thread count) and the FLOP/s (numpy float32 matmul,
+array, split over the thread count; and the read again over an array the
+size of the weights, which may sit in a large last-level cache, so that
+decode can beat the DRAM figure) and the FLOP/s (numpy float32 matmul,
 2048 x 2048, with BLAS limited to the thread count) in a child process, so
 the BLAS thread settings are set before numpy loads, and reads the weight
 sizes from the GGUF with the gguf package.
@@ -63,46 +65,60 @@ def _best_seconds(fn, reps):
     return best
 
 
-def _measure_here(threads, mib, reps):
-    """Runs in the child: BLAS thread variables are already set."""
+def _bandwidth(threads, mib, reps, with_copy):
+    """Best read (and copy) GB/s over an int32 array of `mib` MiB."""
     from concurrent.futures import ThreadPoolExecutor
     import numpy as np
     n = mib * 1024 * 1024 // 4
     src = np.arange(n, dtype=np.int32)  # touches every page: no lazy zeros
-    dst = np.empty_like(src)
     parts = [slice(i * n // threads, (i + 1) * n // threads)
              for i in range(threads)]
-    pool = ThreadPoolExecutor(threads)  # numpy drops the GIL in these loops
+    with ThreadPoolExecutor(threads) as pool:  # numpy drops the GIL here
+        def each(fn):
+            list(pool.map(fn, parts))
 
-    def each(fn):
-        list(pool.map(fn, parts))
+        each(lambda s: src[s].max())  # warm up threads and caches
+        read_s = _best_seconds(lambda: each(lambda s: src[s].max()), reps)
+        result = {"read_gb_per_s": n * 4 / read_s / 1e9}
+        if with_copy:
+            dst = np.empty_like(src)
+            copy_s = _best_seconds(
+                lambda: each(lambda s: np.copyto(dst[s], src[s])), reps)
+            result["copy_gb_per_s"] = 2 * n * 4 / copy_s / 1e9  # read + write
+    return result
 
-    each(lambda s: src[s].max())  # warm up threads and caches
-    read_s = _best_seconds(lambda: each(lambda s: src[s].max()), reps)
-    copy_s = _best_seconds(lambda: each(lambda s: np.copyto(dst[s], src[s])),
-                           reps)
-    del src, dst
+
+def _measure_here(threads, mib, reps, model_mib):
+    """Runs in the child: BLAS thread variables are already set."""
+    import numpy as np
+    result = {"threads": threads, "array_mib": mib, "reps": reps}
+    result.update(_bandwidth(threads, mib, reps, with_copy=True))
+    if model_mib:
+        small = _bandwidth(threads, model_mib, reps, with_copy=False)
+        result["model_sized_array_mib"] = model_mib
+        result["read_gb_per_s_model_sized"] = small["read_gb_per_s"]
     size = 2048
     rng = np.random.default_rng(0)
     a = rng.standard_normal((size, size), dtype=np.float32)
     b = rng.standard_normal((size, size), dtype=np.float32)
     a @ b
     mm_s = _best_seconds(lambda: a @ b, reps)
-    nbytes = n * 4
-    return {"threads": threads, "array_mib": mib, "reps": reps,
-            "read_gb_per_s": nbytes / read_s / 1e9,
-            "copy_gb_per_s": 2 * nbytes / copy_s / 1e9,  # read + write
-            "matmul_size": size,
-            "fp32_gflop_per_s": 2 * size ** 3 / mm_s / 1e9}
+    result.update(matmul_size=size,
+                  fp32_gflop_per_s=2 * size ** 3 / mm_s / 1e9)
+    return result
 
 
-def measure_machine(threads, mib=512, reps=7):
-    """Measures bandwidth and FLOP/s in a child limited to `threads`."""
+def measure_machine(threads, mib=512, reps=7, model_mib=0):
+    """Measures bandwidth and FLOP/s in a child limited to `threads`.
+
+    model_mib > 0 adds a read over an array of that size (the weights').
+    """
     env = dict(os.environ)
     for var in BLAS_THREAD_VARS:
         env[var] = str(threads)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child",
-           "-t", str(threads), "--mib", str(mib), "--reps", str(reps)]
+           "-t", str(threads), "--mib", str(mib), "--reps", str(reps),
+           "--model-mib", str(model_mib)]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True,
                          text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -110,12 +126,22 @@ def measure_machine(threads, mib=512, reps=7):
 
 def rooflines(limits, costs):
     """Ceilings in tokens/s. Bandwidth is the read figure: decode reads."""
-    return {
+    result = {
         "decode_tokens_per_s":
             limits["read_gb_per_s"] * 1e9 / costs["bytes_per_token"],
         "prefill_tokens_per_s":
             limits["fp32_gflop_per_s"] * 1e9 / (2 * costs["matmul_params"]),
     }
+    if "read_gb_per_s_model_sized" in limits:
+        result["decode_tokens_per_s_model_sized"] = (
+            limits["read_gb_per_s_model_sized"] * 1e9
+            / costs["bytes_per_token"])
+    return result
+
+
+def model_mib(costs):
+    """Size in MiB of the weights read per token, rounded up."""
+    return -(-costs["bytes_per_token"] // (1024 * 1024))
 
 
 def main():
@@ -124,15 +150,21 @@ def main():
     parser.add_argument("-t", "--threads", type=int, default=2)
     parser.add_argument("--mib", type=int, default=512)
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--model-mib", type=int, default=0,
+                        help="also read an array this big (0: model size)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_measure_here(args.threads, args.mib, args.reps)))
+        print(json.dumps(_measure_here(args.threads, args.mib, args.reps,
+                                       args.model_mib)))
         return
-    result = {"limits": measure_machine(args.threads, args.mib, args.reps)}
-    if args.model:
-        result["model"] = model_costs(args.model)
-        result["rooflines"] = rooflines(result["limits"], result["model"])
+    costs = model_costs(args.model) if args.model else None
+    size = args.model_mib or (model_mib(costs) if costs else 0)
+    result = {"limits": measure_machine(args.threads, args.mib, args.reps,
+                                        size)}
+    if costs:
+        result["model"] = costs
+        result["rooflines"] = rooflines(result["limits"], costs)
     print(json.dumps(result, indent=1))
 
 

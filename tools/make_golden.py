@@ -20,12 +20,19 @@ on a CPU: f16 K and V cache, n_batch = n_ubatch = 512, and flash attention
 python would force it off unless asked, so the script asks for it on.)
 
 Near ties: a correct engine's logits differ from llama.cpp's by a fraction
-of a logit (llama.cpp quantizes activations to 8 bits; flash attention on
-versus off alone moves logits by ~0.6 median), so where the top two logits
-are close it may pick the other token. Every argmax comes with the gap
-between llama.cpp's top two logits in thousandths of a logit
-(top2_gap_milli), so a test can excuse mismatches at small gaps
-(teacher forced) or stop comparing at the first small gap (greedy).
+of a logit, so where the top two logits are close it may pick the other
+token. Every argmax therefore comes with the gap between llama.cpp's top
+two logits in thousandths of a logit (top2_gap_milli). Measured on these
+4,023 teacher-forced positions, against two other correct evaluations
+(llama.cpp with flash attention off; a float64 numpy forward pass over the
+dequantized weights): 3.5-3.7% of argmaxes differ, always where the gap is
+under 0.41 logits, and ppl differs by under 0.5%. Suggested checks:
+  teacher forced: every position with top2_gap_milli >= 500 matches, and
+                  at least 95% of all positions match;
+  greedy:         compare until the first differing token; there, the gap
+                  must be < 500 (a legitimate tie), after it stop. (Flash
+                  attention off diverges within 64 tokens on 15 of the 20
+                  prompts, at gaps of 0.008 to 0.29.)
 
 Usage: python3 tools/make_golden.py [--model PATH] [--threads 2]
 """
