@@ -24,7 +24,9 @@ class AlignedBuffer {
     return *this;
   }
 
-  // Discards the old contents; the new contents are zeroed.
+  // Discards the old contents; the new contents are unspecified (callers
+  // write before they read). Not touching the memory here keeps untouched
+  // pages of large buffers (the KV cache) out of the resident set.
   void resize(size_t count) {
     std::free(data_);
     data_ = nullptr;
@@ -33,7 +35,6 @@ class AlignedBuffer {
     size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
     data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
     if (data_ == nullptr) throw std::bad_alloc();
-    std::memset(static_cast<void*>(data_), 0, bytes);
   }
 
   T* data() { return data_; }

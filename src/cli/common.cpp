@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -70,9 +71,23 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
 }
 
 double peak_rss_mib() {
+  // VmHWM is this process's own peak; getrusage's ru_maxrss can carry over
+  // the peak of the process that exec'ed us.
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f != nullptr) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      long kib = 0;
+      if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) {
+        std::fclose(f);
+        return kib / 1024.0;
+      }
+    }
+    std::fclose(f);
+  }
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+  return usage.ru_maxrss / 1024.0;  // KiB on Linux
 }
 
 void warn_if_unrecognised(const ChatFormat& format) {
