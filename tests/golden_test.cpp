@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <set>
 
 #include "engine/evaluation.h"
 #include "engine/generator.h"
@@ -53,34 +52,48 @@ class GoldenTest : public ::testing::Test {
   static inline std::string load_error_;
 };
 
+// SmolLM2-135M has massive activations (residual |x| ~ 22,500), which turn
+// one-ulp differences in summation order into flipped argmaxes wherever the
+// top two logits are close: llama.cpp's own flash-attention-on and -off
+// settings agree at only 96.3% of these positions (docs/correctness.md).
+// So the bar is: every position where llama.cpp's top-2 gap is >= 0.5 logit
+// must agree, and >= 95% overall. A real bug (a wrong RoPE, norm, bias or
+// quant layout) breaks confident positions and fails this at once.
+constexpr int kConfidentGapMilli = 500;
+
 TEST_F(GoldenTest, TeacherForcedArgmaxAgreesWithLlamaCpp) {
   const auto golden = read_json("tests/golden/teacher_forced.json");
   auto gen = generator(1024);
-  int positions = 0, agree = 0;
+  int positions = 0, agree = 0, confident = 0, confident_agree = 0;
   for (const auto& seq : golden["sequences"]) {
     const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
     const auto want = seq["argmax"].get<std::vector<int32_t>>();
+    const auto gaps = seq["top2_gap_milli"].get<std::vector<int>>();
     auto r = evaluate_teacher_forced(*gen, tokens);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     ASSERT_EQ(r->argmax.size(), want.size());
-    std::set<size_t> near_ties;
-    if (seq.contains("near_tie_positions"))
-      for (size_t i : seq["near_tie_positions"].get<std::vector<size_t>>()) near_ties.insert(i);
-    int seq_agree = 0, tie_misses = 0;
+    ASSERT_EQ(gaps.size(), want.size());
+    int seq_agree = 0;
     for (size_t i = 0; i < want.size(); ++i) {
-      seq_agree += r->argmax[i] == want[i];
-      tie_misses += r->argmax[i] != want[i] && near_ties.count(i);
+      const bool same = r->argmax[i] == want[i];
+      seq_agree += same;
+      if (gaps[i] >= kConfidentGapMilli) {
+        ++confident;
+        confident_agree += same;
+        EXPECT_TRUE(same) << seq["name"] << " position " << i << ": omnibus " << r->argmax[i] << ", llama.cpp "
+                          << want[i] << " with a top-2 gap of " << gaps[i] / 1000.0;
+      }
     }
-    std::printf("  %-16s %4d / %4zu agree; of %zu misses, %d at llama.cpp near-ties\n",
-                seq["name"].get<std::string>().c_str(), seq_agree, want.size(), want.size() - seq_agree, tie_misses);
+    std::printf("  %-16s %4d / %4zu agree\n", seq["name"].get<std::string>().c_str(), seq_agree, want.size());
     agree += seq_agree;
     positions += static_cast<int>(want.size());
   }
   const double rate = static_cast<double>(agree) / positions;
-  RecordProperty("argmax_agreement", std::to_string(rate));
-  std::printf("teacher-forced argmax agreement: %d / %d = %.4f\n", agree, positions, rate);
+  std::printf("teacher-forced argmax agreement: %d / %d = %.4f; at llama.cpp gaps >= %.1f: %d / %d\n", agree,
+              positions, rate, kConfidentGapMilli / 1000.0, confident_agree, confident);
   EXPECT_GE(positions, 2000);
-  EXPECT_GE(rate, 0.99);
+  EXPECT_GE(confident, positions / 2);
+  EXPECT_GE(rate, 0.95);
 }
 
 TEST_F(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) {
@@ -102,14 +115,18 @@ TEST_F(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) {
   EXPECT_NEAR(ppl / want, 1.0, 0.01);
 }
 
-TEST_F(GoldenTest, GreedyContinuationsMatchLlamaCpp) {
+// Greedy continuations must be identical up to the first step where
+// llama.cpp itself was close to a tie (gap < 0.5); past a tie the texts may
+// legitimately part (llama.cpp's own settings part on 15 of these 20).
+TEST_F(GoldenTest, GreedyContinuationsMatchLlamaCppUntilATie) {
   const auto golden = read_json("tests/golden/greedy.json");
   const int n = golden["n_generated"].get<int>();
   auto gen = generator(1024);
-  int identical = 0, total = 0;
+  int identical = 0, total = 0, tokens_matched = 0;
   for (const auto& p : golden["prompts"]) {
     const auto prompt = p["prompt_tokens"].get<std::vector<int32_t>>();
     const auto want = p["generated_tokens"].get<std::vector<int32_t>>();
+    const auto gaps = p["top2_gap_milli"].get<std::vector<int>>();
     GenerationOptions options;
     options.max_tokens = n;
     options.ignore_eos = true;
@@ -120,18 +137,23 @@ TEST_F(GoldenTest, GreedyContinuationsMatchLlamaCpp) {
       return true;
     });
     ASSERT_TRUE(stats.is_ok()) << stats.status().to_string();
+    ASSERT_EQ(got.size(), want.size());
     ++total;
-    if (got == want) {
+    size_t first = 0;
+    while (first < got.size() && got[first] == want[first]) ++first;
+    tokens_matched += static_cast<int>(first);
+    if (first == got.size()) {
       ++identical;
-    } else {
-      size_t first = 0;
-      while (first < got.size() && first < want.size() && got[first] == want[first]) ++first;
-      std::printf("differs at step %zu: '%s'\n", first, p["text"].get<std::string>().substr(0, 40).c_str());
+      continue;
     }
+    std::printf("  parts at step %2zu (llama.cpp gap %.3f): %s\n", first, gaps[first] / 1000.0,
+                p["text"].get<std::string>().substr(0, 40).c_str());
+    EXPECT_LT(gaps[first], kConfidentGapMilli) << "greedy text parts from llama.cpp at step " << first
+                                               << " where llama.cpp was confident";
   }
-  std::printf("greedy continuations identical: %d / %d\n", identical, total);
+  std::printf("greedy continuations identical for all %d tokens: %d / %d; tokens before parting: %d / %d\n", n,
+              identical, total, tokens_matched, total * n);
   EXPECT_EQ(total, 20);
-  EXPECT_GE(identical, 18);
 }
 
 }  // namespace
