@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything omnibus needs to build and test (Debian packages and a
 # few Python packages), then fetches the default model. Idempotent: a second
-# run installs nothing and fetches nothing.
+# run installs nothing and fetches nothing. `scripts/setup.sh --bench` also
+# installs llama-cpp-python (built from source: slow the first time), which
+# the golden-data tools and the side-by-side benchmark use; tests do not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +11,7 @@ DEBIAN_PACKAGES=(cmake ninja-build g++ clang pkg-config
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libxxhash-dev libpcre2-dev libgtest-dev libbenchmark-dev unzip)
 PYTHON_PACKAGES=(numpy gguf pytest)
+if [ "${1:-}" = "--bench" ]; then PYTHON_PACKAGES+=(llama_cpp:llama-cpp-python); fi
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do
@@ -22,8 +25,9 @@ if ((${#missing[@]})); then
 fi
 
 py_missing=()
-for p in "${PYTHON_PACKAGES[@]}"; do
-  python3 -c "import $p" 2>/dev/null || py_missing+=("$p")
+for entry in "${PYTHON_PACKAGES[@]}"; do
+  module=${entry%%:*}; package=${entry#*:}  # "module:package" when the names differ
+  python3 -c "import $module" 2>/dev/null || py_missing+=("$package")
 done
 if ((${#py_missing[@]})); then
   echo "setup: installing Python packages: ${py_missing[*]}" >&2

@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
@@ -22,13 +20,11 @@ struct PerplexityOptions {
 };
 
 int perplexity(const PerplexityOptions& o) {
-  std::ifstream in(o.file, std::ios::binary);
-  if (!in) return fail(Status::io_error("cannot read '" + o.file + "'"));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  auto text = read_text_file(o.file);
+  if (!text.is_ok()) return fail(text.status());
   auto loaded = load_model(o.model);
   if (!loaded.is_ok()) return fail(loaded.status());
-  const auto tokens = loaded->tokenizer->encode(ss.str(), true, false);
+  const auto tokens = loaded->tokenizer->encode(*text, true, false);
   const int chunks = static_cast<int>(tokens.size()) / o.chunk;
   if (chunks == 0)
     return fail(Status::invalid_argument("the text has " + std::to_string(tokens.size()) +

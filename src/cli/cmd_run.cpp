@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "base/log.h"
@@ -31,11 +29,7 @@ struct RunOptions {
 
 Result<std::string> read_prompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
-  std::ifstream in(o.prompt_file, std::ios::binary);
-  if (!in) return Status::io_error("cannot read prompt file '" + o.prompt_file + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_text_file(o.prompt_file);
 }
 
 void write_stats_json(const std::string& path, const GenerationStats& s, double load_ms, double ttft_ms) {

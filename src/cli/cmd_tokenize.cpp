@@ -1,9 +1,7 @@
 // `omnibus tokenize`: the token ids (and pieces) of a text.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
@@ -24,11 +22,9 @@ struct TokenizeOptions {
 int tokenize(const TokenizeOptions& o) {
   std::string text = o.prompt;
   if (!o.file.empty()) {
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) return fail(Status::io_error("cannot read '" + o.file + "'"));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    auto contents = read_text_file(o.file);
+    if (!contents.is_ok()) return fail(contents.status());
+    text = std::move(contents).value();
   }
   auto loaded = load_model(o.model);
   if (!loaded.is_ok()) return fail(loaded.status());

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "base/cpu_features.h"
@@ -68,6 +70,14 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
            c.architecture, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.vocab_size, out.load_seconds * 1e3);
   log_info("CPU features: {}; matmul kernels: {}", cpu_features().describe(), matmul_path_name());
   return out;
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::io_error("cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 double peak_rss_mib() {

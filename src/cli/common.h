@@ -39,6 +39,9 @@ struct LoadedModel {
 // path runs.
 Result<LoadedModel> load_model(const ModelOptions& options);
 
+// The whole file as bytes, or an I/O error naming it.
+Result<std::string> read_text_file(const std::string& path);
+
 double peak_rss_mib();
 
 // Warns on stderr when the model's chat template was not recognised.
