@@ -5,6 +5,7 @@ Run by ctest (see tests/CMakeLists.txt) with OMNIBUS_BIN and OMNIBUS_MODEL set.
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -70,6 +71,19 @@ def test_scalar_path_runs_and_agrees_on_greedy_text():
     r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "matmul kernels: scalar" in r.stderr
+    assert "Paris" in r.stdout
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None and not REQUIRE, reason="qemu-user is not installed")
+def test_runs_on_a_cpu_without_avx():
+    """The binary must run, on the scalar path, on an x86-64 without AVX/AVX2:
+    qemu emulates a Nehalem, so any AVX2 instruction outside the run-time
+    checked kernels would kill it with SIGILL."""
+    args = ["qemu-x86_64", "-cpu", "Nehalem", BIN, "run", "-m", MODEL, "-p", "The capital of France is",
+            "-n", "2", "--temp", "0", "--verbose", "-t", "1"]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "CPU features: none" in r.stderr and "matmul kernels: scalar" in r.stderr
     assert "Paris" in r.stdout
 
 

@@ -40,7 +40,13 @@ void ThreadPool::run(const Job& fn) {
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
   fn(0, thread_count_);
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  if (count_wait_) {
+    const auto wait_start = std::chrono::steady_clock::now();
+    while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+    wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count();
+  } else {
+    while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  }
   job_ = nullptr;
 }
 

@@ -39,12 +39,20 @@ class ThreadPool {
   // Number of jobs run so far (for tests that count synchronisation).
   uint64_t jobs_run() const { return generation_.load(std::memory_order_relaxed); }
 
+  // Profiling: when on, run() adds the time the calling thread spends waiting
+  // for the other workers to finish (load imbalance plus hand-off latency)
+  // to wait_ns(). Off by default; off costs one branch per run().
+  void set_wait_counting(bool on) { count_wait_ = on; }
+  uint64_t wait_ns() const { return wait_ns_; }
+
  private:
   void worker_loop(int index);
 
   int thread_count_;
   std::vector<std::thread> workers_;
   const Job* job_ = nullptr;
+  bool count_wait_ = false;
+  uint64_t wait_ns_ = 0;  // only run()'s caller touches it
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace omnibus {
@@ -31,6 +33,23 @@ TEST(ThreadPoolTest, RunGivesEachThreadItsIndex) {
     seen[index].fetch_add(1);
   });
   for (auto& s : seen) EXPECT_EQ(s.load(), 1);
+}
+
+TEST(ThreadPoolTest, WaitCountingIsOffByDefaultAndCountsWhenOn) {
+  ThreadPool pool(2);
+  // Worker 1 is slow, so thread 0 must wait for it.
+  auto job = [](int index, int) {
+    if (index == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  };
+  pool.run(job);
+  EXPECT_EQ(pool.wait_ns(), 0u);
+  pool.set_wait_counting(true);
+  pool.run(job);
+  EXPECT_GE(pool.wait_ns(), 1'000'000u);  // at least 1 ms of the 3 ms sleep
+  pool.set_wait_counting(false);
+  const uint64_t before = pool.wait_ns();
+  pool.run(job);
+  EXPECT_EQ(pool.wait_ns(), before);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "base/aligned_buffer.h"
+#include "base/profiler.h"
 #include "base/thread_pool.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -36,6 +37,11 @@ class ForwardPass {
   // positions past the cache, or a batch larger than max_batch.
   Status run(std::span<const BatchRow> rows, KvCache& kv, float* logits);
 
+  // Times each op of run() into `profiler` (null: off, the default). The
+  // profiler must outlive this pass or be detached with nullptr first.
+  void set_profiler(Profiler* profiler);
+  Profiler* profiler() const { return profiler_; }
+
   const Model& model() const { return *model_; }
   ThreadPool& pool() { return pool_; }
   int max_batch() const { return max_batch_; }
@@ -43,13 +49,19 @@ class ForwardPass {
  private:
   Status check(std::span<const BatchRow> rows, const KvCache& kv) const;
   void embed(std::span<const BatchRow> rows);
+  void run_layers(std::span<const BatchRow> rows, KvCache& kv, float* logits);
   void attention_block(int layer, std::span<const BatchRow> rows, KvCache& kv);
+  void qkv_rope_store(int layer, std::span<const BatchRow> rows, KvCache& kv);
+  void attend(int layer, std::span<const BatchRow> rows, KvCache& kv);
   void mlp_block(int layer, int n);
-  void project(const WeightMatrix& w, const float* x, int n, float* y);
+  void norm_rows(const float* weight, int n);
+  void project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y);
+  void add_residual(int n);
 
   std::shared_ptr<const Model> model_;
   int max_batch_;
   ThreadPool pool_;
+  Profiler* profiler_ = nullptr;
   AlignedBuffer<float> x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
   AlignedBuffer<float> rope_cos_, rope_sin_, scores_;
   int64_t scores_stride_;

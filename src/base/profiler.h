@@ -1,0 +1,148 @@
+// Per-op timing of the forward pass and the sampler, for `omnibus run
+// --profile`: a summary table (calls, total time, share, time per call, by
+// phase) and a Chrome trace (one "X" event per timed op) that opens in
+// Perfetto or chrome://tracing.
+//
+// Off by default at two levels: code holds a `Profiler*` that is null unless
+// profiling was asked for, and a Profiler records nothing until enable().
+// A ProfileScope on a null or disabled profiler costs one branch and reads
+// no clock, so the scopes can stay in the hot path.
+//
+// Not thread-safe: ops are timed on the engine thread only (thread 0 of the
+// pool); what the other workers do shows up inside the op that ran them, and
+// the time thread 0 waits for them is counted as kThreadWait.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace omnibus {
+
+// The kinds of work we time. Names (profile_op_name) appear in the table and
+// the trace.
+enum class ProfileOp : uint8_t {
+  kForward,     // one whole ForwardPass::run call; the denominator
+  kEmbed,       // token embedding lookup
+  kRmsNorm,
+  kAttnQ,       // the matmuls, one kind each
+  kAttnK,
+  kAttnV,
+  kAttnOutput,
+  kFfnGate,
+  kFfnUp,
+  kFfnDown,
+  kOutput,      // the final vocab projection
+  kBias,        // q/k/v bias adds (architectures that have them)
+  kRope,        // angles and rotation
+  kKvStore,     // copying this step's K/V rows into the cache
+  kAttention,   // scores, softmax and weighted sum over the cache
+  kSwiglu,
+  kResidual,    // the residual adds after attention and MLP
+  kSampling,    // the Sampler call, outside the forward pass
+  kThreadWait,  // thread 0 waiting for the pool's other workers (overlaps the ops above)
+  kCount
+};
+inline constexpr int kProfileOpCount = static_cast<int>(ProfileOp::kCount);
+const char* profile_op_name(ProfileOp op);
+
+// Prefill: a forward call with more than one row. Decode: one row.
+enum class ProfilePhase : uint8_t { kPrefill, kDecode, kCount };
+inline constexpr int kProfilePhaseCount = static_cast<int>(ProfilePhase::kCount);
+const char* profile_phase_name(ProfilePhase phase);
+
+class Profiler {
+ public:
+  // Enough for several thousand decode steps of a 30-layer model.
+  static constexpr size_t kDefaultMaxEvents = size_t{2} << 20;
+
+  struct OpStats {
+    int64_t calls = 0;
+    int64_t total_ns = 0;
+  };
+  struct Event {
+    int64_t start_ns;  // since enable()
+    int64_t duration_ns;
+    ProfileOp op;
+    ProfilePhase phase;
+  };
+
+  Profiler() = default;
+
+  // Starts recording: clears what was recorded, reserves room for
+  // `max_events` trace events (later events are dropped and counted; the
+  // per-op sums stay exact) and makes time 0 now.
+  void enable(size_t max_events = kDefaultMaxEvents);
+  void disable() { enabled_ = false; }
+  bool enabled() const { return enabled_; }
+
+  void set_phase(ProfilePhase phase) { phase_ = phase; }
+  ProfilePhase phase() const { return phase_; }
+
+  int64_t now_ns() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin_).count();
+  }
+  // One timed op: adds to the op's sums and records a trace event.
+  void record(ProfileOp op, int64_t start_ns, int64_t end_ns);
+  // Time known only as a sum (no trace event), e.g. thread wait.
+  void add_time(ProfileOp op, int64_t ns, int64_t calls);
+
+  const OpStats& stats(ProfilePhase phase, ProfileOp op) const {
+    return stats_[static_cast<int>(phase)][static_cast<int>(op)];
+  }
+  const std::vector<Event>& events() const { return events_; }
+  int64_t dropped_events() const { return dropped_; }
+
+  // The summary table, one section per phase that ran, rows sorted by total
+  // time. Shares are of the phase's forward + sampling time; "other" is the
+  // forward time no op scope covered.
+  std::string format_table() const;
+  // Chrome trace event format: {"traceEvents":[{"name","cat","ph":"X","ts",
+  // "dur","pid","tid"}, ...]}, times in microseconds.
+  void write_trace(std::FILE* out) const;
+  Status write_trace_file(const std::string& path) const;
+
+ private:
+  bool enabled_ = false;
+  ProfilePhase phase_ = ProfilePhase::kPrefill;
+  std::chrono::steady_clock::time_point origin_{};
+  std::array<std::array<OpStats, kProfileOpCount>, kProfilePhaseCount> stats_{};
+  std::vector<Event> events_;
+  size_t max_events_ = 0;
+  int64_t dropped_ = 0;
+};
+
+// Times its own lifetime as one `op`. Does nothing when `profiler` is null or
+// disabled.
+class ProfileScope {
+ public:
+  ProfileScope(Profiler* profiler, ProfileOp op)
+      : profiler_(profiler != nullptr && profiler->enabled() ? profiler : nullptr), op_(op) {
+    if (profiler_ != nullptr) start_ns_ = profiler_->now_ns();
+  }
+  ~ProfileScope() {
+    if (profiler_ != nullptr) profiler_->record(op_, start_ns_, profiler_->now_ns());
+  }
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  Profiler* profiler_;
+  ProfileOp op_;
+  int64_t start_ns_ = 0;
+};
+
+// Calls fn() inside a ProfileScope and returns its result; lets a single
+// expression be timed without opening a block.
+template <class Fn>
+auto profile_call(Profiler* profiler, ProfileOp op, Fn&& fn) {
+  ProfileScope scope(profiler, op);
+  return fn();
+}
+
+}  // namespace omnibus
