@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/log.h"
+#include "base/profiler.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/sampling_flags.h"
@@ -25,7 +26,24 @@ struct RunOptions {
   bool chat = false;
   int batch = 256;
   std::string stats_json;
+  bool profile = false;
+  std::string profile_trace;  // empty: kDefaultTrace when profiling
 };
+
+constexpr const char* kDefaultTrace = "omnibus-trace.json";
+
+// Prints the per-op table to stderr and writes the Chrome trace.
+void report_profile(const Profiler& profiler, const RunOptions& o) {
+  fmt::print(stderr, "{}", profiler.format_table());
+  const std::string path = o.profile_trace.empty() ? kDefaultTrace : o.profile_trace;
+  Status s = profiler.write_trace_file(path);
+  if (!s.is_ok()) {
+    log_warn("{}", s.message());
+    return;
+  }
+  fmt::print(stderr, "omnibus: trace written to {} ({} events; open in https://ui.perfetto.dev or chrome://tracing)\n",
+             path, profiler.events().size());
+}
 
 Result<std::string> read_prompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
@@ -69,6 +87,11 @@ int run(RunOptions& o) {
 
   auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.gen.context, o.batch);
   if (!gen.is_ok()) return fail(gen.status());
+  Profiler profiler;
+  if (o.profile) {
+    profiler.enable();
+    (*gen)->forward().set_profiler(&profiler);
+  }
   TextStream stream(tok, o.gen.stop);
   auto stats = (*gen)->generate(prompt, o.gen.options, tok.end_of_generation_ids(), [&](int32_t token) {
     TextStream::Piece piece = stream.push(token);
@@ -89,6 +112,10 @@ int run(RunOptions& o) {
              stats->prompt_tokens, ttft_ms, stats->prefill_tokens_per_second(), stats->decode_tokens_per_second(),
              stats->generated_tokens, loaded->load_seconds * 1e3, peak_rss_mib());
   if (!o.stats_json.empty()) write_stats_json(o.stats_json, *stats, loaded->load_seconds * 1e3, ttft_ms);
+  if (o.profile) {
+    (*gen)->forward().set_profiler(nullptr);
+    report_profile(profiler, o);
+  }
   return 0;
 }
 
@@ -103,8 +130,14 @@ CommandRunner add_run_command(CLI::App& app) {
   cmd->add_flag("--chat", o->chat, "Wrap the prompt as one user message in the model's chat template");
   cmd->add_option("-b,--batch-size", o->batch, "Prompt tokens per forward step")->capture_default_str()->check(CLI::Range(1, 8192));
   cmd->add_option("--stats-json", o->stats_json, "Also write the stats as JSON to this file");
+  cmd->add_flag("--profile", o->profile, "Time each op: a table on stderr and a Chrome trace file");
+  cmd->add_option("--profile-trace", o->profile_trace,
+                  fmt::format("Chrome trace file for --profile (default {}; implies --profile)", kDefaultTrace));
   add_generation_flags(*cmd, o->gen);
-  return [o] { return run(*o); };
+  return [o] {
+    if (!o->profile_trace.empty()) o->profile = true;
+    return run(*o);
+  };
 }
 
 }  // namespace omnibus::cli

@@ -68,7 +68,8 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
   Stopwatch decode_clock;
   stats.finish_reason = "length";
   while (static_cast<int>(generated.size()) < limit) {
-    const int32_t token = sampler.sample(logits_, prompt, generated);
+    const int32_t token = profile_call(forward_->profiler(), ProfileOp::kSampling,
+                                       [&] { return sampler.sample(logits_, prompt, generated); });
     if (generated.empty()) decode_clock.reset();
     const bool is_eog = std::find(end_of_generation.begin(), end_of_generation.end(), token) != end_of_generation.end();
     if (is_eog && !options.ignore_eos) {

@@ -1,8 +1,8 @@
 #include "kv/block_hash.h"
 
+// Exposes XXH3_state_t so the state can live on the stack (no malloc).
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
-
-#include <cstring>
 
 namespace omnibus {
 
@@ -21,8 +21,8 @@ BlockHash hash_block(BlockHash parent, std::span<const std::int32_t> tokens) {
   XXH3_state_t state;
   XXH3_64bits_reset_withSeed(&state, kBlockSeed);
   XXH3_64bits_update(&state, &parent, sizeof(parent));
-  // Token ids as raw little-endian bytes: the hash only has to agree within
-  // one process (the cache is not persisted), so host byte order is fine.
+  // Token ids as raw host-order bytes: hashes agree across little-endian
+  // hosts, which is all a future prefix-aware router would need.
   XXH3_64bits_update(&state, tokens.data(), tokens.size_bytes());
   return XXH3_64bits_digest(&state);
 }

@@ -45,11 +45,30 @@ Status ForwardPass::check(std::span<const BatchRow> rows, const KvCache& kv) con
   return Status::ok();
 }
 
-void ForwardPass::project(const WeightMatrix& w, const float* x, int n, float* y) {
+void ForwardPass::set_profiler(Profiler* profiler) {
+  profiler_ = profiler;
+  pool_.set_wait_counting(profiler != nullptr);
+}
+
+void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y) {
+  ProfileScope scope(profiler_, op);
   matmul(w, x, n, y, &pool_);
 }
 
+void ForwardPass::norm_rows(const float* weight, int n) {
+  ProfileScope scope(profiler_, ProfileOp::kRmsNorm);
+  const int64_t d = model_->config().n_embd;
+  for (int i = 0; i < n; ++i) rms_norm(x_.data() + i * d, weight, xn_.data() + i * d, d, model_->config().rms_eps);
+}
+
+// x += proj, the residual connection after attention and after the MLP.
+void ForwardPass::add_residual(int n) {
+  ProfileScope scope(profiler_, ProfileOp::kResidual);
+  add_f32(proj_.data(), x_.data(), static_cast<int64_t>(n) * model_->config().n_embd);
+}
+
 void ForwardPass::embed(std::span<const BatchRow> rows) {
+  ProfileScope scope(profiler_, ProfileOp::kEmbed);
   const ModelConfig& c = model_->config();
   const WeightMatrix& e = model_->weights().token_embd;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -58,33 +77,49 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
   }
 }
 
-void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, KvCache& kv) {
+// Projects the normed rows to q, k, v (plus biases), rotates q and k, and
+// stores this step's k and v in the cache.
+void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, KvCache& kv) {
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[layer];
   const int n = static_cast<int>(rows.size());
-  for (int i = 0; i < n; ++i) rms_norm(x_.data() + i * c.n_embd, l.attn_norm, xn_.data() + i * c.n_embd, c.n_embd, c.rms_eps);
-  project(l.wq, xn_.data(), n, q_.data());
-  project(l.wk, xn_.data(), n, k_.data());
-  project(l.wv, xn_.data(), n, v_.data());
-  const int half = c.rope.rot_dims / 2 + 1;
-  for (int i = 0; i < n; ++i) {
-    float* q = q_.data() + static_cast<int64_t>(i) * c.q_dim();
-    float* k = k_.data() + static_cast<int64_t>(i) * c.kv_dim();
-    float* v = v_.data() + static_cast<int64_t>(i) * c.kv_dim();
-    if (l.bq != nullptr) {
-      add_f32(l.bq, q, c.q_dim());
-      add_f32(l.bk, k, c.kv_dim());
-      add_f32(l.bv, v, c.kv_dim());
+  project(ProfileOp::kAttnQ, l.wq, xn_.data(), n, q_.data());
+  project(ProfileOp::kAttnK, l.wk, xn_.data(), n, k_.data());
+  project(ProfileOp::kAttnV, l.wv, xn_.data(), n, v_.data());
+  if (l.bq != nullptr) {
+    ProfileScope scope(profiler_, ProfileOp::kBias);
+    for (int i = 0; i < n; ++i) {
+      add_f32(l.bq, q_.data() + static_cast<int64_t>(i) * c.q_dim(), c.q_dim());
+      add_f32(l.bk, k_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.kv_dim());
+      add_f32(l.bv, v_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.kv_dim());
     }
-    apply_rope(c.rope, rope_cos_.data() + i * half, rope_sin_.data() + i * half, q, c.n_head, c.head_dim);
-    apply_rope(c.rope, rope_cos_.data() + i * half, rope_sin_.data() + i * half, k, c.n_head_kv, c.head_dim);
-    std::memcpy(kv.key_row(rows[i].slot, layer, rows[i].pos), k, sizeof(float) * c.kv_dim());
-    std::memcpy(kv.value_row(rows[i].slot, layer, rows[i].pos), v, sizeof(float) * c.kv_dim());
   }
+  const int half = c.rope.rot_dims / 2 + 1;
+  {
+    ProfileScope scope(profiler_, ProfileOp::kRope);
+    for (int i = 0; i < n; ++i) {
+      const float* cos = rope_cos_.data() + i * half;
+      const float* sin = rope_sin_.data() + i * half;
+      apply_rope(c.rope, cos, sin, q_.data() + static_cast<int64_t>(i) * c.q_dim(), c.n_head, c.head_dim);
+      apply_rope(c.rope, cos, sin, k_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.n_head_kv, c.head_dim);
+    }
+  }
+  ProfileScope scope(profiler_, ProfileOp::kKvStore);
+  for (int i = 0; i < n; ++i) {
+    std::memcpy(kv.key_row(rows[i].slot, layer, rows[i].pos), k_.data() + static_cast<int64_t>(i) * c.kv_dim(),
+                sizeof(float) * c.kv_dim());
+    std::memcpy(kv.value_row(rows[i].slot, layer, rows[i].pos), v_.data() + static_cast<int64_t>(i) * c.kv_dim(),
+                sizeof(float) * c.kv_dim());
+  }
+}
+
+void ForwardPass::attend(int layer, std::span<const BatchRow> rows, KvCache& kv) {
+  ProfileScope scope(profiler_, ProfileOp::kAttention);
+  const ModelConfig& c = model_->config();
   const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   // Work items are (row, head) pairs split evenly across threads; each item's
   // arithmetic is the same whichever thread runs it.
-  const int64_t items = static_cast<int64_t>(n) * c.n_head;
+  const int64_t items = static_cast<int64_t>(rows.size()) * c.n_head;
   pool_.run([&](int t, int count) {
     float* scores = scores_.data() + t * scores_stride_;
     for (int64_t it = items * t / count; it < items * (t + 1) / count; ++it) {
@@ -96,28 +131,40 @@ void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, KvC
                     attn_.data() + static_cast<int64_t>(i) * c.q_dim(), h, h + 1);
     }
   });
-  project(l.wo, attn_.data(), n, proj_.data());
-  add_f32(proj_.data(), x_.data(), static_cast<int64_t>(n) * c.n_embd);
+}
+
+void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, KvCache& kv) {
+  const int n = static_cast<int>(rows.size());
+  const LayerWeights& l = model_->weights().layers[layer];
+  norm_rows(l.attn_norm, n);
+  qkv_rope_store(layer, rows, kv);
+  attend(layer, rows, kv);
+  project(ProfileOp::kAttnOutput, l.wo, attn_.data(), n, proj_.data());
+  add_residual(n);
 }
 
 void ForwardPass::mlp_block(int layer, int n) {
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[layer];
-  for (int i = 0; i < n; ++i) rms_norm(x_.data() + i * c.n_embd, l.ffn_norm, xn_.data() + i * c.n_embd, c.n_embd, c.rms_eps);
-  project(l.w_gate, xn_.data(), n, gate_.data());
-  project(l.w_up, xn_.data(), n, up_.data());
-  swiglu(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);
-  project(l.w_down, gate_.data(), n, proj_.data());
-  add_f32(proj_.data(), x_.data(), static_cast<int64_t>(n) * c.n_embd);
+  norm_rows(l.ffn_norm, n);
+  project(ProfileOp::kFfnGate, l.w_gate, xn_.data(), n, gate_.data());
+  project(ProfileOp::kFfnUp, l.w_up, xn_.data(), n, up_.data());
+  {
+    ProfileScope scope(profiler_, ProfileOp::kSwiglu);
+    swiglu(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);
+  }
+  project(ProfileOp::kFfnDown, l.w_down, gate_.data(), n, proj_.data());
+  add_residual(n);
 }
 
-Status ForwardPass::run(std::span<const BatchRow> rows, KvCache& kv, float* logits) {
-  OMNIBUS_RETURN_IF_ERROR(check(rows, kv));
-  if (rows.empty()) return Status::ok();
+void ForwardPass::run_layers(std::span<const BatchRow> rows, KvCache& kv, float* logits) {
   const ModelConfig& c = model_->config();
   const int n = static_cast<int>(rows.size());
   const int half = c.rope.rot_dims / 2 + 1;
-  for (int i = 0; i < n; ++i) rope_angles(c.rope, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
+  {
+    ProfileScope scope(profiler_, ProfileOp::kRope);
+    for (int i = 0; i < n; ++i) rope_angles(c.rope, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
+  }
   embed(rows);
   for (int layer = 0; layer < c.n_layer; ++layer) {
     attention_block(layer, rows, kv);
@@ -125,12 +172,34 @@ Status ForwardPass::run(std::span<const BatchRow> rows, KvCache& kv, float* logi
   }
   // Final norm only for the rows that want logits, packed together.
   int out = 0;
-  for (int i = 0; i < n; ++i) {
-    if (!rows[i].want_logits) continue;
-    rms_norm(x_.data() + i * c.n_embd, model_->weights().output_norm, xn_.data() + out * c.n_embd, c.n_embd, c.rms_eps);
-    ++out;
+  {
+    ProfileScope scope(profiler_, ProfileOp::kRmsNorm);
+    for (int i = 0; i < n; ++i) {
+      if (!rows[i].want_logits) continue;
+      rms_norm(x_.data() + i * c.n_embd, model_->weights().output_norm, xn_.data() + out * c.n_embd, c.n_embd,
+               c.rms_eps);
+      ++out;
+    }
   }
-  if (out > 0) project(model_->weights().output, xn_.data(), out, logits);
+  if (out > 0) project(ProfileOp::kOutput, model_->weights().output, xn_.data(), out, logits);
+}
+
+Status ForwardPass::run(std::span<const BatchRow> rows, KvCache& kv, float* logits) {
+  OMNIBUS_RETURN_IF_ERROR(check(rows, kv));
+  if (rows.empty()) return Status::ok();
+  if (profiler_ == nullptr || !profiler_->enabled()) {
+    run_layers(rows, kv, logits);
+    return Status::ok();
+  }
+  profiler_->set_phase(rows.size() > 1 ? ProfilePhase::kPrefill : ProfilePhase::kDecode);
+  const uint64_t wait_before = pool_.wait_ns();
+  const uint64_t jobs_before = pool_.jobs_run();
+  {
+    ProfileScope scope(profiler_, ProfileOp::kForward);
+    run_layers(rows, kv, logits);
+  }
+  profiler_->add_time(ProfileOp::kThreadWait, static_cast<int64_t>(pool_.wait_ns() - wait_before),
+                      static_cast<int64_t>(pool_.jobs_run() - jobs_before));
   return Status::ok();
 }
 
