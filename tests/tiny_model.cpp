@@ -66,6 +66,7 @@ class TinyWriter {
     add(name, 1, n, DType::kF32, values);
   }
   void add(const std::string& name, int64_t rows, int64_t cols, DType type, const std::vector<float>& values) {
+    if (name == s_.omit_tensor) return;
     auto bytes_per_row = dtype_bytes(type, cols);
     if (!bytes_per_row.is_ok()) throw std::runtime_error(bytes_per_row.status().to_string());
     std::vector<uint8_t> data(*bytes_per_row * rows);
@@ -143,10 +144,14 @@ void rotate(std::vector<double>& v, int heads, int hd, int pos, const ModelConfi
 
 std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec) { return TinyWriter(spec).build(); }
 
-std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes) {
+Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes) {
   auto file = GgufFile::parse(MappedFile::from_memory(bytes));
-  if (!file.is_ok()) throw std::runtime_error(file.status().to_string());
-  auto model = Model::from_gguf(std::move(file).value());
+  if (!file.is_ok()) return file.status();
+  return Model::from_gguf(std::move(file).value());
+}
+
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes) {
+  auto model = try_load_tiny_model(bytes);
   if (!model.is_ok()) throw std::runtime_error(model.status().to_string());
   return *model;
 }

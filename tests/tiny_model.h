@@ -28,6 +28,7 @@ struct TinyModelSpec {
   bool tied_output = true;
   float rope_base = 10000.0f;
   uint32_t seed = 1;
+  std::string omit_tensor;  // leave this tensor out (to test load errors)
 };
 
 // The GGUF bytes of a model built from the spec (weights random, seeded).
@@ -35,6 +36,7 @@ std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec);
 
 // Loads the bytes as a Model. `bytes` must outlive the model.
 std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes);
+Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes);
 
 // Logits (vocab per position) of every position of `tokens`, computed by the
 // plain reference forward pass.

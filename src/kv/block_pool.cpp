@@ -130,7 +130,8 @@ Status BlockPool::check_free_list() const {
     const Block& b = blocks_[id];
     if (!b.in_free_list || b.ref_count != 0)
       return Status::internal("block " + std::to_string(id) + " is in the free list but not free");
-    if (b.prev != prev) return Status::internal("free list back link broken at " + std::to_string(id));
+    if (b.prev != prev)
+      return Status::internal("free list back link broken at " + std::to_string(id));
     if (++count > num_total()) return Status::internal("free list has a cycle");
     prev = id;
   }

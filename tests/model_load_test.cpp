@@ -1,0 +1,49 @@
+// Load-time errors a user can hit with a wrong or damaged model file: each
+// must be a clear Status, never a crash.
+#include <gtest/gtest.h>
+
+#include "tiny_model.h"
+
+namespace omnibus::testing {
+namespace {
+
+TEST(ModelLoadTest, UnknownArchitectureListsSupportedOnes) {
+  TinyModelSpec spec;
+  spec.architecture = "gemma3";
+  auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_FALSE(model.is_ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(model.status().message().find("'gemma3'"), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("llama, qwen2"), std::string::npos) << model.status().message();
+}
+
+TEST(ModelLoadTest, MissingTensorIsNamed) {
+  TinyModelSpec spec;
+  spec.omit_tensor = "blk.1.ffn_up.weight";
+  auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_FALSE(model.is_ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(model.status().message().find("blk.1.ffn_up.weight"), std::string::npos) << model.status().message();
+}
+
+TEST(ModelLoadTest, MissingQwen2BiasIsNamed) {
+  TinyModelSpec spec;
+  spec.architecture = "qwen2";
+  spec.omit_tensor = "blk.0.attn_k.bias";
+  auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_FALSE(model.is_ok());
+  EXPECT_NE(model.status().message().find("blk.0.attn_k.bias"), std::string::npos) << model.status().message();
+}
+
+TEST(ModelLoadTest, SeparateOutputAndTiedOutputBothLoad) {
+  for (bool tied : {true, false}) {
+    TinyModelSpec spec;
+    spec.tied_output = tied;
+    auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+    ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->weights().tied_output, tied);
+  }
+}
+
+}  // namespace
+}  // namespace omnibus::testing
