@@ -13,12 +13,9 @@ const char* profile_op_name(ProfileOp op) {
     case ProfileOp::kForward: return "forward";
     case ProfileOp::kEmbed: return "embedding";
     case ProfileOp::kRmsNorm: return "rms_norm";
-    case ProfileOp::kAttnQ: return "attn_q";
-    case ProfileOp::kAttnK: return "attn_k";
-    case ProfileOp::kAttnV: return "attn_v";
+    case ProfileOp::kAttnQkv: return "attn_qkv";
     case ProfileOp::kAttnOutput: return "attn_output";
-    case ProfileOp::kFfnGate: return "ffn_gate";
-    case ProfileOp::kFfnUp: return "ffn_up";
+    case ProfileOp::kFfnGateUp: return "ffn_gate_up";
     case ProfileOp::kFfnDown: return "ffn_down";
     case ProfileOp::kOutput: return "output";
     case ProfileOp::kBias: return "bias";

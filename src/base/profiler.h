@@ -30,12 +30,9 @@ enum class ProfileOp : uint8_t {
   kForward,     // one whole ForwardPass::run call; the denominator
   kEmbed,       // token embedding lookup
   kRmsNorm,
-  kAttnQ,       // the matmuls, one kind each
-  kAttnK,
-  kAttnV,
+  kAttnQkv,     // the matmuls, one kind each (q/k/v and gate/up run as one job)
   kAttnOutput,
-  kFfnGate,
-  kFfnUp,
+  kFfnGateUp,
   kFfnDown,
   kOutput,      // the final vocab projection
   kBias,        // q/k/v bias adds (architectures that have them)

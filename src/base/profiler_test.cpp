@@ -26,16 +26,16 @@ std::string trace_text(const Profiler& p) {
 TEST(ProfilerTest, DisabledProfilerRecordsNothing) {
   Profiler p;
   EXPECT_FALSE(p.enabled());
-  for (int i = 0; i < 7; ++i) ProfileScope scope(&p, ProfileOp::kAttnQ);
+  for (int i = 0; i < 7; ++i) ProfileScope scope(&p, ProfileOp::kAttnQkv);
   p.add_time(ProfileOp::kThreadWait, 123, 1);
   p.record(ProfileOp::kRope, 0, 10);
-  EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kAttnQ).calls, 0);
+  EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kAttnQkv).calls, 0);
   EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kThreadWait).total_ns, 0);
   EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kRope).calls, 0);
   EXPECT_TRUE(p.events().empty());
   EXPECT_EQ(p.events().capacity(), 0u);  // no allocation until enable()
   // A null profiler is the usual "off" and must be just as quiet.
-  { ProfileScope scope(nullptr, ProfileOp::kAttnQ); }
+  { ProfileScope scope(nullptr, ProfileOp::kAttnQkv); }
   EXPECT_EQ(profile_call(nullptr, ProfileOp::kSampling, [] { return 41 + 1; }), 42);
 }
 
@@ -75,7 +75,7 @@ TEST(ProfilerTest, TraceIsValidJsonWithTheRecordedEvents) {
   Profiler p;
   p.enable(16);
   p.set_phase(ProfilePhase::kDecode);
-  p.record(ProfileOp::kAttnQ, 2000, 2500);
+  p.record(ProfileOp::kAttnQkv, 2000, 2500);
   p.record(ProfileOp::kForward, 1000, 9001);
   p.record(ProfileOp::kSampling, 9500, 9750);
   const nlohmann::json j = nlohmann::json::parse(trace_text(p));
@@ -84,7 +84,7 @@ TEST(ProfilerTest, TraceIsValidJsonWithTheRecordedEvents) {
   for (const auto& e : j["traceEvents"])
     if (e["ph"] == "X") x.push_back(e);
   ASSERT_EQ(x.size(), 3u);
-  EXPECT_EQ(x[0]["name"], "attn_q");
+  EXPECT_EQ(x[0]["name"], "attn_qkv");
   EXPECT_EQ(x[0]["cat"], "decode");
   EXPECT_DOUBLE_EQ(x[0]["ts"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(x[0]["dur"].get<double>(), 0.5);
@@ -107,12 +107,12 @@ TEST(ProfilerTest, TableSortsByTimeAndNamesTheRemainderOther) {
   p.enable(64);
   p.set_phase(ProfilePhase::kDecode);
   p.record(ProfileOp::kForward, 0, 10'000'000);     // 10 ms forward
-  p.record(ProfileOp::kFfnUp, 0, 6'000'000);        // 6 ms
+  p.record(ProfileOp::kFfnGateUp, 0, 6'000'000);        // 6 ms
   p.record(ProfileOp::kRmsNorm, 0, 1'000'000);      // 1 ms, so other = 3 ms
   p.record(ProfileOp::kSampling, 0, 0);
   p.add_time(ProfileOp::kThreadWait, 500'000, 9);
   const std::string t = p.format_table();
-  const size_t up = t.find("ffn_up"), other = t.find("other"), norm = t.find("rms_norm");
+  const size_t up = t.find("ffn_gate_up"), other = t.find("other"), norm = t.find("rms_norm");
   ASSERT_NE(up, std::string::npos);
   ASSERT_NE(other, std::string::npos);
   ASSERT_NE(norm, std::string::npos);

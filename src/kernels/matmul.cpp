@@ -32,25 +32,54 @@ QuantizeFn pick_quantize_fn() {
 const char* matmul_path_name() { return cpu_features().has_avx2_fma() ? "avx2+fma" : "scalar"; }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
-  if (n_x <= 0 || w.rows <= 0) return;
+  const MatmulTarget target{&w, y};
+  matmul_shared_input(std::span(&target, 1), x, n_x, pool);
+}
+
+void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, ThreadPool* pool) {
+  if (n_x <= 0 || targets.empty()) return;
+  const WeightMatrix& first = *targets[0].w;
+  for (const MatmulTarget& t : targets) {
+    if (t.w->dtype != first.dtype || t.w->cols != first.cols) {
+      for (const MatmulTarget& one : targets) matmul_shared_input(std::span(&one, 1), x, n_x, pool);
+      return;
+    }
+  }
   static const RowsFn rows_fn = pick_rows_fn();
   static const QuantizeFn quantize_fn = pick_quantize_fn();
   // The int8 form of x, made once here and read by every thread. The
   // buffers belong to the calling thread and keep their capacity.
   thread_local matmul_detail::QuantizedX qx;
-  const bool int8 = matmul_detail::act_format(w.dtype) != matmul_detail::ActFormat::kFloat;
-  if (int8) quantize_fn(w.dtype, x, n_x, w.cols, &qx);
-  const matmul_detail::MatmulArgs args{&w, x, int8 ? &qx : nullptr, n_x, y};
-  const int64_t work = n_x * w.rows * w.cols;
+  const bool int8 = matmul_detail::act_format(first.dtype) != matmul_detail::ActFormat::kFloat;
+  if (int8) quantize_fn(first.dtype, x, n_x, first.cols, &qx);
+  // Taken here, on the calling thread: inside the lambda `qx` would name the
+  // worker thread's own (empty) thread_local.
+  const matmul_detail::QuantizedX* shared_qx = int8 ? &qx : nullptr;
+  // Row units of all targets, laid end to end; each thread takes a
+  // contiguous share, which may span targets.
+  int64_t total_units = 0, work = 0;
+  for (const MatmulTarget& t : targets) {
+    total_units += (t.w->rows + kRowUnit - 1) / kRowUnit;
+    work += n_x * t.w->rows * t.w->cols;
+  }
+  auto run_units = [&](int64_t unit_begin, int64_t unit_end) {
+    int64_t offset = 0;
+    for (const MatmulTarget& t : targets) {
+      const int64_t units = (t.w->rows + kRowUnit - 1) / kRowUnit;
+      const int64_t b = std::max(unit_begin, offset), e = std::min(unit_end, offset + units);
+      if (b < e) {
+        const matmul_detail::MatmulArgs args{t.w, x, shared_qx, n_x, t.y};
+        rows_fn(args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
+      }
+      offset += units;
+    }
+  };
   if (pool == nullptr || pool->size() == 1 || work < kMinParallelWork) {
-    rows_fn(args, 0, w.rows);
+    run_units(0, total_units);
     return;
   }
-  const int64_t units = (w.rows + kRowUnit - 1) / kRowUnit;
   pool->run([&](int index, int count) {
-    const int64_t begin = std::min(w.rows, units * index / count * kRowUnit);
-    const int64_t end = std::min(w.rows, units * (index + 1) / count * kRowUnit);
-    if (begin < end) rows_fn(args, begin, end);
+    run_units(total_units * index / count, total_units * (index + 1) / count);
   });
 }
 

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "tensor/dtype.h"
@@ -36,6 +37,19 @@ struct WeightMatrix {
 // y (n_x rows of w.rows) = x (n_x rows of w.cols) times w transposed.
 // pool may be null (run on the calling thread).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool);
+
+// One weight matrix and where its product goes.
+struct MatmulTarget {
+  const WeightMatrix* w;
+  float* y;  // n_x rows of w->rows
+};
+
+// The products of one input with several matrices (q/k/v, gate/up). When all
+// share dtype and cols, x is quantized once and the rows of all of them are
+// split across the pool in one job (one synchronisation instead of one per
+// matrix); otherwise they run one by one. Each output is bit-identical to
+// what matmul() gives for it alone.
+void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, ThreadPool* pool);
 
 // Same math on the scalar reference path, whatever the CPU (for tests).
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_x, float* y);

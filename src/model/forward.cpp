@@ -83,9 +83,11 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, KvCa
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[layer];
   const int n = static_cast<int>(rows.size());
-  project(ProfileOp::kAttnQ, l.wq, xn_.data(), n, q_.data());
-  project(ProfileOp::kAttnK, l.wk, xn_.data(), n, k_.data());
-  project(ProfileOp::kAttnV, l.wv, xn_.data(), n, v_.data());
+  {
+    ProfileScope scope(profiler_, ProfileOp::kAttnQkv);
+    const MatmulTarget qkv[] = {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}};
+    matmul_shared_input(qkv, xn_.data(), n, &pool_);
+  }
   if (l.bq != nullptr) {
     ProfileScope scope(profiler_, ProfileOp::kBias);
     for (int i = 0; i < n; ++i) {
@@ -147,8 +149,11 @@ void ForwardPass::mlp_block(int layer, int n) {
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[layer];
   norm_rows(l.ffn_norm, n);
-  project(ProfileOp::kFfnGate, l.w_gate, xn_.data(), n, gate_.data());
-  project(ProfileOp::kFfnUp, l.w_up, xn_.data(), n, up_.data());
+  {
+    ProfileScope scope(profiler_, ProfileOp::kFfnGateUp);
+    const MatmulTarget gate_up[] = {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}};
+    matmul_shared_input(gate_up, xn_.data(), n, &pool_);
+  }
   {
     ProfileScope scope(profiler_, ProfileOp::kSwiglu);
     swiglu(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);

@@ -1,0 +1,94 @@
+// OpenAI request bodies (/v1/completions, /v1/chat/completions) parsed and
+// validated into plain structs, with no engine or HTTP in sight. Every way a
+// client can get it wrong is a 400 ApiError naming the field (`param`); the
+// parsers never throw and never abort, whatever the bytes.
+//
+// Defaults follow OpenAI's API, not llama.cpp's CLI: temperature 1, top_p 1,
+// top_k 0 (off), min_p 0 (off), n 1, completions max_tokens 16, chat
+// max_tokens unset (until the context is full). So an omitted field behaves
+// as it would against api.openai.com; SamplingParams' own defaults (the CLI
+// ones) are overwritten here.
+//
+// Checks that need the model (token ids in the vocabulary, prompt + max_tokens
+// within the context) are in validate_against_model(), run once the prompt is
+// tokenized. Plain data; not tied to any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sampling/sampling_params.h"
+#include "server/api_error.h"
+
+namespace omnibus::server {
+
+struct ApiLimits {
+  int32_t max_n = 16;              // most choices per request
+  int32_t max_stop = 4;            // OpenAI's limit on stop strings
+  size_t max_stop_bytes = 256;     // per stop string
+  int32_t max_json_depth = 64;     // arrays/objects nested deeper are refused
+  size_t max_body_bytes = 8u << 20;
+  int64_t max_tokens_cap = 1 << 20;     // max_tokens above this is refused outright
+  int32_t max_completion_logprobs = 5;  // completions `logprobs`: 0..5
+};
+
+// What both endpoints share: how much to generate, when to stop, how to
+// sample, and how to deliver.
+struct GenerationOptions {
+  std::string model;
+  // Unset: generate until a stop or the context is full.
+  std::optional<int64_t> max_tokens;
+  int32_t n = 1;
+  std::vector<std::string> stop;  // empty strings are dropped
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // Client-given seed; when unset the server picks one (sampling.seed is
+  // then meaningless until it does).
+  std::optional<uint64_t> seed;
+  SamplingParams sampling;
+};
+
+// The prompt of a completion: either text to tokenize or token ids as given.
+struct Prompt {
+  bool is_tokens = false;
+  std::string text;
+  std::vector<int32_t> tokens;
+};
+
+struct CompletionRequest {
+  Prompt prompt;
+  bool echo = false;
+  GenerationOptions options;
+};
+
+struct ChatMessage {
+  std::string role;     // system | developer | user | assistant | tool
+  std::string content;  // text parts joined without separator
+};
+
+struct ChatRequest {
+  std::vector<ChatMessage> messages;
+  GenerationOptions options;
+};
+
+ApiResult<CompletionRequest> parse_completion_request(std::string_view body, const ApiLimits& limits);
+ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ApiLimits& limits);
+
+struct ModelLimits {
+  int32_t vocab_size = 0;
+  int64_t context_length = 0;
+};
+
+// The checks that need the model: every prompt token id and logit_bias key
+// inside the vocabulary, a non-empty prompt that leaves room to generate, and
+// prompt + max_tokens within the context. `prompt_tokens` is the tokenized
+// prompt (after the chat template, for chat). nullopt when all is well.
+std::optional<ApiError> validate_against_model(const GenerationOptions& options,
+                                               std::span<const int32_t> prompt_tokens, const ModelLimits& model);
+
+}  // namespace omnibus::server

@@ -1,0 +1,244 @@
+#include "server/openai_request.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace omnibus::server {
+namespace {
+
+const ApiLimits kLimits;
+
+// The param of the error a completion body gets; "" if it parsed.
+std::string completion_error_param(const std::string& body) {
+  auto r = parse_completion_request(body, kLimits);
+  if (r) return "<ok>";
+  EXPECT_EQ(r.error().http_status, 400) << body;
+  EXPECT_FALSE(r.error().message.empty()) << body;
+  return r.error().param;
+}
+
+std::string chat_error_param(const std::string& body) {
+  auto r = parse_chat_request(body, kLimits);
+  if (r) return "<ok>";
+  EXPECT_EQ(r.error().http_status, 400) << body;
+  EXPECT_FALSE(r.error().message.empty()) << body;
+  return r.error().param;
+}
+
+TEST(CompletionRequest, DefaultsFollowOpenAI) {
+  auto r = parse_completion_request(R"({"model":"smol","prompt":"Hello"})", kLimits);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->options.model, "smol");
+  EXPECT_FALSE(r->prompt.is_tokens);
+  EXPECT_EQ(r->prompt.text, "Hello");
+  EXPECT_EQ(r->options.max_tokens, 16);
+  EXPECT_EQ(r->options.n, 1);
+  EXPECT_FALSE(r->options.stream);
+  EXPECT_FALSE(r->options.seed.has_value());
+  EXPECT_FALSE(r->echo);
+  const SamplingParams& s = r->options.sampling;
+  EXPECT_EQ(s.temperature, 1.0f);
+  EXPECT_EQ(s.top_p, 1.0f);
+  EXPECT_EQ(s.top_k, 0);
+  EXPECT_EQ(s.min_p, 0.0f);
+  EXPECT_FALSE(s.wants_logprobs());
+  EXPECT_TRUE(s.validate(100).is_ok());
+}
+
+TEST(CompletionRequest, AllFields) {
+  auto r = parse_completion_request(
+      R"({"model":"m","prompt":[5,7,33],"echo":true,"max_tokens":7,"temperature":0.25,"top_p":0.5,"top_k":33,
+          "min_p":0.125,"seed":-3,"stop":["\n","END"],"presence_penalty":0.5,"frequency_penalty":-1.5,
+          "repetition_penalty":1.25,"logit_bias":{"7":-100,"4097":2.5},"logprobs":3,"n":2,"stream":true,
+          "stream_options":{"include_usage":true},"user":"x","unknown_field":[1]})",
+      kLimits);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->prompt.is_tokens);
+  EXPECT_EQ(r->prompt.tokens, (std::vector<int32_t>{5, 7, 33}));
+  EXPECT_TRUE(r->echo);
+  const GenerationOptions& o = r->options;
+  EXPECT_EQ(o.max_tokens, 7);
+  EXPECT_EQ(o.n, 2);
+  EXPECT_TRUE(o.stream);
+  EXPECT_TRUE(o.include_usage);
+  EXPECT_EQ(o.stop, (std::vector<std::string>{"\n", "END"}));
+  ASSERT_TRUE(o.seed.has_value());
+  EXPECT_EQ(*o.seed, static_cast<uint64_t>(-3));
+  EXPECT_EQ(o.sampling.seed, static_cast<uint64_t>(-3));
+  EXPECT_FLOAT_EQ(o.sampling.temperature, 0.25f);
+  EXPECT_FLOAT_EQ(o.sampling.top_p, 0.5f);
+  EXPECT_EQ(o.sampling.top_k, 33);
+  EXPECT_FLOAT_EQ(o.sampling.min_p, 0.125f);
+  EXPECT_FLOAT_EQ(o.sampling.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(o.sampling.frequency_penalty, -1.5f);
+  EXPECT_FLOAT_EQ(o.sampling.repetition_penalty, 1.25f);
+  EXPECT_EQ(o.sampling.logit_bias.size(), 2u);
+  EXPECT_FLOAT_EQ(o.sampling.logit_bias.at(7), -100.0f);
+  EXPECT_FLOAT_EQ(o.sampling.logit_bias.at(4097), 2.5f);
+  EXPECT_TRUE(o.sampling.logprobs);
+  EXPECT_EQ(o.sampling.top_logprobs, 3);
+}
+
+TEST(CompletionRequest, PromptForms) {
+  auto one = parse_completion_request(R"({"prompt":["only one"]})", kLimits);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->prompt.text, "only one");
+  auto nested = parse_completion_request(R"({"prompt":[[1,2]]})", kLimits);
+  ASSERT_TRUE(nested);
+  EXPECT_EQ(nested->prompt.tokens, (std::vector<int32_t>{1, 2}));
+  auto single_stop = parse_completion_request(R"({"prompt":"a","stop":"xy","seed":18446744073709551615})", kLimits);
+  ASSERT_TRUE(single_stop);
+  EXPECT_EQ(single_stop->options.stop, (std::vector<std::string>{"xy"}));
+  EXPECT_EQ(*single_stop->options.seed, UINT64_MAX);
+  auto nulls = parse_completion_request(R"({"prompt":"a","temperature":null,"stop":null,"max_tokens":0})", kLimits);
+  ASSERT_TRUE(nulls);
+  EXPECT_EQ(nulls->options.sampling.temperature, 1.0f);
+  EXPECT_EQ(nulls->options.max_tokens, 0);
+  auto top_p_zero = parse_completion_request(R"({"prompt":"a","top_p":0})", kLimits);
+  ASSERT_TRUE(top_p_zero);
+  EXPECT_EQ(top_p_zero->options.sampling.top_k, 1);
+  EXPECT_TRUE(top_p_zero->options.sampling.validate(10).is_ok());
+}
+
+TEST(CompletionRequest, ErrorsNameTheParam) {
+  EXPECT_EQ(completion_error_param(R"({"model":"m"})"), "prompt");
+  EXPECT_EQ(completion_error_param(R"({"prompt":""})"), "prompt");
+  EXPECT_EQ(completion_error_param(R"({"prompt":[]})"), "prompt");
+  EXPECT_EQ(completion_error_param(R"({"prompt":["a","b"]})"), "prompt");
+  EXPECT_EQ(completion_error_param(R"({"prompt":[1,-1]})"), "prompt[1]");
+  EXPECT_EQ(completion_error_param(R"({"prompt":[1,"x"]})"), "prompt[1]");
+  EXPECT_EQ(completion_error_param(R"({"prompt":7})"), "prompt");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","temperature":"hot"})"), "temperature");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","temperature":2.5})"), "temperature");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","temperature":1e309})"), "temperature");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","top_p":1.5})"), "top_p");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","top_k":-2})"), "top_k");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","min_p":-0.1})"), "min_p");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","presence_penalty":3})"), "presence_penalty");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","frequency_penalty":-2.01})"), "frequency_penalty");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","repetition_penalty":0})"), "repetition_penalty");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","max_tokens":-1})"), "max_tokens");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","max_tokens":1.5})"), "max_tokens");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","n":0})"), "n");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","n":17})"), "n");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","stop":["1","2","3","4","5"]})"), "stop");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","stop":["1",2]})"), "stop[1]");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","stop":5})"), "stop");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logit_bias":{"abc":1}})"), "logit_bias");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logit_bias":{"-1":1}})"), "logit_bias");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logit_bias":{"12":101}})"), "logit_bias.12");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logit_bias":[1]})"), "logit_bias");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logprobs":6})"), "logprobs");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logprobs":true})"), "logprobs");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","echo":1})"), "echo");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","stream":"yes"})"), "stream");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","stream_options":{"include_usage":true}})"), "stream_options");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","stream":true,"stream_options":{"include_usage":1}})"),
+            "stream_options.include_usage");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","seed":"1"})"), "seed");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","model":3})"), "model");
+}
+
+TEST(ChatRequest, ParsesMessagesAndParams) {
+  auto r = parse_chat_request(
+      R"({"model":"m","messages":[{"role":"system","content":"Be brief."},
+          {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]},
+          {"role":"assistant","content":null},{"role":"tool","content":"42"}],
+          "max_completion_tokens":33,"logprobs":true,"top_logprobs":20})",
+      kLimits);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->messages.size(), 4u);
+  EXPECT_EQ(r->messages[0].role, "system");
+  EXPECT_EQ(r->messages[0].content, "Be brief.");
+  EXPECT_EQ(r->messages[1].content, "Hi there");
+  EXPECT_EQ(r->messages[2].role, "assistant");
+  EXPECT_EQ(r->messages[2].content, "");
+  EXPECT_EQ(r->options.max_tokens, 33);
+  EXPECT_TRUE(r->options.sampling.logprobs);
+  EXPECT_EQ(r->options.sampling.top_logprobs, 20);
+  auto d = parse_chat_request(R"({"messages":[{"role":"user","content":"x"}]})", kLimits);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->options.max_tokens.has_value());  // chat: until the context is full
+  EXPECT_EQ(d->options.sampling.temperature, 1.0f);
+}
+
+TEST(ChatRequest, ErrorsNameTheParam) {
+  EXPECT_EQ(chat_error_param(R"({"model":"m"})"), "messages");
+  EXPECT_EQ(chat_error_param(R"({"messages":[]})"), "messages");
+  EXPECT_EQ(chat_error_param(R"({"messages":{}})"), "messages");
+  EXPECT_EQ(chat_error_param(R"({"messages":["hi"]})"), "messages[0]");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"content":"x"}]})"), "messages[0].role");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":"x"},{"role":"wizard","content":"x"}]})"),
+            "messages[1].role");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":7,"content":"x"}]})"), "messages[0].role");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user"}]})"), "messages[0].content");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":5}]})"), "messages[0].content");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})"),
+            "messages[0].content[0].type");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":[{"type":"text","text":1}]}]})"),
+            "messages[0].content[0].text");
+  const std::string ok_msg = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(chat_error_param("{" + ok_msg + R"(,"top_logprobs":21,"logprobs":true})"), "top_logprobs");
+  EXPECT_EQ(chat_error_param("{" + ok_msg + R"(,"top_logprobs":2})"), "top_logprobs");
+  EXPECT_EQ(chat_error_param("{" + ok_msg + R"(,"logprobs":3})"), "logprobs");
+  EXPECT_EQ(chat_error_param("{" + ok_msg + R"(,"max_tokens":0})"), "max_tokens");
+  EXPECT_EQ(chat_error_param("{" + ok_msg + R"(,"max_completion_tokens":"9"})"), "max_completion_tokens");
+}
+
+TEST(ParseBody, RejectsBadJsonShapesAndDepth) {
+  auto bad = parse_completion_request(R"({"prompt": tru})", kLimits);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, "invalid_json");
+  EXPECT_NE(bad.error().message.find("column"), std::string::npos) << bad.error().message;
+  auto not_object = parse_chat_request("[1,2]", kLimits);
+  ASSERT_FALSE(not_object);
+  EXPECT_NE(not_object.error().message.find("object"), std::string::npos);
+  auto bad_utf8 = parse_completion_request("{\"prompt\":\"a\xC3\x28\"}", kLimits);
+  ASSERT_FALSE(bad_utf8);
+  EXPECT_EQ(bad_utf8.error().http_status, 400);
+  EXPECT_TRUE(parse_completion_request("", kLimits).is_ok() == false);
+
+  // Depth: exactly the limit parses, one more does not.
+  auto nest = [](int levels) {
+    return R"({"prompt":"a","x":)" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_TRUE(parse_completion_request(nest(kLimits.max_json_depth), kLimits));
+  auto deep = parse_completion_request(nest(kLimits.max_json_depth + 1), kLimits);
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.error().code, "too_deep");
+  auto very_deep = parse_completion_request(std::string(100000, '['), kLimits);
+  ASSERT_FALSE(very_deep);
+  EXPECT_EQ(very_deep.error().code, "too_deep");
+
+  ApiLimits small = kLimits;
+  small.max_body_bytes = 10;
+  auto big = parse_completion_request(R"({"prompt":"hello world"})", small);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().http_status, 413);
+}
+
+TEST(ValidateAgainstModel, VocabAndContext) {
+  auto r = parse_completion_request(R"({"prompt":[1,2,3],"max_tokens":5,"logit_bias":{"99":1}})", kLimits);
+  ASSERT_TRUE(r);
+  const std::vector<int32_t> prompt = r->prompt.tokens;
+  EXPECT_FALSE(validate_against_model(r->options, prompt, ModelLimits{100, 8}));
+  auto small_ctx = validate_against_model(r->options, prompt, ModelLimits{100, 7});
+  ASSERT_TRUE(small_ctx);
+  EXPECT_EQ(small_ctx->param, "max_tokens");
+  EXPECT_EQ(small_ctx->code, "context_length_exceeded");
+  auto small_vocab = validate_against_model(r->options, prompt, ModelLimits{99, 8});
+  ASSERT_TRUE(small_vocab);
+  EXPECT_EQ(small_vocab->param, "logit_bias");
+  const std::vector<int32_t> bad_prompt = {1, 100, 2};
+  auto bad_id = validate_against_model(r->options, bad_prompt, ModelLimits{100, 8});
+  ASSERT_TRUE(bad_id);
+  EXPECT_EQ(bad_id->param, "prompt[1]");
+  EXPECT_TRUE(validate_against_model(r->options, {}, ModelLimits{100, 8}));
+  GenerationOptions unbounded;  // no max_tokens: prompt must leave room for one token
+  EXPECT_FALSE(validate_against_model(unbounded, prompt, ModelLimits{100, 4}));
+  EXPECT_TRUE(validate_against_model(unbounded, prompt, ModelLimits{100, 3}));
+}
+
+}  // namespace
+}  // namespace omnibus::server
