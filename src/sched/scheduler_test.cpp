@@ -131,7 +131,7 @@ TEST(SchedulerTest, ChunkedPrefillInterleavesWithDecodes) {
   const StepPlan p = s.schedule(0);  // now all three decode
   ASSERT_EQ(p.chunks.size(), 3u);
   for (const ScheduledChunk& c : p.chunks) EXPECT_EQ(c.tokens.size(), 1u);
-  EXPECT_EQ(p.chunks[2].start_pos, 34);
+  EXPECT_EQ(p.chunks[2].start_pos, 33);  // the token sampled after the prompt
 }
 
 TEST(SchedulerTest, RespectsBudgetAndMaxSeqs) {
@@ -186,13 +186,14 @@ TEST(SchedulerTest, PrefixCacheSkipsCachedTokensAtAdmission) {
 
 // 3 sequences of up to 5+10 tokens (4 blocks each) in a 6-block pool:
 // they cannot all hold their K/V, so the newest are preempted, recompute
-// from position 0, and still produce exactly what they would have.
-TEST(SchedulerTest, PreemptsNewestAndRecomputes) {
-  KvManager kv = make_kv(6, 4);
+// (from position 0 without prefix caching; from a block boundary with it,
+// as their full blocks may still be cached) and still produce exactly what
+// they would have.
+void run_preemption_case(bool caching) {
+  KvManager kv = make_kv(6, 4, caching);
   Scheduler s(continuous(64, 8), kv);
   FakeModel m;
   for (SeqId id = 1; id <= 3; ++id) add(s, m, id, 5, 10);
-  std::map<SeqId, std::int64_t> generated;
   std::set<SeqId> just_preempted;
   int recomputes = 0, steps = 0;
   while (s.has_unfinished()) {
@@ -200,7 +201,10 @@ TEST(SchedulerTest, PreemptsNewestAndRecomputes) {
     ASSERT_TRUE(kv.check_invariants().is_ok());
     for (const ScheduledChunk& c : p.chunks) {
       if (just_preempted.erase(c.seq)) {
-        EXPECT_EQ(c.start_pos, 0) << "seq " << c.seq;  // recompute from scratch
+        if (caching)
+          EXPECT_EQ(c.start_pos % 4, 0) << "seq " << c.seq;
+        else
+          EXPECT_EQ(c.start_pos, 0) << "seq " << c.seq;
         ++recomputes;
       }
     }
@@ -223,6 +227,9 @@ TEST(SchedulerTest, PreemptsNewestAndRecomputes) {
   EXPECT_EQ(kv.stats().blocks_used, 0);
   EXPECT_EQ(kv.stats().blocks_free, 6);
 }
+
+TEST(SchedulerTest, PreemptsNewestAndRecomputesFromScratch) { run_preemption_case(false); }
+TEST(SchedulerTest, PreemptsNewestAndRecomputesWithPrefixCache) { run_preemption_case(true); }
 
 TEST(SchedulerTest, AbortFreesBlocksAtNextSchedule) {
   KvManager kv = make_kv(16, 4);
