@@ -46,18 +46,28 @@ std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
   return t;
 }
 
-// Logits of every position, running the tokens in chunks of `chunk` rows.
+// Blocks 0..n-1: one sequence owning the store in order.
+std::vector<int32_t> contiguous_table(int n) {
+  std::vector<int32_t> table(n);
+  for (int b = 0; b < n; ++b) table[b] = b;
+  return table;
+}
+
+// Logits of every position, running the tokens in chunks of `chunk` rows,
+// with the sequence in blocks 0, 1, ... of `block_size` positions.
 std::vector<float> engine_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens, int chunk,
-                                 int threads) {
+                                 int threads, int block_size = 16) {
   ForwardPass fp(model, chunk, 64, threads);
-  auto kv = KvCache::create(model->config(), 1, 64);
+  const int blocks = (64 + block_size - 1) / block_size;
+  auto kv = PagedKvStore::create(model->config(), blocks, block_size);
   EXPECT_TRUE(kv.is_ok());
+  const auto table = contiguous_table(blocks);
   const int vocab = model->config().vocab_size;
   std::vector<float> out(tokens.size() * vocab);
   for (size_t start = 0; start < tokens.size(); start += chunk) {
     std::vector<BatchRow> rows;
     for (size_t p = start; p < std::min(tokens.size(), start + chunk); ++p)
-      rows.push_back({tokens[p], 0, static_cast<int32_t>(p), true});
+      rows.push_back({tokens[p], table, static_cast<int32_t>(p), true});
     EXPECT_TRUE(fp.run(rows, *kv, out.data() + start * vocab).is_ok());
   }
   return out;
@@ -103,42 +113,78 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen2", DType::kQ8_0, 4}),
     case_name);
 
-// Two sequences sharing batches give exactly what each gives alone.
-TEST(ForwardBatchTest, InterleavedSequencesMatchSoloRuns) {
+// Two sequences sharing batches, their blocks interleaved and out of order in
+// one store, give exactly what each gives alone in contiguous blocks.
+TEST(ForwardBatchTest, InterleavedPagedSequencesMatchSoloRuns) {
   TinyModelSpec spec;
   spec.matrix_type = DType::kQ4_1;
   const auto bytes = make_tiny_model_bytes(spec);
   auto model = load_tiny_model(bytes);
   const int vocab = model->config().vocab_size;
-  const auto a = random_tokens(6, vocab, 3), b = random_tokens(6, vocab, 4);
-  const auto solo_a = engine_logits(model, a, 6, 2), solo_b = engine_logits(model, b, 6, 2);
-  ForwardPass fp(model, 12, 64, 2);
-  auto kv = KvCache::create(model->config(), 2, 64);
+  const int n = 11;  // three blocks of 4, the last one partial
+  const auto a = random_tokens(n, vocab, 3), b = random_tokens(n, vocab, 4);
+  const auto solo_a = engine_logits(model, a, n, 2, 4), solo_b = engine_logits(model, b, n, 2, 4);
+  ForwardPass fp(model, 2 * n, 64, 2);
+  auto kv = PagedKvStore::create(model->config(), 8, 4);
   ASSERT_TRUE(kv.is_ok());
-  std::vector<BatchRow> rows;
-  for (int p = 0; p < 6; ++p) {
-    rows.push_back({a[p], 0, p, true});
-    rows.push_back({b[p], 1, p, true});
+  const std::vector<int32_t> table_a = {5, 1, 7}, table_b = {0, 6, 2};
+  std::vector<float> out(2 * n * vocab);
+  // Two steps (a prompt chunk, then the rest) so attention also reads blocks
+  // written by an earlier call.
+  for (auto [begin, end] : {std::pair{0, 6}, {6, n}}) {
+    std::vector<BatchRow> rows;
+    for (int p = begin; p < end; ++p) {
+      rows.push_back({a[p], table_a, p, true});
+      rows.push_back({b[p], table_b, p, true});
+    }
+    ASSERT_TRUE(fp.run(rows, *kv, out.data() + 2 * begin * vocab).is_ok());
   }
-  std::vector<float> out(12 * vocab);
-  ASSERT_TRUE(fp.run(rows, *kv, out.data()).is_ok());
-  for (int p = 0; p < 6; ++p) {
-    EXPECT_EQ(0, std::memcmp(out.data() + (2 * p) * vocab, solo_a.data() + p * vocab, vocab * sizeof(float)));
-    EXPECT_EQ(0, std::memcmp(out.data() + (2 * p + 1) * vocab, solo_b.data() + p * vocab, vocab * sizeof(float)));
+  for (int p = 0; p < n; ++p) {
+    EXPECT_EQ(0, std::memcmp(out.data() + (2 * p) * vocab, solo_a.data() + p * vocab, vocab * sizeof(float))) << p;
+    EXPECT_EQ(0, std::memcmp(out.data() + (2 * p + 1) * vocab, solo_b.data() + p * vocab, vocab * sizeof(float)))
+        << p;
   }
 }
 
-TEST(ForwardBatchTest, RejectsBadTokenIdsAndPositions) {
+// The block size changes only where K/V are stored, never the logits.
+TEST(ForwardBatchTest, LogitsDoNotDependOnBlockSize) {
+  TinyModelSpec spec;
+  spec.matrix_type = DType::kQ8_0;
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = load_tiny_model(bytes);
+  const auto tokens = random_tokens(19, model->config().vocab_size, 5);
+  const auto want = engine_logits(model, tokens, 5, 2, 64);
+  for (int block_size : {1, 3, 16}) {
+    const auto got = engine_logits(model, tokens, 5, 2, block_size);
+    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "block size " << block_size;
+  }
+}
+
+TEST(ForwardBatchTest, RejectsBadTokenIdsPositionsAndBlocks) {
   const auto bytes = make_tiny_model_bytes(TinyModelSpec{});
   auto model = load_tiny_model(bytes);
   ForwardPass fp(model, 4, 8, 1);
-  auto kv = KvCache::create(model->config(), 1, 8);
+  auto kv = PagedKvStore::create(model->config(), 3, 4);
   ASSERT_TRUE(kv.is_ok());
   std::vector<float> out(model->config().vocab_size);
-  BatchRow bad_token{model->config().vocab_size, 0, 0, true};
+  const std::vector<int32_t> table = {2, 0};  // covers positions 0..7
+  BatchRow bad_token{model->config().vocab_size, table, 0, true};
   EXPECT_EQ(fp.run(std::span(&bad_token, 1), *kv, out.data()).code(), StatusCode::kInvalidArgument);
-  BatchRow bad_pos{1, 0, 8, true};
-  EXPECT_EQ(fp.run(std::span(&bad_pos, 1), *kv, out.data()).code(), StatusCode::kOutOfRange);
+  BatchRow past_table{1, table, 8, true};
+  EXPECT_EQ(fp.run(std::span(&past_table, 1), *kv, out.data()).code(), StatusCode::kOutOfRange);
+  const std::vector<int32_t> long_table = {2, 0, 1, 2, 0};  // ids may repeat; covers 20 positions
+  BatchRow past_context{1, long_table, 16, true};
+  EXPECT_EQ(fp.run(std::span(&past_context, 1), *kv, out.data()).code(), StatusCode::kOutOfRange);
+  const std::vector<int32_t> bad_ids = {1, 3};
+  BatchRow bad_block{1, bad_ids, 5, true};
+  EXPECT_EQ(fp.run(std::span(&bad_block, 1), *kv, out.data()).code(), StatusCode::kInvalidArgument);
+  BatchRow bad_unused_entry{1, bad_ids, 2, true};  // reads block 0 only: entries past it are not checked
+  EXPECT_TRUE(fp.run(std::span(&bad_unused_entry, 1), *kv, out.data()).is_ok());
+  const std::vector<int32_t> negative = {-1};
+  BatchRow negative_id{1, negative, 0, true};
+  EXPECT_EQ(fp.run(std::span(&negative_id, 1), *kv, out.data()).code(), StatusCode::kInvalidArgument);
+  BatchRow empty_table{1, {}, 0, true};
+  EXPECT_EQ(fp.run(std::span(&empty_table, 1), *kv, out.data()).code(), StatusCode::kOutOfRange);
 }
 
 }  // namespace

@@ -11,8 +11,11 @@ Result<std::unique_ptr<Generator>> Generator::create(std::shared_ptr<const Model
   if (context <= 0) return Status::invalid_argument("context must be positive");
   if (prefill_chunk <= 0) return Status::invalid_argument("prefill chunk must be positive");
   std::unique_ptr<Generator> g(new Generator());
-  OMNIBUS_ASSIGN_OR_RETURN(KvCache kv, KvCache::create(model->config(), 1, context));
-  g->kv_ = std::make_unique<KvCache>(std::move(kv));
+  const int blocks = (context + kBlockSize - 1) / kBlockSize;
+  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore kv, PagedKvStore::create(model->config(), blocks, kBlockSize));
+  g->kv_ = std::make_unique<PagedKvStore>(std::move(kv));
+  g->block_table_.resize(blocks);
+  for (int b = 0; b < blocks; ++b) g->block_table_[b] = b;
   g->forward_ = std::make_unique<ForwardPass>(model, prefill_chunk, context, threads);
   g->logits_.resize(model->config().vocab_size);
   g->rows_.reserve(prefill_chunk);
@@ -26,7 +29,8 @@ Status Generator::prefill(std::span<const int32_t> tokens, int begin, float* las
   for (int start = begin; start < static_cast<int>(tokens.size()); start += prefill_chunk_) {
     const int end = std::min<int>(static_cast<int>(tokens.size()), start + prefill_chunk_);
     rows_.clear();
-    for (int p = start; p < end; ++p) rows_.push_back({tokens[p], 0, p, p == static_cast<int>(tokens.size()) - 1});
+    for (int p = start; p < end; ++p)
+      rows_.push_back({tokens[p], block_table_, p, p == static_cast<int>(tokens.size()) - 1});
     OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_, last_logits));
   }
   return Status::ok();
@@ -84,7 +88,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
     if (static_cast<int>(generated.size()) >= limit) break;
     const int pos = static_cast<int>(cached_.size());
     if (pos >= context_) break;  // context full
-    BatchRow row{token, 0, pos, true};
+    BatchRow row{token, block_table_, pos, true};
     cached_.push_back(token);
     OMNIBUS_RETURN_IF_ERROR(forward_->run(std::span(&row, 1), *kv_, logits_.data()));
   }
@@ -105,7 +109,7 @@ Result<std::vector<float>> Generator::all_logits(std::span<const int32_t> tokens
   for (size_t start = 0; start < tokens.size(); start += chunk) {
     const size_t end = std::min(tokens.size(), start + chunk);
     rows_.clear();
-    for (size_t p = start; p < end; ++p) rows_.push_back({tokens[p], 0, static_cast<int32_t>(p), true});
+    for (size_t p = start; p < end; ++p) rows_.push_back({tokens[p], block_table_, static_cast<int32_t>(p), true});
     OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_, out.data() + start * vocab));
   }
   return out;

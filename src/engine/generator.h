@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "model/forward.h"
-#include "model/kv_cache.h"
+#include "model/paged_kv_store.h"
 #include "sampling/sampler.h"
 
 namespace omnibus {
@@ -67,12 +67,14 @@ class Generator {
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<ForwardPass> forward_;
-  std::unique_ptr<KvCache> kv_;
-  std::vector<int32_t> cached_;  // tokens whose K/V are in slot 0
+  std::unique_ptr<PagedKvStore> kv_;
+  std::vector<int32_t> block_table_;  // blocks 0..n-1: the one sequence owns the whole store
+  std::vector<int32_t> cached_;       // tokens whose K/V are in the store
   std::vector<float> logits_;
   std::vector<BatchRow> rows_;
   int context_ = 0;
   int prefill_chunk_ = 256;
+  static constexpr int kBlockSize = 16;
 };
 
 }  // namespace omnibus

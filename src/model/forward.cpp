@@ -1,5 +1,6 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -24,11 +25,15 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   up_.resize(b * c.n_ff);
   rope_cos_.resize(b * (c.rope.rot_dims / 2 + 1));
   rope_sin_.resize(b * (c.rope.rot_dims / 2 + 1));
+  max_positions_ = max_positions;
   scores_stride_ = (max_positions + 15) / 16 * 16;
   scores_.resize(static_cast<size_t>(pool_.size()) * scores_stride_);
+  // A row attends to at most max_positions positions, so at most that many
+  // blocks even with block_size 1.
+  runs_.resize(static_cast<size_t>(pool_.size()) * scores_stride_);
 }
 
-Status ForwardPass::check(std::span<const BatchRow> rows, const KvCache& kv) const {
+Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv) const {
   if (rows.size() > static_cast<size_t>(max_batch_))
     return Status::invalid_argument("batch of " + std::to_string(rows.size()) + " rows exceeds max " +
                                     std::to_string(max_batch_));
@@ -37,10 +42,18 @@ Status ForwardPass::check(std::span<const BatchRow> rows, const KvCache& kv) con
     if (r.token < 0 || r.token >= vocab)
       return Status::invalid_argument("token id " + std::to_string(r.token) + " is outside the vocabulary [0, " +
                                       std::to_string(vocab) + ")");
-    if (r.slot < 0 || r.slot >= kv.slots()) return Status::invalid_argument("bad KV slot " + std::to_string(r.slot));
-    if (r.pos < 0 || r.pos >= kv.max_positions() || r.pos >= scores_stride_)
+    if (r.pos < 0 || r.pos >= max_positions_)
       return Status::out_of_range("position " + std::to_string(r.pos) + " is past the context of " +
-                                  std::to_string(kv.max_positions()));
+                                  std::to_string(max_positions_));
+    const size_t last_block = static_cast<size_t>(r.pos / kv.block_size());
+    if (last_block >= r.block_table.size())
+      return Status::out_of_range("position " + std::to_string(r.pos) + " is past its block table of " +
+                                  std::to_string(r.block_table.size()) + " blocks");
+    // Only the blocks this row reads or writes; entries past them are unused.
+    for (size_t b = 0; b <= last_block; ++b)
+      if (r.block_table[b] < 0 || r.block_table[b] >= kv.num_blocks())
+        return Status::invalid_argument("KV block id " + std::to_string(r.block_table[b]) + " is outside [0, " +
+                                        std::to_string(kv.num_blocks()) + ")");
   }
   return Status::ok();
 }
@@ -79,7 +92,7 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
 
 // Projects the normed rows to q, k, v (plus biases), rotates q and k, and
 // stores this step's k and v in the cache.
-void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, KvCache& kv) {
+void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[layer];
   const int n = static_cast<int>(rows.size());
@@ -107,15 +120,31 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, KvCa
     }
   }
   ProfileScope scope(profiler_, ProfileOp::kKvStore);
+  const int bs = kv.block_size();
   for (int i = 0; i < n; ++i) {
-    std::memcpy(kv.key_row(rows[i].slot, layer, rows[i].pos), k_.data() + static_cast<int64_t>(i) * c.kv_dim(),
+    const int block = rows[i].block_table[rows[i].pos / bs];
+    const int offset = rows[i].pos % bs;
+    std::memcpy(kv.key_row(layer, block, offset), k_.data() + static_cast<int64_t>(i) * c.kv_dim(),
                 sizeof(float) * c.kv_dim());
-    std::memcpy(kv.value_row(rows[i].slot, layer, rows[i].pos), v_.data() + static_cast<int64_t>(i) * c.kv_dim(),
+    std::memcpy(kv.value_row(layer, block, offset), v_.data() + static_cast<int64_t>(i) * c.kv_dim(),
                 sizeof(float) * c.kv_dim());
   }
 }
 
-void ForwardPass::attend(int layer, std::span<const BatchRow> rows, KvCache& kv) {
+// The runs of positions 0..row.pos of the row's sequence in `layer`: whole
+// blocks, then the part of the last block up to row.pos. Returns their count.
+size_t ForwardPass::block_runs(const BatchRow& row, int layer, PagedKvStore& kv, KvRun* runs) {
+  const int bs = kv.block_size();
+  const int64_t n_kv = static_cast<int64_t>(row.pos) + 1;
+  size_t n = 0;
+  for (int64_t first = 0; first < n_kv; first += bs, ++n) {
+    const int block = row.block_table[first / bs];
+    runs[n] = {kv.key_row(layer, block, 0), kv.value_row(layer, block, 0), std::min<int64_t>(bs, n_kv - first)};
+  }
+  return n;
+}
+
+void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   ProfileScope scope(profiler_, ProfileOp::kAttention);
   const ModelConfig& c = model_->config();
   const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
@@ -124,18 +153,23 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, KvCache& kv)
   const int64_t items = static_cast<int64_t>(rows.size()) * c.n_head;
   pool_.run([&](int t, int count) {
     float* scores = scores_.data() + t * scores_stride_;
+    KvRun* runs = runs_.data() + t * scores_stride_;
+    int runs_row = -1;  // the row `runs` was built for
+    size_t n_runs = 0;
     for (int64_t it = items * t / count; it < items * (t + 1) / count; ++it) {
       const int i = static_cast<int>(it / c.n_head);
       const int h = static_cast<int>(it % c.n_head);
-      const BatchRow& r = rows[i];
-      attention_row(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), kv.key_row(r.slot, layer, 0),
-                    kv.value_row(r.slot, layer, 0), kv.row_stride(), r.pos + 1, scores,
-                    attn_.data() + static_cast<int64_t>(i) * c.q_dim(), h, h + 1);
+      if (i != runs_row) {
+        n_runs = block_runs(rows[i], layer, kv, runs);
+        runs_row = i;
+      }
+      attention_row_paged(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
+                          kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * c.q_dim(), h, h + 1);
     }
   });
 }
 
-void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, KvCache& kv) {
+void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const int n = static_cast<int>(rows.size());
   const LayerWeights& l = model_->weights().layers[layer];
   norm_rows(l.attn_norm, n);
@@ -162,7 +196,7 @@ void ForwardPass::mlp_block(int layer, int n) {
   add_residual(n);
 }
 
-void ForwardPass::run_layers(std::span<const BatchRow> rows, KvCache& kv, float* logits) {
+void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
   const ModelConfig& c = model_->config();
   const int n = static_cast<int>(rows.size());
   const int half = c.rope.rot_dims / 2 + 1;
@@ -189,7 +223,7 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, KvCache& kv, float*
   if (out > 0) project(ProfileOp::kOutput, model_->weights().output, xn_.data(), out, logits);
 }
 
-Status ForwardPass::run(std::span<const BatchRow> rows, KvCache& kv, float* logits) {
+Status ForwardPass::run(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
   OMNIBUS_RETURN_IF_ERROR(check(rows, kv));
   if (rows.empty()) return Status::ok();
   if (profiler_ == nullptr || !profiler_->enabled()) {

@@ -1,7 +1,8 @@
 // The transformer forward pass over a batch of tokens from one or more
-// sequences. Each token row names its sequence slot and position; a row sees
-// the cached keys of its own sequence at positions <= its own (rows of the
-// same sequence in one batch must come in position order).
+// sequences. Each token row carries its sequence's block table and its
+// position; a row sees the cached keys of its own sequence at positions <= its
+// own, read through the table (rows of the same sequence in one batch must
+// come in position order and share one table).
 //
 // Batch invariance: a row's logits depend only on its sequence's tokens, not
 // on what else is in the batch or how a prompt is chunked (tested).
@@ -12,19 +13,24 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "base/aligned_buffer.h"
 #include "base/profiler.h"
 #include "base/thread_pool.h"
-#include "model/kv_cache.h"
+#include "kernels/attention.h"
+#include "model/paged_kv_store.h"
 #include "model/model.h"
 
 namespace omnibus {
 
 struct BatchRow {
   int32_t token = 0;
-  int32_t slot = 0;       // KV cache slot of the sequence
-  int32_t pos = 0;        // position in the sequence
+  // The sequence's KV blocks in position order; position p is in block
+  // block_table[p / block_size] at offset p % block_size. Must stay valid for
+  // the run() call.
+  std::span<const int32_t> block_table;
+  int32_t pos = 0;  // position in the sequence
   bool want_logits = false;
 };
 
@@ -34,8 +40,9 @@ class ForwardPass {
 
   // Runs the rows; writes one vocab-sized logits row per row with
   // want_logits, in batch order, to `logits`. Errors on bad token ids,
-  // positions past the cache, or a batch larger than max_batch.
-  Status run(std::span<const BatchRow> rows, KvCache& kv, float* logits);
+  // positions past max_positions or past the row's block table, block ids
+  // outside `kv`, or a batch larger than max_batch.
+  Status run(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
 
   // Times each op of run() into `profiler` (null: off, the default). The
   // profiler must outlive this pass or be detached with nullptr first.
@@ -47,12 +54,13 @@ class ForwardPass {
   int max_batch() const { return max_batch_; }
 
  private:
-  Status check(std::span<const BatchRow> rows, const KvCache& kv) const;
+  Status check(std::span<const BatchRow> rows, const PagedKvStore& kv) const;
   void embed(std::span<const BatchRow> rows);
-  void run_layers(std::span<const BatchRow> rows, KvCache& kv, float* logits);
-  void attention_block(int layer, std::span<const BatchRow> rows, KvCache& kv);
-  void qkv_rope_store(int layer, std::span<const BatchRow> rows, KvCache& kv);
-  void attend(int layer, std::span<const BatchRow> rows, KvCache& kv);
+  void run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
+  void attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  void qkv_rope_store(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  static size_t block_runs(const BatchRow& row, int layer, PagedKvStore& kv, KvRun* runs);
+  void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void mlp_block(int layer, int n);
   void norm_rows(const float* weight, int n);
   void project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y);
@@ -64,6 +72,8 @@ class ForwardPass {
   Profiler* profiler_ = nullptr;
   AlignedBuffer<float> x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
   AlignedBuffer<float> rope_cos_, rope_sin_, scores_;
+  std::vector<KvRun> runs_;  // per thread, scores_stride_ each: one run per block
+  int64_t max_positions_;
   int64_t scores_stride_;
 };
 
