@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "engine/evaluation.h"
+#include "real_model.h"
 #include "engine/generator.h"
 #include "model/model.h"
 #include "sampling/sampling_params.h"
@@ -26,8 +27,8 @@ nlohmann::json read_json(const std::string& path) {
 class GoldenTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const char* path = std::getenv("OMNIBUS_MODEL");
-    if (path == nullptr || *path == '\0') return;
+    const std::string path = testing::real_model_path();
+    if (path.empty()) return;
     auto m = Model::load(path);
     if (m.is_ok()) model_ = *m;
     else load_error_ = m.status().to_string();
@@ -36,10 +37,7 @@ class GoldenTest : public ::testing::Test {
 
   void SetUp() override {
     if (model_) return;
-    const char* require = std::getenv("OMNIBUS_REQUIRE_MODEL");
-    const std::string why = load_error_.empty() ? "OMNIBUS_MODEL is not set" : load_error_;
-    if (require != nullptr && std::string(require) == "1") FAIL() << "the real model is required: " << why;
-    GTEST_SKIP() << "golden tests need the real model: " << why;
+    OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL(load_error_.empty() ? "OMNIBUS_MODEL is not set" : load_error_);
   }
 
   std::unique_ptr<Generator> generator(int context) {

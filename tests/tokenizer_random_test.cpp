@@ -6,6 +6,7 @@
 #include <random>
 
 #include "gguf/gguf_file.h"
+#include "real_model.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_from_gguf.h"
 
@@ -38,12 +39,8 @@ std::string random_text(std::mt19937& rng) {
 }
 
 TEST(TokenizerRandomTest, RealVocabNeverCrashesAndRoundTripsValidUtf8) {
-  const char* path = std::getenv("OMNIBUS_MODEL");
-  if (path == nullptr || *path == '\0') {
-    const char* require = std::getenv("OMNIBUS_REQUIRE_MODEL");
-    if (require != nullptr && std::string(require) == "1") FAIL() << "OMNIBUS_MODEL is required";
-    GTEST_SKIP() << "needs OMNIBUS_MODEL";
-  }
+  const std::string path = testing::real_model_path();
+  if (path.empty()) OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL("OMNIBUS_MODEL is not set");
   auto file = GgufFile::open(path);
   ASSERT_TRUE(file.is_ok()) << file.status().to_string();
   auto vocab = vocab_from_gguf(**file);

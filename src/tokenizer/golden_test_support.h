@@ -9,16 +9,14 @@
 #include <vector>
 
 #include "base/status.h"
+#include "real_model.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/vocab_from_gguf.h"
 
 namespace omnibus::golden {
 
 // Path of the model the golden data was made from, or "" (tests skip).
-inline std::string model_path() {
-  const char* path = std::getenv("OMNIBUS_MODEL");
-  return path == nullptr ? std::string() : std::string(path);
-}
+inline std::string model_path() { return testing::real_model_path(); }
 
 inline Result<VocabData> load_vocab(const std::string& path) {
   OMNIBUS_ASSIGN_OR_RETURN(auto file, GgufFile::open(path));

@@ -63,7 +63,7 @@ class VariantGoldenTest : public ::testing::Test {
   void SetUp() override {
     const std::string path = golden::model_path();
     if (path.empty()) {
-      GTEST_SKIP() << "OMNIBUS_MODEL is not set; set it to SmolLM2-135M-Instruct (GGUF) to compare with llama.cpp";
+      OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL("OMNIBUS_MODEL is not set; set it to SmolLM2-135M-Instruct (GGUF)");
     }
     auto vocab = golden::load_vocab(path);
     ASSERT_TRUE(vocab.is_ok()) << vocab.status().to_string();
