@@ -1,0 +1,54 @@
+// InferenceService: what the HTTP server needs from an engine, and nothing
+// more. ServingEngine implements it over a real model; the server's unit
+// tests implement it with a scripted fake, so HTTP behaviour is tested
+// without a model.
+//
+// Thread-safe: every method may be called from any HTTP thread at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "engine/request_stream.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace omnibus {
+
+struct ServiceInfo {
+  std::string model_id;        // what /v1/models lists and requests may name
+  int64_t context_length = 0;  // most tokens (prompt + generated) per sequence
+  int32_t vocab_size = 0;
+};
+
+// Why submit() refused, mapped to HTTP by the server.
+//   invalid_argument:   the request can never run (e.g. larger than the KV pool) → 400
+//   resource_exhausted: the waiting queue is full → 429 with Retry-After
+//   unsupported:        the service is not ready or is draining → 503
+class InferenceService {
+ public:
+  virtual ~InferenceService() = default;
+
+  // Queues one sequence. On success the stream delivers its output and ends
+  // with exactly one finished event.
+  virtual Result<std::shared_ptr<RequestStream>> submit(EngineRequest request) = 0;
+
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const ChatFormat& chat_format() const = 0;
+  virtual ServiceInfo info() const = 0;
+
+  // False while loading or draining (GET /health answers 503).
+  virtual bool ready() const = 0;
+
+  // Prometheus text exposition of every engine metric (GET /metrics).
+  virtual std::string metrics_text() const = 0;
+
+  // Outcomes the engine cannot see, reported by the server for /metrics:
+  // a request refused before it reached the engine (bad request, bad key,
+  // queue full).
+  virtual void count_rejected_request() = 0;
+};
+
+}  // namespace omnibus
