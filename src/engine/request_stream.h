@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sampling/logprobs.h"  // TokenLogprob
 #include "sampling/sampling_params.h"
 
 namespace omnibus {
@@ -31,11 +32,6 @@ struct EngineRequest {
   // Prefix-cache namespace: sequences only share cached blocks when equal.
   uint64_t cache_salt = 0;
   std::string request_id;  // for logs
-};
-
-struct TokenLogprob {
-  int32_t token = -1;
-  float logprob = 0.0f;
 };
 
 // One sampled token; the logprob fields are filled only when the request's
@@ -69,7 +65,9 @@ struct StreamEvent {
   std::string finish_reason;
   std::string error;
   int64_t prompt_tokens = 0;      // when finished
-  int64_t completion_tokens = 0;  // when finished: tokens sampled, incl. one that hit a stop
+  // When finished: tokens generated, including one that completed a stop
+  // string but not an end-of-generation token (it has no text).
+  int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;      // when finished: prompt tokens served by the prefix cache
   RequestTimings timings;         // when finished
 };

@@ -1,0 +1,364 @@
+#include "engine/serving_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "base/log.h"
+#include "base/timer.h"
+#include "engine/text_stream.h"
+#include "sampling/sampler.h"
+
+namespace omnibus {
+
+struct ServingEngine::Active {
+  Active(EngineRequest r, const Tokenizer& tok, int32_t vocab)
+      : request(std::move(r)),
+        stream(std::make_shared<RequestStream>()),
+        sampler(request.sampling, vocab),
+        text(tok, request.stop) {}
+
+  EngineRequest request;
+  std::shared_ptr<RequestStream> stream;
+  Sampler sampler;
+  TextStream text;
+  SeqId id = 0;
+  double submit_time = 0;
+  double first_scheduled = -1;
+  double first_token = -1;
+  double last_token = -1;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+  bool stop_hit = false;
+  bool cancel_sent = false;  // scheduler_->abort() already asked
+  StreamEvent pending;       // text and tokens not yet pushed
+};
+
+namespace {
+
+constexpr auto kIdlePoll = std::chrono::milliseconds(20);
+
+int64_t kv_bytes_per_token(const ModelConfig& c) {
+  return 2 * static_cast<int64_t>(c.n_layer) * c.kv_dim() * static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<const Model> model,
+                                                             std::unique_ptr<Tokenizer> tokenizer,
+                                                             ChatFormat chat_format,
+                                                             const ServingEngineOptions& options) {
+  OMNIBUS_RETURN_IF_ERROR(validate_scheduler_config(options.scheduler));
+  if (options.kv_block_size < 1 || options.kv_block_size > 1024)
+    return Status::invalid_argument("--kv-block-size must be in 1..1024, got " + std::to_string(options.kv_block_size));
+  if (options.threads < 1) return Status::invalid_argument("threads must be >= 1");
+  if (options.max_queue < 1) return Status::invalid_argument("--max-queue must be >= 1");
+  const ModelConfig& config = model->config();
+  std::unique_ptr<ServingEngine> e(new ServingEngine());
+  e->options_ = options;
+  e->context_length_ = options.context_length > 0 ? options.context_length : config.n_ctx_train;
+  if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
+
+  const int64_t block_bytes = kv_bytes_per_token(config) * options.kv_block_size;
+  e->num_blocks_ = options.kv_cache_bytes / block_bytes;
+  if (e->num_blocks_ < 1)
+    return Status::invalid_argument("a KV cache of " + std::to_string(options.kv_cache_bytes) +
+                                    " bytes holds no KV block (one block is " + std::to_string(block_bytes) +
+                                    " bytes); raise --kv-cache-mib");
+  if (e->num_blocks_ > (int64_t{1} << 30)) return Status::invalid_argument("--kv-cache-mib is too large");
+  const int64_t pool_tokens = e->num_blocks_ * options.kv_block_size;
+  if (pool_tokens < e->context_length_)
+    log_warn("the KV pool holds {} tokens, less than one full context of {}; longer requests get a 400", pool_tokens,
+             e->context_length_);
+
+  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore store,
+                           PagedKvStore::create(config, static_cast<int>(e->num_blocks_), options.kv_block_size));
+  e->kv_store_ = std::make_unique<PagedKvStore>(std::move(store));
+  KvManagerOptions kv_options;
+  kv_options.num_blocks = static_cast<int32_t>(e->num_blocks_);
+  kv_options.block_size = options.kv_block_size;
+  kv_options.enable_prefix_caching = options.prefix_caching;
+  OMNIBUS_ASSIGN_OR_RETURN(KvManager kv, KvManager::create(kv_options));
+  e->kv_ = std::make_unique<KvManager>(std::move(kv));
+  e->scheduler_ = std::make_unique<Scheduler>(options.scheduler, *e->kv_);
+  const int max_batch = static_cast<int>(options.scheduler.max_batched_tokens);
+  e->forward_ = std::make_unique<ForwardPass>(model, max_batch, e->context_length_, options.threads);
+  e->rows_.reserve(max_batch);
+  e->logits_.resize(static_cast<size_t>(options.scheduler.max_seqs) * config.vocab_size);
+  e->metrics_ = std::make_unique<ServingMetrics>(options.slo);
+  e->model_ = std::move(model);
+  e->tokenizer_ = std::move(tokenizer);
+  e->chat_format_ = std::move(chat_format);
+  e->gauges_.kv_blocks_total = e->num_blocks_;
+  log_info("serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB), context {}, max {} tokens and {} "
+           "sequences per step, prefix cache {}",
+           e->num_blocks_, options.kv_block_size, pool_tokens, e->kv_store_->bytes() / 1048576.0, e->context_length_,
+           options.scheduler.max_batched_tokens, options.scheduler.max_seqs, options.prefix_caching ? "on" : "off");
+  e->thread_ = std::thread([raw = e.get()] { raw->loop(); });
+  return e;
+}
+
+ServingEngine::~ServingEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+ServiceInfo ServingEngine::info() const {
+  return {options_.model_id, context_length_, model_->config().vocab_size};
+}
+
+Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest request) {
+  if (draining_.load()) return Status::unsupported("the server is shutting down");
+  const int32_t vocab = model_->config().vocab_size;
+  const auto prompt_len = static_cast<int64_t>(request.prompt.size());
+  if (prompt_len == 0) return Status::invalid_argument("the prompt is empty");
+  for (int32_t t : request.prompt)
+    if (t < 0 || t >= vocab)
+      return Status::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                                      std::to_string(vocab - 1) + ")");
+  OMNIBUS_RETURN_IF_ERROR(request.sampling.validate(vocab));
+  if (prompt_len >= context_length_)
+    return Status::invalid_argument("the prompt has " + std::to_string(prompt_len) +
+                                    " tokens; the context holds " + std::to_string(context_length_) +
+                                    ", leaving no room to generate");
+  const int64_t room = context_length_ - prompt_len;
+  if (request.max_tokens <= 0 || request.max_tokens > room) request.max_tokens = room;
+  const int64_t needed_blocks = (prompt_len + request.max_tokens + options_.kv_block_size - 1) / options_.kv_block_size;
+  if (needed_blocks > num_blocks_)
+    return Status::invalid_argument("prompt (" + std::to_string(prompt_len) + " tokens) + max_tokens (" +
+                                    std::to_string(request.max_tokens) + ") needs " + std::to_string(needed_blocks) +
+                                    " KV blocks; the whole pool has " + std::to_string(num_blocks_) +
+                                    " (raise --kv-cache-mib or lower max_tokens)");
+
+  auto active = std::make_unique<Active>(std::move(request), *tokenizer_, vocab);
+  active->submit_time = now_seconds();
+  std::shared_ptr<RequestStream> stream = active->stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return Status::unsupported("the server is shutting down");
+    if (static_cast<int64_t>(submitted_.size()) + gauges_.waiting >= options_.max_queue)
+      return Status::resource_exhausted("the waiting queue is full (" + std::to_string(options_.max_queue) +
+                                        " requests, --max-queue)");
+    submitted_.push_back(std::move(active));
+  }
+  wake_.notify_all();
+  return stream;
+}
+
+std::string ServingEngine::metrics_text() const {
+  EngineGauges gauges;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gauges = gauges_;
+  }
+  return metrics_->render(gauges);
+}
+
+void ServingEngine::wait_idle() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (submitted_.empty() && gauges_.running == 0 && gauges_.waiting == 0) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void ServingEngine::take_submissions() {
+  std::deque<std::unique_ptr<Active>> incoming;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    incoming.swap(submitted_);
+  }
+  for (auto& a : incoming) {
+    a->id = next_id_++;
+    SequenceState seq;
+    seq.id = a->id;
+    seq.prompt = a->request.prompt;
+    seq.max_tokens = a->request.max_tokens;
+    seq.cache_salt = a->request.cache_salt;
+    seq.arrival_time = a->submit_time;
+    const SeqId id = a->id;
+    active_.emplace(id, std::move(a));
+    Status s = scheduler_->add(std::move(seq));
+    if (!s.is_ok()) finish_sequence(id, "error", s.message());
+  }
+}
+
+void ServingEngine::apply_cancellations() {
+  for (auto& [id, a] : active_) {
+    if (a->cancel_sent || !a->stream->cancelled()) continue;
+    a->cancel_sent = true;
+    // The scheduler frees the blocks at the next schedule() and reports the
+    // sequence as aborted there; finish_sequence runs then.
+    if (!scheduler_->abort(id).is_ok()) a->cancel_sent = false;
+  }
+}
+
+void ServingEngine::finish_sequence(SeqId id, const std::string& reason, const std::string& error) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  Active& a = *it->second;
+  const double now = now_seconds();
+  StreamEvent event = std::move(a.pending);
+  if (reason == "stop" || reason == "length") event.text += a.text.finish();
+  event.finished = true;
+  event.finish_reason = reason;
+  event.error = error;
+  event.prompt_tokens = static_cast<int64_t>(a.request.prompt.size());
+  event.completion_tokens = a.completion_tokens;
+  event.cached_tokens = a.cached_tokens;
+  RequestTimings& t = event.timings;
+  t.queue_seconds = a.first_scheduled >= 0 ? a.first_scheduled - a.submit_time : now - a.submit_time;
+  t.ttft_seconds = a.first_token >= 0 ? a.first_token - a.submit_time : 0;
+  t.e2e_seconds = now - a.submit_time;
+  if (a.completion_tokens > 1 && a.first_token >= 0)
+    t.tpot_seconds = (a.last_token - a.first_token) / static_cast<double>(a.completion_tokens - 1);
+  RequestOutcome outcome = RequestOutcome::kCompleted;
+  if (reason == "cancelled") outcome = RequestOutcome::kCancelled;
+  if (reason == "error") outcome = RequestOutcome::kError;
+  metrics_->observe_finished(outcome, t, event.prompt_tokens, event.completion_tokens);
+  a.stream->push(std::move(event));
+  active_.erase(it);
+}
+
+void ServingEngine::fail_all(const std::string& error) {
+  log_error("engine step failed: {}; failing {} requests", error, active_.size());
+  std::vector<SeqId> ids;
+  for (auto& [id, a] : active_) ids.push_back(id);
+  for (SeqId id : ids) {
+    (void)scheduler_->abort(id);
+    finish_sequence(id, "error", error);
+  }
+}
+
+void ServingEngine::publish_gauges() {
+  const KvStats kv = kv_->stats();
+  const SchedulerStats& s = scheduler_->stats();
+  std::lock_guard<std::mutex> lock(mu_);
+  gauges_.running = scheduler_->num_running();
+  gauges_.waiting = scheduler_->num_waiting();
+  gauges_.kv_blocks_used = kv.blocks_used;
+  gauges_.kv_blocks_total = kv.blocks_total;
+  gauges_.kv_blocks_cached = kv.blocks_cached;
+  gauges_.prefix_queried_tokens = kv.prefix_queried_tokens;
+  gauges_.prefix_hit_tokens = kv.prefix_hit_tokens;
+  gauges_.preemptions = s.preemptions;
+  gauges_.steps = s.steps;
+}
+
+void ServingEngine::sample_chunks(const StepPlan& plan, std::vector<SampledToken>& sampled) {
+  const int32_t vocab = model_->config().vocab_size;
+  size_t logits_row = 0;
+  const double now = now_seconds();
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (!c.needs_logits) continue;
+    std::span<float> logits(logits_.data() + logits_row++ * vocab, vocab);
+    Active& a = *active_.at(c.seq);
+    const SequenceState* seq = scheduler_->find(c.seq);
+    const int32_t token = profile_call(forward_->profiler(), ProfileOp::kSampling,
+                                       [&] { return a.sampler.sample(logits, seq->prompt, seq->generated); });
+    if (a.first_token < 0) a.first_token = now;
+    if (a.last_token >= 0) metrics_->observe_itl(now - a.last_token);
+    a.last_token = now;
+    bool stop = false;
+    if (tokenizer_->is_end_of_generation(token) && !a.request.ignore_eos) {
+      stop = true;  // the end token itself has no text and is not counted
+    } else {
+      ++a.completion_tokens;
+      TextStream::Piece piece = a.text.push(token);
+      a.pending.text += piece.text;
+      stop = piece.stopped;
+      GeneratedToken out;
+      out.token = token;
+      if (a.request.sampling.wants_logprobs()) {
+        const SampleLogprobs& lp = a.sampler.last_logprobs();
+        out.logprob = lp.chosen.logprob;
+        out.top = lp.top;
+      }
+      a.pending.tokens.push_back(std::move(out));
+    }
+    a.stop_hit = stop;
+    sampled.push_back({c.seq, token, stop});
+  }
+}
+
+Status ServingEngine::run_step(const StepPlan& plan) {
+  const double now = now_seconds();
+  rows_.clear();
+  for (const ScheduledChunk& c : plan.chunks) {
+    Active& a = *active_.at(c.seq);
+    if (a.first_scheduled < 0) {
+      a.first_scheduled = now;
+      a.cached_tokens = c.start_pos;  // a fresh sequence starts after its cached prefix
+    }
+    const auto n = static_cast<int64_t>(c.tokens.size());
+    for (int64_t i = 0; i < n; ++i)
+      rows_.push_back({c.tokens[i], c.block_table, static_cast<int32_t>(c.start_pos + i), c.needs_logits && i == n - 1});
+  }
+  OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
+  std::vector<SampledToken> sampled;
+  sample_chunks(plan, sampled);
+  OMNIBUS_RETURN_IF_ERROR(scheduler_->on_step_done(plan, sampled));
+  for (const SampledToken& t : sampled) {
+    if (scheduler_->find(t.seq) == nullptr) {
+      finish_sequence(t.seq, active_.at(t.seq)->stop_hit ? "stop" : "length");
+      continue;
+    }
+    Active& a = *active_.at(t.seq);
+    if (a.pending.text.empty() && a.pending.tokens.empty()) continue;
+    a.stream->push(std::move(a.pending));
+    a.pending = StreamEvent{};
+  }
+  return Status::ok();
+}
+
+void ServingEngine::loop() {
+  for (;;) {
+    take_submissions();
+    apply_cancellations();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) break;
+    }
+    if (draining_.load()) scheduler_->flush();  // static/dynamic: run what is queued
+    StepPlan plan = scheduler_->schedule(now_seconds());
+    for (const FinishedSeq& f : plan.finished)
+      finish_sequence(f.seq, f.reason == FinishReason::kAborted ? "cancelled"
+                             : f.reason == FinishReason::kRejected ? "error"
+                             : f.reason == FinishReason::kStop   ? "stop"
+                                                                 : "length");
+    if (!plan.empty()) {
+      Status s = run_step(plan);
+      if (!s.is_ok()) fail_all(s.message());
+    }
+    publish_gauges();
+    if (plan.empty()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Poll while sequences wait (cancellations, the dynamic policy's timer);
+      // otherwise sleep until a submission or stop.
+      if (scheduler_->has_unfinished())
+        wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || !submitted_.empty(); });
+      else
+        wake_.wait(lock, [&] { return stop_ || !submitted_.empty(); });
+    }
+  }
+  // Shutting down: every request still open ends "cancelled".
+  std::vector<SeqId> ids;
+  for (auto& [id, a] : active_) ids.push_back(id);
+  for (SeqId id : ids) finish_sequence(id, "cancelled");
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& a : submitted_) {
+    StreamEvent event;
+    event.finished = true;
+    event.finish_reason = "cancelled";
+    a->stream->push(std::move(event));
+  }
+  submitted_.clear();
+}
+
+}  // namespace omnibus

@@ -1,0 +1,123 @@
+// ServingEngine: the InferenceService over a real model. One engine thread
+// owns the model's forward pass, the paged KV store, the KV manager (block
+// pool + prefix cache) and the scheduler; at every step it
+//   1. takes newly submitted requests and cancellations,
+//   2. asks the scheduler for a StepPlan (continuous batching, chunked
+//      prefill, preemption; see sched/scheduler.h),
+//   3. runs every scheduled token of every sequence as ONE forward batch,
+//      K/V read and written through each sequence's block table,
+//   4. samples the sequences whose chunk ended at their newest token, applies
+//      EOS / stop strings, and streams text to each request's RequestStream,
+//   5. tells the scheduler what was sampled.
+// By batch invariance (model/forward.h) a sequence's logits, so its greedy
+// text, do not depend on what it was batched with, how its prompt was
+// chunked, whether its prefix came from the cache, or whether it was
+// preempted and recomputed.
+//
+// HTTP threads only call submit() and the const accessors; everything else
+// happens on the engine thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/inference_service.h"
+#include "engine/serving_metrics.h"
+#include "kv/kv_manager.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "model/paged_kv_store.h"
+#include "sched/scheduler.h"
+
+namespace omnibus {
+
+struct ServingEngineOptions {
+  SchedulerConfig scheduler;
+  int32_t kv_block_size = 16;
+  int64_t kv_cache_bytes = int64_t{512} << 20;  // K/V pool size (--kv-cache-mib)
+  bool prefix_caching = true;
+  int threads = 1;
+  int64_t context_length = 0;  // 0: the model's training context
+  int64_t max_queue = 512;     // waiting sequences beyond this are refused (429)
+  SloTargets slo;
+  std::string model_id;
+};
+
+class ServingEngine final : public InferenceService {
+ public:
+  // Sizes everything once (KV pool from kv_cache_bytes) and starts the engine
+  // thread. Errors name a bad option (pool too small for one block, ...).
+  static Result<std::unique_ptr<ServingEngine>> create(std::shared_ptr<const Model> model,
+                                                       std::unique_ptr<Tokenizer> tokenizer, ChatFormat chat_format,
+                                                       const ServingEngineOptions& options);
+  ~ServingEngine() override;  // stops the thread; unfinished requests end "cancelled"
+
+  Result<std::shared_ptr<RequestStream>> submit(EngineRequest request) override;
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const ChatFormat& chat_format() const override { return chat_format_; }
+  ServiceInfo info() const override;
+  bool ready() const override { return !draining_.load(); }
+  std::string metrics_text() const override;
+  void count_rejected_request() override { metrics_->count_rejected(); }
+
+  // Stops accepting requests (ready() turns false; submit() refuses) and
+  // lets running ones finish.
+  void drain() { draining_.store(true); }
+  // Blocks until no request is queued or running.
+  void wait_idle();
+
+  int64_t kv_num_blocks() const { return num_blocks_; }
+  const ServingMetrics& metrics() const { return *metrics_; }
+
+ private:
+  struct Active;  // one live sequence's sampler, text stream and timings
+
+  ServingEngine() = default;
+  void loop();
+  void take_submissions();
+  void apply_cancellations();
+  Status run_step(const StepPlan& plan);
+  void sample_chunks(const StepPlan& plan, std::vector<SampledToken>& sampled);
+  void finish_sequence(SeqId id, const std::string& reason, const std::string& error = "");
+  void fail_all(const std::string& error);
+  void publish_gauges();
+
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ChatFormat chat_format_;
+  ServingEngineOptions options_;
+  int64_t context_length_ = 0;
+  int64_t num_blocks_ = 0;
+
+  // Engine-thread state.
+  std::unique_ptr<ForwardPass> forward_;
+  std::unique_ptr<PagedKvStore> kv_store_;
+  std::unique_ptr<KvManager> kv_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unordered_map<SeqId, std::unique_ptr<Active>> active_;
+  std::vector<BatchRow> rows_;
+  std::vector<float> logits_;
+  SeqId next_id_ = 1;
+
+  // Shared with HTTP threads, under mu_.
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Active>> submitted_;
+  int64_t queued_ = 0;  // submitted_ + scheduler waiting, for max_queue
+  bool stop_ = false;
+  EngineGauges gauges_;
+
+  std::atomic<bool> draining_{false};
+  std::unique_ptr<ServingMetrics> metrics_;
+  std::thread thread_;
+};
+
+}  // namespace omnibus

@@ -1,0 +1,76 @@
+// ServingMetrics: the server's request-level metrics, recorded by the engine
+// thread (and, for requests refused before the engine, by HTTP threads) and
+// rendered for GET /metrics in Prometheus text format.
+//
+// Definitions (the same as docs/serving.md):
+//   TTFT   submit → first generated token sampled
+//   TPOT   (e2e − TTFT) / (generated tokens − 1), per request with ≥ 2 tokens
+//   ITL    the gap between consecutive generated tokens, every gap observed
+//   e2e    submit → finished
+//   queue  submit → first scheduled
+// Goodput: completed requests that met every SLO given (--slo-ttft-ms,
+// --slo-tpot-ms); with no SLO given every completed request counts.
+//
+// Thread-safe: one mutex; recording is a few additions per token.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "engine/prometheus.h"
+#include "engine/request_stream.h"
+
+namespace omnibus {
+
+struct SloTargets {
+  double ttft_seconds = 0;  // 0: no TTFT objective
+  double tpot_seconds = 0;  // 0: no TPOT objective
+  bool met_by(const RequestTimings& t) const {
+    return (ttft_seconds <= 0 || t.ttft_seconds <= ttft_seconds) && (tpot_seconds <= 0 || t.tpot_seconds <= tpot_seconds);
+  }
+};
+
+// Engine state sampled when /metrics is read.
+struct EngineGauges {
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t kv_blocks_used = 0;
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_cached = 0;
+  int64_t prefix_queried_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+};
+
+enum class RequestOutcome { kCompleted, kRejected, kCancelled, kError };
+
+class ServingMetrics {
+ public:
+  explicit ServingMetrics(SloTargets slo);
+
+  void observe_itl(double seconds);
+  // A sequence that reached the engine and finished.
+  void observe_finished(RequestOutcome outcome, const RequestTimings& timings, int64_t prompt_tokens,
+                        int64_t generated_tokens);
+  // A request refused before it ran (bad request, queue full, ...).
+  void count_rejected();
+
+  std::string render(const EngineGauges& gauges) const;
+
+  // For tests and logs.
+  int64_t count(RequestOutcome outcome) const;
+  int64_t goodput_requests() const;
+
+ private:
+  SloTargets slo_;
+  mutable std::mutex mu_;
+  Histogram ttft_, tpot_, itl_, e2e_, queue_;
+  int64_t outcomes_[4] = {0, 0, 0, 0};
+  int64_t prompt_tokens_ = 0;
+  int64_t generated_tokens_ = 0;
+  int64_t goodput_ = 0;
+};
+
+}  // namespace omnibus
