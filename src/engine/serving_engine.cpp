@@ -158,14 +158,13 @@ std::string ServingEngine::metrics_text() const {
   return metrics_->render(gauges);
 }
 
+bool ServingEngine::idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return submitted_.empty() && gauges_.running == 0 && gauges_.waiting == 0;
+}
+
 void ServingEngine::wait_idle() {
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (submitted_.empty() && gauges_.running == 0 && gauges_.waiting == 0) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  while (!idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 void ServingEngine::take_submissions() {
@@ -173,6 +172,9 @@ void ServingEngine::take_submissions() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     incoming.swap(submitted_);
+    // Until publish_gauges() recounts, they are waiting: keeps idle() and
+    // the queue limit honest in between.
+    gauges_.waiting += static_cast<int64_t>(incoming.size());
   }
   for (auto& a : incoming) {
     a->id = next_id_++;

@@ -71,7 +71,9 @@ class ServingEngine final : public InferenceService {
   // Stops accepting requests (ready() turns false; submit() refuses) and
   // lets running ones finish.
   void drain() { draining_.store(true); }
-  // Blocks until no request is queued or running.
+  // No request queued or running.
+  bool idle() const;
+  // Blocks until idle().
   void wait_idle();
 
   int64_t kv_num_blocks() const { return num_blocks_; }
