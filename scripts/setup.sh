@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 DEBIAN_PACKAGES=(cmake ninja-build g++ clang pkg-config
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libxxhash-dev libpcre2-dev libgtest-dev libbenchmark-dev unzip qemu-user)
-PYTHON_PACKAGES=(numpy gguf pytest)
+PYTHON_PACKAGES=(numpy gguf pytest openai)
 if [ "${1:-}" = "--bench" ]; then PYTHON_PACKAGES+=(llama_cpp:llama-cpp-python); fi
 
 missing=()
