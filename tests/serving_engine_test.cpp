@@ -162,6 +162,30 @@ TEST_F(ServingEngineTest, ConcurrentGreedyEqualsAloneAcrossBudgetsAndCache) {
   }
 }
 
+TEST_F(ServingEngineTest, StaticAndDynamicBatchingGiveTheSameTokens) {
+  const auto ps = prompts(9);
+  const std::vector<Output> alone = run_alone({}, ps, 6);
+  for (BatchingPolicy policy : {BatchingPolicy::kStatic, BatchingPolicy::kDynamic}) {
+    ServingEngineOptions o;
+    o.scheduler.policy = policy;
+    o.scheduler.batch_size = 3;  // 9 requests: three full batches
+    o.scheduler.batch_wait_ms = 5;
+    const std::vector<Output> together = run_together(o, ps, 6);
+    for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(together[i].tokens, alone[i].tokens) << i;
+  }
+}
+
+TEST_F(ServingEngineTest, DynamicBatchingStartsAPartialBatchAfterTheWait) {
+  ServingEngineOptions o;
+  o.scheduler.policy = BatchingPolicy::kDynamic;
+  o.scheduler.batch_size = 50;
+  o.scheduler.batch_wait_ms = 30;
+  auto engine = make_engine(o);
+  Output out = collect(**engine->submit(greedy({4, 5, 6}, 3)));
+  EXPECT_EQ(out.finish_reason, "length");
+  EXPECT_EQ(out.tokens.size(), 3u);
+}
+
 TEST_F(ServingEngineTest, PrefixCacheServesTheSharedHead) {
   ServingEngineOptions o;
   o.kv_block_size = 8;
