@@ -1,5 +1,5 @@
 // omnibus: an LLM inference engine. Subcommands: run, chat, inspect,
-// tokenize, perplexity. Stdout carries program output only; logs, progress
+// tokenize, perplexity, serve. Stdout carries program output only; logs, progress
 // and stats go to stderr.
 #include <CLI/CLI.hpp>
 
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add(omnibus::cli::add_inspect_command);
   add(omnibus::cli::add_tokenize_command);
   add(omnibus::cli::add_perplexity_command);
+  add(omnibus::cli::add_serve_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -224,7 +224,7 @@ void ServingEngine::finish_sequence(SeqId id, const std::string& reason, const s
   if (reason == "cancelled") outcome = RequestOutcome::kCancelled;
   if (reason == "error") outcome = RequestOutcome::kError;
   metrics_->observe_finished(outcome, t, event.prompt_tokens, event.completion_tokens);
-  a.stream->push(std::move(event));
+  finished_events_.emplace_back(a.stream, std::move(event));
   active_.erase(it);
 }
 
@@ -236,6 +236,11 @@ void ServingEngine::fail_all(const std::string& error) {
     (void)scheduler_->abort(id);
     finish_sequence(id, "error", error);
   }
+}
+
+void ServingEngine::deliver_finished() {
+  for (auto& [stream, event] : finished_events_) stream->push(std::move(event));
+  finished_events_.clear();
 }
 
 void ServingEngine::publish_gauges() {
@@ -339,6 +344,7 @@ void ServingEngine::loop() {
       if (!s.is_ok()) fail_all(s.message());
     }
     publish_gauges();
+    deliver_finished();
     if (plan.empty()) {
       std::unique_lock<std::mutex> lock(mu_);
       // Poll while sequences wait (cancellations, the dynamic policy's timer);
@@ -353,6 +359,8 @@ void ServingEngine::loop() {
   std::vector<SeqId> ids;
   for (auto& [id, a] : active_) ids.push_back(id);
   for (SeqId id : ids) finish_sequence(id, "cancelled");
+  publish_gauges();
+  deliver_finished();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& a : submitted_) {
     StreamEvent event;

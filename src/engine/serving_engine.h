@@ -91,6 +91,10 @@ class ServingEngine final : public InferenceService {
   void finish_sequence(SeqId id, const std::string& reason, const std::string& error = "");
   void fail_all(const std::string& error);
   void publish_gauges();
+  // Pushes the final events finish_sequence queued. Called after
+  // publish_gauges() so a client that reads /metrics right after its response
+  // sees its blocks already freed.
+  void deliver_finished();
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -108,6 +112,7 @@ class ServingEngine final : public InferenceService {
   std::vector<BatchRow> rows_;
   std::vector<float> logits_;
   SeqId next_id_ = 1;
+  std::vector<std::pair<std::shared_ptr<RequestStream>, StreamEvent>> finished_events_;
 
   // Shared with HTTP threads, under mu_.
   mutable std::mutex mu_;

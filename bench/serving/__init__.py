@@ -1,0 +1,1 @@
+"""Helpers for bench/bench_serving.py: workload, HTTP client, servers, statistics, report."""

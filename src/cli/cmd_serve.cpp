@@ -1,0 +1,139 @@
+// `omnibus serve`: the OpenAI-compatible HTTP server over a ServingEngine.
+// SIGINT/SIGTERM drain: /health turns 503, new requests get 503, running
+// ones finish (up to --drain-timeout-s), then the process exits.
+#include <fmt/format.h>
+
+#include <csignal>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/log.h"
+#include "base/timer.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "engine/serving_engine.h"
+#include "server/http_server.h"
+
+namespace omnibus::cli {
+namespace {
+
+struct ServeOptions {
+  ModelOptions model;
+  server::HttpServerOptions http;
+  ServingEngineOptions engine;
+  std::string batching = "continuous";
+  int64_t kv_cache_mib = 512;
+  bool no_prefix_cache = false;
+  double slo_ttft_ms = 0;
+  double slo_tpot_ms = 0;
+  std::string chat_template;
+  std::string alias;
+  double drain_timeout_s = 30;
+};
+
+// The id /v1/models lists: --alias, else the file name without ".gguf".
+std::string model_id_for(const ServeOptions& o, const std::string& path) {
+  if (!o.alias.empty()) return o.alias;
+  std::string name = std::filesystem::path(path).filename().string();
+  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
+}
+
+// Blocks SIGINT/SIGTERM in every thread (call before starting any) and
+// returns the set, for the watcher thread to sigwait on.
+sigset_t block_termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int serve(ServeOptions& o) {
+  const sigset_t signals = block_termination_signals();
+  // A server logs each request and its start-up by default (run and chat
+  // stay quiet unless --verbose).
+  if (log_level() > LogLevel::kInfo) set_log_level(LogLevel::kInfo);
+  auto policy = parse_batching_policy(o.batching);
+  if (!policy.is_ok()) return fail(policy.status());
+  o.engine.scheduler.policy = *policy;
+  o.engine.kv_cache_bytes = o.kv_cache_mib << 20;
+  o.engine.prefix_caching = !o.no_prefix_cache;
+  o.engine.slo = {o.slo_ttft_ms / 1e3, o.slo_tpot_ms / 1e3};
+  o.engine.threads = resolve_threads(o.model.threads);
+
+  auto loaded = load_model(o.model);
+  if (!loaded.is_ok()) return fail(loaded.status());
+  auto format = chat_format_for(loaded->tokenizer->vocab(), o.chat_template);
+  if (!format.is_ok()) return fail(format.status());
+  warn_if_unrecognised(*format);
+  const std::string path = o.model.model_path.empty() ? default_model_path() : o.model.model_path;
+  o.engine.model_id = model_id_for(o, path);
+  auto engine = ServingEngine::create(loaded->model, std::move(loaded->tokenizer), *format, o.engine);
+  if (!engine.is_ok()) return fail(engine.status());
+
+  server::HttpServer http(**engine, o.http);
+  Status bound = http.bind();
+  if (!bound.is_ok()) return fail(bound);
+  log_info("serving {} on http://{}:{} ({} threads, {} batching{})", o.engine.model_id, o.http.host, http.port(),
+           o.engine.threads, o.batching, o.http.api_key.empty() ? "" : ", API key required");
+
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    log_info("signal {}: draining (new requests get 503), then stopping", sig);
+    (*engine)->drain();
+    Stopwatch waited;
+    while (waited.seconds() < o.drain_timeout_s && !(*engine)->idle())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Let the HTTP threads write the last responses out.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    http.stop();
+  });
+  http.serve();
+  watcher.join();
+  engine->reset();  // ends anything still open as cancelled
+  return 0;
+}
+
+}  // namespace
+
+CommandRunner add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (continuous batching, paged KV cache)");
+  add_model_options(*cmd, o->model);
+  cmd->add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->http.port, "Port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", o->http.api_key, "Require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--alias", o->alias, "Model id to list and accept (default: the file name without .gguf)");
+  cmd->add_option("-c,--ctx-size", o->engine.context_length, "Most tokens per sequence (0: the model's training context)")
+      ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--max-batched-tokens", o->engine.scheduler.max_batched_tokens,
+                  "Token budget per engine step (decodes + prefill chunks)")->capture_default_str()->check(CLI::Range(1, 65536));
+  cmd->add_option("--max-seqs", o->engine.scheduler.max_seqs, "Most sequences running at once")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-queue", o->engine.max_queue, "Most sequences waiting; beyond it requests get 429")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--batching", o->batching, "continuous | dynamic | static")->capture_default_str();
+  cmd->add_option("--batch-size", o->engine.scheduler.batch_size, "static/dynamic: sequences per batch")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--batch-wait-ms", o->engine.scheduler.batch_wait_ms, "dynamic: start a partial batch after this")
+      ->capture_default_str()->check(CLI::Range(0.0, 3.6e6));
+  cmd->add_option("--kv-block-size", o->engine.kv_block_size, "Tokens per KV block")->capture_default_str()->check(CLI::Range(1, 1024));
+  cmd->add_option("--kv-cache-mib", o->kv_cache_mib, "KV cache pool, allocated once at start")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse cached prompt prefixes");
+  cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "TTFT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--slo-tpot-ms", o->slo_tpot_ms, "TPOT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--chat-template", o->chat_template, "Override the chat template: chatml, llama3, llama2, mistral, gemma");
+  cmd->add_option("--http-threads", o->http.http_threads, "HTTP worker threads (bounds open connections)")
+      ->capture_default_str()->check(CLI::Range(4, 4096));
+  cmd->add_option("--drain-timeout-s", o->drain_timeout_s, "On SIGINT/SIGTERM, wait this long for running requests")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  return [o] { return serve(*o); };
+}
+
+}  // namespace omnibus::cli

@@ -1,0 +1,72 @@
+#include "server/choice_state.h"
+
+#include <utility>
+
+namespace omnibus::server {
+
+std::string openai_finish_reason(const std::string& engine_reason) {
+  if (engine_reason == "stop" || engine_reason == "length") return engine_reason;
+  return "";
+}
+
+ChoiceState::ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text)
+    : index_(index), tokenizer_(tokenizer), logprobs_(logprobs), text_(std::move(echo_text)) {
+  next_offset_ = static_cast<int64_t>(text_.size());
+}
+
+GeneratedTokenLogprobs ChoiceState::token_logprobs(const GeneratedToken& token) {
+  GeneratedTokenLogprobs out;
+  // Control tokens (end of turn, ...) are shown by name in logprobs, though
+  // they add nothing to the text and so do not move text_offset.
+  out.chosen.token = tokenizer_.token_to_piece(token.token, /*render_special=*/true);
+  out.chosen.logprob = token.logprob;
+  out.top.reserve(token.top.size());
+  for (const TokenLogprob& alt : token.top) {
+    out.top.push_back(TokenLogprobText{tokenizer_.token_to_piece(alt.token, /*render_special=*/true), alt.logprob});
+  }
+  out.text_offset = next_offset_;
+  next_offset_ += static_cast<int64_t>(tokenizer_.token_to_piece(token.token).size());
+  return out;
+}
+
+ChoiceOutput ChoiceState::apply(const StreamEvent& event) {
+  ChoiceOutput delta;
+  delta.index = index_;
+  if (finished_) return delta;
+  delta.text = event.text;
+  text_ += event.text;
+  if (!event.tokens.empty()) has_tokens_ = true;
+  tokens_seen_ += static_cast<int64_t>(event.tokens.size());
+  if (logprobs_) {
+    std::vector<GeneratedTokenLogprobs> added;
+    added.reserve(event.tokens.size());
+    for (const GeneratedToken& t : event.tokens) added.push_back(token_logprobs(t));
+    all_logprobs_.insert(all_logprobs_.end(), added.begin(), added.end());
+    delta.logprobs = std::move(added);
+  }
+  if (event.finished) {
+    finished_ = true;
+    finish_reason_ = event.finish_reason.empty() ? "error" : event.finish_reason;
+    error_ = event.error;
+    completion_tokens_ = event.completion_tokens;
+    delta.finish_reason = openai_finish_reason(finish_reason_);
+  }
+  return delta;
+}
+
+void ChoiceState::finish_without_generating() {
+  if (finished_) return;
+  finished_ = true;
+  finish_reason_ = "length";
+}
+
+ChoiceOutput ChoiceState::full_output() const {
+  ChoiceOutput out;
+  out.index = index_;
+  out.text = text_;
+  out.finish_reason = openai_finish_reason(finish_reason_);
+  if (logprobs_) out.logprobs = all_logprobs_;
+  return out;
+}
+
+}  // namespace omnibus::server

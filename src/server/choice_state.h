@@ -1,0 +1,71 @@
+// ChoiceState: what one choice (one engine sequence) of a request has
+// produced so far, folded from its StreamEvents. It gives, per event, the
+// delta to stream (new text and the new tokens' logprobs), and at the end
+// the whole choice for a non-streaming response. Token texts for logprobs
+// come from the tokenizer; text_offset counts bytes from the start of the
+// choice's text (after any echoed prompt), as OpenAI's completions do.
+//
+// Not thread-safe: owned by the one HTTP thread that serves the request.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/request_stream.h"
+#include "server/openai_response.h"
+#include "tokenizer/tokenizer.h"
+
+namespace omnibus::server {
+
+class ChoiceState {
+ public:
+  // `tokenizer` must outlive the state. `echo_text` (completions `echo`) is
+  // the start of the choice's text; it is not part of any delta.
+  ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text);
+
+  // Folds in one event and returns what it adds. The delta's finish_reason
+  // is "stop" or "length" when the event finished the choice that way, and
+  // empty otherwise (also for "error" and "cancelled": see finish_reason()).
+  // Events after the finished one are ignored (empty delta).
+  ChoiceOutput apply(const StreamEvent& event);
+
+  // Ends the choice without generating (max_tokens 0): reason "length".
+  void finish_without_generating();
+
+  int32_t index() const { return index_; }
+  bool finished() const { return finished_; }
+  // The engine's reason: "stop", "length", "cancelled", "error"; "" while running.
+  const std::string& finish_reason() const { return finish_reason_; }
+  const std::string& error() const { return error_; }
+  // The engine's count once finished; until then, the tokens seen so far.
+  int64_t completion_tokens() const { return finished_ ? completion_tokens_ : tokens_seen_; }
+  // True once an event carried a generated token.
+  bool has_tokens() const { return has_tokens_; }
+
+  // The whole choice: echo + generated text, every token's logprobs (when
+  // asked for) and the OpenAI finish_reason.
+  ChoiceOutput full_output() const;
+
+ private:
+  GeneratedTokenLogprobs token_logprobs(const GeneratedToken& token);
+
+  int32_t index_;
+  const Tokenizer& tokenizer_;
+  bool logprobs_;
+  std::string text_;  // echo + generated
+  std::vector<GeneratedTokenLogprobs> all_logprobs_;
+  int64_t next_offset_ = 0;  // text_offset of the next token
+  bool finished_ = false;
+  bool has_tokens_ = false;
+  std::string finish_reason_;
+  std::string error_;
+  int64_t completion_tokens_ = 0;
+  int64_t tokens_seen_ = 0;
+};
+
+// The OpenAI finish_reason for an engine reason: "stop" and "length" pass
+// through; anything else (the choice did not end normally) is "".
+std::string openai_finish_reason(const std::string& engine_reason);
+
+}  // namespace omnibus::server

@@ -1,0 +1,154 @@
+#include "server/generation_request.h"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace omnibus::server {
+namespace {
+
+std::string_view last_path_component(std::string_view name) {
+  const size_t slash = name.find_last_of("/\\");
+  return slash == std::string_view::npos ? name : name.substr(slash + 1);
+}
+
+bool names_match(std::string_view requested, const std::string& known) {
+  if (known.empty()) return false;
+  if (requested == known) return true;
+  std::string_view base = last_path_component(requested);
+  if (base == known) return true;
+  if (base.size() > 5 && base.substr(base.size() - 5) == ".gguf") base.remove_suffix(5);
+  return base == known || base == last_path_component(known);
+}
+
+// Resolves what validate_against_model left open: max_tokens (unset: the
+// rest of the context) and the seed (unset: the server's pick).
+ApiResult<PreparedGeneration> finish_preparing(PreparedGeneration g, const InferenceService& service,
+                                               uint64_t fallback_seed) {
+  const ServiceInfo info = service.info();
+  ModelLimits limits{info.vocab_size, info.context_length};
+  if (std::optional<ApiError> e = validate_against_model(g.options, g.prompt, limits)) return *e;
+  if (!g.options.max_tokens) g.options.max_tokens = info.context_length - static_cast<int64_t>(g.prompt.size());
+  g.options.sampling.seed = g.options.seed ? *g.options.seed : fallback_seed;
+  return g;
+}
+
+}  // namespace
+
+std::optional<ApiError> check_model_name(std::string_view requested, const std::string& model_id,
+                                         const std::vector<std::string>& aliases) {
+  if (requested.empty() || names_match(requested, model_id)) return std::nullopt;
+  for (const std::string& alias : aliases) {
+    if (names_match(requested, alias)) return std::nullopt;
+  }
+  ApiError e = ApiError::invalid("model", fmt::format("the model '{}' does not exist; this server serves '{}'",
+                                                      requested, model_id), "model_not_found");
+  e.http_status = 404;
+  return e;
+}
+
+ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, const InferenceService& service,
+                                                 uint64_t fallback_seed) {
+  if (request.echo && request.options.sampling.wants_logprobs()) {
+    // OpenAI then returns the prompt's own logprobs too, which the engine
+    // does not compute; refusing is clearer than answering half of it.
+    return ApiError::invalid("echo", "'echo' together with 'logprobs' is not supported", "unsupported_value");
+  }
+  const Tokenizer& tokenizer = service.tokenizer();
+  PreparedGeneration g;
+  g.options = std::move(request.options);
+  g.echo = request.echo;
+  if (request.prompt.is_tokens) {
+    g.prompt = std::move(request.prompt.tokens);
+    // Checked before decoding: the ids come from the client.
+    const int32_t vocab = service.info().vocab_size;
+    bool valid = true;
+    for (int32_t id : g.prompt) valid = valid && id >= 0 && id < vocab;
+    if (g.echo && valid) g.echo_text = tokenizer.decode(g.prompt);
+  } else {
+    g.prompt = tokenizer.encode(request.prompt.text, /*add_special=*/tokenizer.add_bos(), /*parse_special=*/true);
+    if (g.echo) g.echo_text = std::move(request.prompt.text);
+  }
+  return finish_preparing(std::move(g), service, fallback_seed);
+}
+
+ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceService& service,
+                                           uint64_t fallback_seed) {
+  std::vector<omnibus::ChatMessage> messages;
+  messages.reserve(request.messages.size());
+  for (ChatMessage& m : request.messages) {
+    // "developer" is OpenAI's newer name for the system message; templates
+    // only know "system".
+    std::string role = m.role == "developer" ? "system" : std::move(m.role);
+    messages.push_back(omnibus::ChatMessage{std::move(role), std::move(m.content)});
+  }
+  const std::string text = render_chat(service.chat_format(), messages, /*add_generation_prompt=*/true);
+  PreparedGeneration g;
+  g.chat = true;
+  g.options = std::move(request.options);
+  g.prompt = service.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true);
+  return finish_preparing(std::move(g), service, fallback_seed);
+}
+
+std::vector<EngineRequest> make_engine_requests(const PreparedGeneration& generation, const std::string& request_id) {
+  std::vector<EngineRequest> out;
+  out.reserve(static_cast<size_t>(generation.options.n));
+  for (int32_t i = 0; i < generation.options.n; ++i) {
+    EngineRequest r;
+    r.prompt = generation.prompt;
+    r.max_tokens = generation.options.max_tokens.value_or(0);
+    r.sampling = generation.options.sampling;
+    r.sampling.seed = generation.options.sampling.seed + static_cast<uint64_t>(i);
+    r.stop = generation.options.stop;
+    r.request_id = generation.options.n == 1 ? request_id : fmt::format("{}/{}", request_id, i);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+ApiResult<std::vector<std::shared_ptr<RequestStream>>> submit_choices(InferenceService& service,
+                                                                     std::vector<EngineRequest> requests) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  streams.reserve(requests.size());
+  for (EngineRequest& r : requests) {
+    Result<std::shared_ptr<RequestStream>> s = service.submit(std::move(r));
+    if (!s.is_ok() || !s.value()) {
+      for (auto& queued : streams) queued->cancel();
+      return error_from_submit_status(s.is_ok() ? Status::internal("the engine returned no stream") : s.status());
+    }
+    streams.push_back(std::move(s).value());
+  }
+  return streams;
+}
+
+ApiError error_from_submit_status(const Status& status) {
+  ApiError e;
+  e.message = status.message();
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      e.http_status = 400;
+      e.type = "invalid_request_error";
+      e.code = "invalid_value";
+      break;
+    case StatusCode::kResourceExhausted:
+      e.http_status = 429;
+      e.type = "rate_limit_error";
+      e.code = "rate_limit_exceeded";
+      break;
+    case StatusCode::kUnsupported:
+      e.http_status = 503;
+      e.type = "service_unavailable_error";
+      e.code = "service_unavailable";
+      break;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+      e.code = "internal_error";
+      break;
+  }
+  if (e.message.empty()) e.message = status.to_string();
+  return e;
+}
+
+}  // namespace omnibus::server

@@ -1,0 +1,59 @@
+// From a parsed OpenAI request to engine work: the prompt tokenized (chat
+// template for chat), checked against the model, max_tokens and the seed
+// resolved, and one EngineRequest per choice submitted. Also the mapping
+// from a refused submit() to the HTTP error the client sees.
+//
+// Pure functions over a const InferenceService (except submit_choices);
+// safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/inference_service.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace omnibus::server {
+
+struct PreparedGeneration {
+  bool chat = false;
+  GenerationOptions options;  // max_tokens always set; sampling.seed is the base seed
+  std::vector<int32_t> prompt;
+  // Completions `echo`: every choice's text starts with the prompt text.
+  bool echo = false;
+  std::string echo_text;
+};
+
+// The "model" field of a request names this server's model when it is
+// empty (OpenAI requires it; many clients send ""), equals the model id or
+// one of `aliases` (e.g. the model file's name), or is a path whose last
+// component is one of those (with or without ".gguf"). Otherwise: 404
+// model_not_found, as OpenAI answers for a model it does not serve.
+std::optional<ApiError> check_model_name(std::string_view requested, const std::string& model_id,
+                                         const std::vector<std::string>& aliases);
+
+// `fallback_seed` is used when the client sent no seed.
+ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, const InferenceService& service,
+                                                 uint64_t fallback_seed);
+ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceService& service,
+                                           uint64_t fallback_seed);
+
+// One request per choice; choice i samples with seed + i.
+std::vector<EngineRequest> make_engine_requests(const PreparedGeneration& generation, const std::string& request_id);
+
+// Submits every request in order. When one is refused the ones already
+// queued are cancelled and the refusal comes back as an ApiError.
+ApiResult<std::vector<std::shared_ptr<RequestStream>>> submit_choices(InferenceService& service,
+                                                                     std::vector<EngineRequest> requests);
+
+// invalid_argument → 400, resource_exhausted → 429, unsupported → 503,
+// anything else → 500. The caller adds Retry-After to 429 and 503.
+ApiError error_from_submit_status(const Status& status);
+
+}  // namespace omnibus::server

@@ -1,0 +1,213 @@
+#include "server/generation_session.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace omnibus::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+// With several choices, no single stream is waited on for long, so an event
+// on another one is not held up.
+constexpr milliseconds kMultiChoiceSlice{10};
+
+}  // namespace
+
+GenerationSession::GenerationSession(const PreparedGeneration& generation, ResponseMeta meta,
+                                     std::vector<std::shared_ptr<RequestStream>> streams, const Tokenizer& tokenizer,
+                                     Clock::time_point arrival)
+    : chat_(generation.chat),
+      include_usage_(generation.options.include_usage),
+      logprobs_(generation.options.sampling.wants_logprobs()),
+      prompt_size_(generation.prompt.size()),
+      meta_(std::move(meta)),
+      streams_(std::move(streams)),
+      arrival_(arrival) {
+  meta_.include_usage = include_usage_;
+  const int32_t n = std::max<int32_t>(1, generation.options.n);
+  choices_.reserve(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    choices_.emplace_back(i, tokenizer, logprobs_, generation.echo ? generation.echo_text : std::string());
+    if (static_cast<size_t>(i) >= streams_.size()) choices_.back().finish_without_generating();
+  }
+}
+
+GenerationSession::~GenerationSession() { cancel_all(); }
+
+void GenerationSession::cancel_all() {
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (!choices_[i].finished()) {
+      cancel_requested_ = true;
+      streams_[i]->cancel();
+    }
+  }
+}
+
+bool GenerationSession::all_finished() const {
+  return std::all_of(choices_.begin(), choices_.end(), [](const ChoiceState& c) { return c.finished(); });
+}
+
+int64_t GenerationSession::completion_tokens() const {
+  int64_t total = 0;
+  for (const ChoiceState& c : choices_) total += c.completion_tokens();
+  return total;
+}
+
+bool GenerationSession::failed() const {
+  if (stream_failed_) return true;
+  return std::any_of(choices_.begin(), choices_.end(),
+                     [this](const ChoiceState& c) { return choice_error(c).has_value(); });
+}
+
+std::optional<ApiError> GenerationSession::choice_error(const ChoiceState& choice) const {
+  if (!choice.finished() || !openai_finish_reason(choice.finish_reason()).empty()) return std::nullopt;
+  ApiError e;
+  if (choice.finish_reason() == "cancelled") {
+    e.http_status = 503;
+    e.type = "service_unavailable_error";
+    e.code = "cancelled";
+    e.message = "the request was cancelled by the server (it is shutting down); retry later";
+    return e;
+  }
+  e.http_status = 500;
+  e.type = "server_error";
+  e.code = "generation_failed";
+  e.message = "generation failed: " + (choice.error().empty() ? std::string("unknown engine error") : choice.error());
+  return e;
+}
+
+void GenerationSession::note_tokens(const StreamEvent& event) {
+  if (ttft_ms_ < 0 && !event.tokens.empty()) {
+    ttft_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - arrival_).count();
+  }
+}
+
+void GenerationSession::collect(milliseconds wait, std::vector<Arrived>& out) {
+  std::vector<StreamEvent> events;
+  size_t unfinished = 0;
+  size_t first_unfinished = streams_.size();
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    if (choices_[i].finished()) continue;
+    ++unfinished;
+    first_unfinished = std::min(first_unfinished, i);
+    events.clear();
+    if (streams_[i]->wait(events, milliseconds(0))) {
+      for (StreamEvent& e : events) out.push_back(Arrived{i, std::move(e)});
+    }
+  }
+  if (!out.empty() || unfinished == 0) return;
+  events.clear();
+  const milliseconds slice = unfinished > 1 ? std::min(wait, kMultiChoiceSlice) : wait;
+  if (streams_[first_unfinished]->wait(events, slice)) {
+    for (StreamEvent& e : events) out.push_back(Arrived{first_unfinished, std::move(e)});
+  }
+}
+
+std::string GenerationSession::chunk_for(const ChoiceOutput& delta) const {
+  return chat_ ? build_chat_chunk(meta_, delta, /*role_chunk=*/false) : build_completion_chunk(meta_, delta);
+}
+
+bool GenerationSession::write_preamble(const Writer& write) {
+  for (const ChoiceState& c : choices_) {
+    ChoiceOutput first;
+    first.index = c.index();
+    if (chat_) {
+      if (!write(format_sse(build_chat_chunk(meta_, first, /*role_chunk=*/true)))) return false;
+    } else {
+      first.text = c.full_output().text;  // the echoed prompt, if any
+      if (!first.text.empty() && !write(format_sse(chunk_for(first)))) return false;
+    }
+    if (c.finished()) {  // max_tokens 0: nothing will come
+      ChoiceOutput last;
+      last.index = c.index();
+      last.finish_reason = openai_finish_reason(c.finish_reason());
+      if (logprobs_) last.logprobs.emplace();
+      if (!write(format_sse(chunk_for(last)))) return false;
+    }
+  }
+  return true;
+}
+
+bool GenerationSession::finish_stream(const Writer& write) {
+  if (include_usage_) {
+    Usage usage{prompt_tokens(), completion_tokens()};
+    if (!write(format_sse(build_usage_chunk(meta_, usage, chat_)))) return false;
+  }
+  if (!write(sse_done())) return false;
+  done_ = true;
+  return true;
+}
+
+bool GenerationSession::pump(const Writer& write, milliseconds wait) {
+  if (done_) return true;
+  if (!started_) {
+    started_ = true;
+    if (!write_preamble(write)) {
+      cancel_all();
+      return false;
+    }
+  }
+  std::vector<Arrived> arrived;
+  collect(wait, arrived);
+  for (Arrived& a : arrived) {
+    ChoiceState& choice = choices_[a.choice];
+    if (choice.finished()) continue;
+    note_tokens(a.event);
+    ChoiceOutput delta = choice.apply(a.event);
+    if (std::optional<ApiError> error = choice_error(choice)) {
+      // Headers (200) are long gone: the error travels as an SSE event.
+      stream_failed_ = true;
+      cancel_all();
+      done_ = write(format_sse_error(*error)) && write(sse_done());
+      return done_;
+    }
+    const bool has_logprobs = delta.logprobs && !delta.logprobs->empty();
+    if (delta.text.empty() && delta.finish_reason.empty() && !has_logprobs) continue;
+    if (!write(format_sse(chunk_for(delta)))) {
+      cancel_all();
+      return false;
+    }
+  }
+  if (all_finished() && !finish_stream(write)) {
+    cancel_all();
+    return false;
+  }
+  return true;
+}
+
+bool GenerationSession::wait_all(const std::function<bool()>& give_up) {
+  std::vector<Arrived> arrived;
+  while (!all_finished()) {
+    if (give_up && give_up()) {
+      cancel_all();
+      return false;
+    }
+    arrived.clear();
+    collect(milliseconds(100), arrived);
+    for (Arrived& a : arrived) {
+      ChoiceState& choice = choices_[a.choice];
+      if (choice.finished()) continue;
+      note_tokens(a.event);
+      choice.apply(a.event);
+    }
+    if (failed()) {
+      cancel_all();  // the answer is an error whatever the other choices do
+      return true;
+    }
+  }
+  return true;
+}
+
+ApiResult<std::string> GenerationSession::response_body() const {
+  for (const ChoiceState& c : choices_) {
+    if (std::optional<ApiError> e = choice_error(c)) return *e;
+  }
+  std::vector<ChoiceOutput> outputs;
+  outputs.reserve(choices_.size());
+  for (const ChoiceState& c : choices_) outputs.push_back(c.full_output());
+  const Usage usage{prompt_tokens(), completion_tokens()};
+  return chat_ ? build_chat_response(meta_, outputs, usage) : build_completion_response(meta_, outputs, usage);
+}
+
+}  // namespace omnibus::server
