@@ -13,6 +13,7 @@ Not a test: it never fails on slow numbers. See bench/README.md.
 """
 
 import argparse
+from concurrent.futures import ThreadPoolExecutor
 import datetime
 import json
 import os
@@ -40,12 +41,14 @@ def parse_args(argv=None):
     p.add_argument("--omnibus-bin", default=os.path.join(REPO, "build/src/cli/omnibus"))
     p.add_argument("--omnibus-args", default="", help="extra flags for omnibus serve (one string)")
     p.add_argument("--llama-bin", help="llama-server binary (default: bench/build_llama_server.sh's output)")
-    p.add_argument("--llama-args", default="", help="extra flags for llama-server (one string)")
-    p.add_argument("--llama-np", default="1,4,8", help="llama-server -np settings to try; the best counts")
+    p.add_argument("--llama-args", default="-fa off",
+                   help="extra flags for llama-server (one string); flash attention is off by default "
+                        "because it halved llama-server's decode speed here (bench/README.md)")
+    p.add_argument("--llama-np", default="1,2,4", help="llama-server -np settings to try; the best counts")
     p.add_argument("--llama-slot-ctx", type=int, default=2048,
-                   help="context per llama-server slot; -c = max(8192, np * this)")
-    p.add_argument("--rates", default="0.25,0.5,1,2", help="offered request rates, requests/s")
-    p.add_argument("--requests", type=int, default=30, help="requests per rate")
+                   help="context per llama-server slot; -c = np * this")
+    p.add_argument("--rates", default="1,2,4,8", help="offered request rates, requests/s")
+    p.add_argument("--requests", type=int, default=20, help="requests per rate")
     p.add_argument("--duration", type=float, help="seconds of arrivals per rate (replaces --requests)")
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=0.0)
@@ -98,13 +101,16 @@ class Prompts:
 
 
 def server_specs(args):
-    """(target, label, command or None, log name) for every server to run."""
+    """(target, label, command or None, log name, warm-up requests) for every
+    server to run. llama-server caches a prompt per slot, so each of its -np
+    slots is warmed with the system prompt (as on a server that has been up
+    a while); omnibus's prefix cache is shared, so one request warms it."""
     specs = []
     if args.url:
-        return [("external", f"external {args.url}", None, None)]
+        return [("external", f"external {args.url}", None, None, 1)]
     if args.target in ("omnibus", "both"):
         specs.append(("omnibus", "omnibus serve", lambda port: omnibus_command(
-            args.omnibus_bin, args.model, args.threads, port, args.omnibus_args), "omnibus"))
+            args.omnibus_bin, args.model, args.threads, port, args.omnibus_args), "omnibus", 1))
     if args.target in ("llama", "both"):
         binary = find_llama_server(args.llama_bin)
         if not binary:
@@ -113,7 +119,7 @@ def server_specs(args):
             specs.append(("llama", f"llama-server -np {n_parallel}",
                           lambda port, n=n_parallel, b=binary: llama_command(
                               b, args.model, args.threads, port, n, args.llama_slot_ctx, args.llama_args),
-                          f"llama-np{n_parallel}"))
+                          f"llama-np{n_parallel}", n_parallel))
     return specs
 
 
@@ -152,13 +158,19 @@ def measure_cached(endpoint: Endpoint, model: str, prompts: Prompts, args):
             "cached_s": cached, "uncached_s": uncached, "errors": errors}
 
 
+def rate_seed(seed: int, rate: float) -> int:
+    """Arrivals and turns depend on the rate, not its place in --rates, so a
+    rate measured in two runs sees the same requests."""
+    return seed * 1_000_003 + round(rate * 1000)
+
+
 def run_rates(endpoint: Endpoint, model: str, prompts: Prompts, args, label: str):
     shared_text = prompts.shared[0]
     per_rate = []
     for i, rate in enumerate(args.rate_list):
         arrivals = poisson_arrivals(rate, None if args.duration else args.requests,
-                                    args.duration, seed=args.seed * 1000 + i)
-        turns = workload.user_turns(len(arrivals), seed=args.seed * 1000 + 500 + i)
+                                    args.duration, seed=rate_seed(args.seed, rate))
+        turns = workload.user_turns(len(arrivals), seed=rate_seed(args.seed, rate) + 500)
         print(f"  [{label}] rate {rate:g}/s: {len(arrivals)} requests over "
               f"{arrivals[-1] if arrivals else 0:.0f} s ...", flush=True)
         results, wall = run_open_loop(
@@ -173,7 +185,7 @@ def run_rates(endpoint: Endpoint, model: str, prompts: Prompts, args, label: str
 
 
 def run_one(spec, args, prompts: Prompts, stamp: str):
-    target, label, make_cmd, log_name = spec
+    target, label, make_cmd, log_name, warm_requests = spec
     run = {"target": target, "label": label}
     server = None
     try:
@@ -192,10 +204,13 @@ def run_one(spec, args, prompts: Prompts, stamp: str):
         prompts.ensure(endpoint)
         run["model_id"] = model
         run["system_prompt_tokens_here"] = endpoint.tokenize(prompts.shared[0])
-        warm = stream_chat(endpoint, model, workload.chat_messages(prompts.shared[0], WARMUP_TURN),
-                           args.max_tokens, args.temperature, args.request_timeout, request_extra(args))
-        if not warm.ok:
-            raise RuntimeError(f"warm-up request failed: {warm.error}")
+        with ThreadPoolExecutor(max_workers=warm_requests) as pool:
+            warm = list(pool.map(lambda _: stream_chat(
+                endpoint, model, workload.chat_messages(prompts.shared[0], WARMUP_TURN), args.max_tokens,
+                args.temperature, args.request_timeout, request_extra(args)), range(warm_requests)))
+        failed = [w for w in warm if not w.ok]
+        if failed:
+            raise RuntimeError(f"warm-up request failed: {failed[0].error}")
         run["rates"] = run_rates(endpoint, model, prompts, args, label)
         if args.cached_reps > 0:
             run["cached_prefix"] = measure_cached(endpoint, model, prompts, args)

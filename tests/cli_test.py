@@ -131,6 +131,18 @@ def test_missing_model_file():
     assert r.returncode == 1 and "cannot open" in r.stderr
 
 
+@pytest.mark.parametrize("content", [None, b"NOTGGUF" + b"\0" * 64])
+def test_serve_with_a_bad_model_exits_with_the_error(tmp_path, content):
+    # serve listens before it loads; a model that fails to load still ends
+    # the process with status 1 and the reason, not a server that hangs.
+    path = tmp_path / "bad.gguf"
+    if content is not None:
+        path.write_bytes(content)
+    r = omnibus("serve", "-m", str(path), "--port", "0", timeout=60)
+    assert r.returncode == 1
+    assert ("cannot open" if content is None else "magic") in r.stderr.lower()
+
+
 def test_prompt_longer_than_context_is_an_error():
     r = omnibus("run", "-m", MODEL, "-p", "word " * 100, "-c", "32", "-n", "4")
     assert r.returncode == 1 and "context" in r.stderr

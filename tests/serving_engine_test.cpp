@@ -210,9 +210,9 @@ TEST_F(ServingEngineTest, PreemptionUnderATinyPoolStillGivesTheSameTokens) {
   const std::vector<Output> alone = run_alone(big, ps, 30);
   ServingEngineOptions small;
   small.kv_block_size = 4;
-  // 2 layers x kv_dim 32 x K and V x 4 bytes = 512 B/token: 32 blocks of 4
-  // tokens hold 128 tokens, far less than the 8 sequences need at once.
-  small.kv_cache_bytes = 32 * 4 * 512;
+  // 2 layers x kv_dim 32 x K and V x 2 bytes (f16) = 256 B/token: 32 blocks
+  // of 4 tokens hold 128 tokens, far less than the 8 sequences need at once.
+  small.kv_cache_bytes = 32 * 4 * 256;
   small.prefix_caching = false;
   auto engine = make_engine(small);
   std::vector<std::shared_ptr<RequestStream>> streams;

@@ -10,6 +10,8 @@
 namespace omnibus::testing {
 namespace {
 
+double f16_round(double x) { return f16_to_f32(f32_to_f16(static_cast<float>(x))); }
+
 class TinyWriter {
  public:
   TinyWriter(const TinyModelSpec& s) : s_(s), rng_(s.seed) {}
@@ -175,6 +177,12 @@ std::vector<float> reference_logits(const Model& model, const std::vector<int32_
       }
       rotate(q, c.n_head, hd, t, c);
       rotate(k, c.n_head_kv, hd, t, c);
+      // The engine stores K and V as f16 and rounds Q and the softmax
+      // numerators to f16 (as llama.cpp does): so does the reference.
+      for (int i = 0; i < c.kv_dim(); ++i) {
+        k[i] = f16_round(k[i]);
+        v[i] = f16_round(v[i]);
+      }
       keys[l].push_back(k);
       values[l].push_back(v);
       std::vector<double> attn(c.q_dim(), 0.0);
@@ -184,11 +192,11 @@ std::vector<float> reference_logits(const Model& model, const std::vector<int32_
         double mx = -1e300, sum = 0;
         for (int j = 0; j <= t; ++j) {
           double d = 0;
-          for (int i = 0; i < hd; ++i) d += q[h * hd + i] * keys[l][j][kvh * hd + i];
+          for (int i = 0; i < hd; ++i) d += f16_round(q[h * hd + i]) * keys[l][j][kvh * hd + i];
           s[j] = d / std::sqrt(double(hd));
           mx = std::max(mx, s[j]);
         }
-        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (auto& e : s) sum += (e = f16_round(std::exp(e - mx)));
         for (int j = 0; j <= t; ++j)
           for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j] / sum * values[l][j][kvh * hd + i];
       }

@@ -41,7 +41,7 @@ def llama_command(binary: str, model: str, threads: int, port: int, n_parallel: 
                   slot_ctx: int, extra: str) -> List[str]:
     # llama-server splits -c evenly across its -np slots: give each slot room
     # for the ~1,000-token system prompt, the user turn and the answer.
-    ctx = max(8192, n_parallel * slot_ctx)
+    ctx = n_parallel * slot_ctx
     return [binary, "-m", model, "-t", str(threads), "--host", "127.0.0.1", "--port", str(port),
             "-c", str(ctx), "-np", str(n_parallel), "--cont-batching"] + shlex.split(extra)
 

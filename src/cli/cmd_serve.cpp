@@ -3,6 +3,11 @@
 // ones finish (up to --drain-timeout-s), then the process exits.
 #include <fmt/format.h>
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -13,6 +18,7 @@
 #include "base/timer.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "engine/deferred_service.h"
 #include "engine/serving_engine.h"
 #include "server/http_server.h"
 
@@ -65,38 +71,66 @@ int serve(ServeOptions& o) {
   o.engine.slo = {o.slo_ttft_ms / 1e3, o.slo_tpot_ms / 1e3};
   o.engine.threads = resolve_threads(o.model.threads);
 
-  auto loaded = load_model(o.model);
-  if (!loaded.is_ok()) return fail(loaded.status());
-  auto format = chat_format_for(loaded->tokenizer->vocab(), o.chat_template);
-  if (!format.is_ok()) return fail(format.status());
-  warn_if_unrecognised(*format);
   const std::string path = o.model.model_path.empty() ? default_model_path() : o.model.model_path;
   o.engine.model_id = model_id_for(o, path);
-  auto engine = ServingEngine::create(loaded->model, std::move(loaded->tokenizer), *format, o.engine);
-  if (!engine.is_ok()) return fail(engine.status());
 
-  server::HttpServer http(**engine, o.http);
+  // Listen first: while the model loads, /health says 503 "loading" (and
+  // so does every other route but /metrics) instead of refusing connections.
+  DeferredService service;
+  std::unique_ptr<ServingEngine> engine;  // outlives `http`, which points at it through `service`
+  server::HttpServer http(service, o.http);
   Status bound = http.bind();
   if (!bound.is_ok()) return fail(bound);
-  log_info("serving {} on http://{}:{} ({} threads, {} batching{})", o.engine.model_id, o.http.host, http.port(),
-           o.engine.threads, o.batching, o.http.api_key.empty() ? "" : ", API key required");
+  log_info("loading {}; until it is ready every route but /metrics answers 503", path);
+
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> load_failed{false};
+  std::thread loader([&] {
+    Status status = Status::ok();
+    auto loaded = load_model(o.model);
+    if (!loaded.is_ok()) status = loaded.status();
+    Result<ChatFormat> format = status.is_ok() ? chat_format_for(loaded->tokenizer->vocab(), o.chat_template)
+                                               : Result<ChatFormat>(status);
+    if (status.is_ok() && !format.is_ok()) status = format.status();
+    if (status.is_ok()) {
+      warn_if_unrecognised(*format);
+      auto created = ServingEngine::create(loaded->model, std::move(loaded->tokenizer), *format, o.engine);
+      if (created.is_ok()) {
+        engine = std::move(*created);
+        service.set(engine.get());
+        log_info("serving {} on http://{}:{} ({} threads, {} batching{})", o.engine.model_id, o.http.host,
+                 http.port(), o.engine.threads, o.batching, o.http.api_key.empty() ? "" : ", API key required");
+      } else {
+        status = created.status();
+      }
+    }
+    if (!status.is_ok()) {
+      log_error("{}", status.to_string());
+      load_failed.store(true);
+      kill(getpid(), SIGTERM);  // pending for the process until the watcher's sigwait takes it
+    }
+  });
 
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    log_info("signal {}: draining (new requests get 503), then stopping", sig);
-    (*engine)->drain();
-    Stopwatch waited;
-    while (waited.seconds() < o.drain_timeout_s && !(*engine)->idle())
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    // Let the HTTP threads write the last responses out.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stopping.store(true);
+    if (!load_failed.load()) log_info("signal {}: draining (new requests get 503), then stopping", sig);
+    loader.join();  // loading is not interruptible; it is short next to the drain
+    if (engine) {
+      engine->drain();
+      Stopwatch waited;
+      while (waited.seconds() < o.drain_timeout_s && !engine->idle())
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      // Let the HTTP threads write the last responses out.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
     http.stop();
   });
   http.serve();
   watcher.join();
-  engine->reset();  // ends anything still open as cancelled
-  return 0;
+  engine.reset();  // ends anything still open as cancelled
+  return load_failed.load() ? 1 : 0;
 }
 
 }  // namespace

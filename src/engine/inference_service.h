@@ -39,6 +39,11 @@ class InferenceService {
   virtual const ChatFormat& chat_format() const = 0;
   virtual ServiceInfo info() const = 0;
 
+  // False until the model is loaded. Until then only ready(),
+  // metrics_text() and count_rejected_request() may be called; the server
+  // answers every other route with 503.
+  virtual bool loaded() const { return true; }
+
   // False while loading or draining (GET /health answers 503).
   virtual bool ready() const = 0;
 

@@ -38,10 +38,6 @@ namespace {
 
 constexpr auto kIdlePoll = std::chrono::milliseconds(20);
 
-int64_t kv_bytes_per_token(const ModelConfig& c) {
-  return 2 * static_cast<int64_t>(c.n_layer) * c.kv_dim() * static_cast<int64_t>(sizeof(float));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<const Model> model,
@@ -59,7 +55,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->context_length_ = options.context_length > 0 ? options.context_length : config.n_ctx_train;
   if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
 
-  const int64_t block_bytes = kv_bytes_per_token(config) * options.kv_block_size;
+  const int64_t block_bytes = PagedKvStore::bytes_per_token(config) * options.kv_block_size;
   e->num_blocks_ = options.kv_cache_bytes / block_bytes;
   if (e->num_blocks_ < 1)
     return Status::invalid_argument("a KV cache of " + std::to_string(options.kv_cache_bytes) +

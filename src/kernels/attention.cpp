@@ -3,16 +3,32 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/ops.h"
+#include "base/cpu_features.h"
+#include "tensor/quant.h"
 
 namespace omnibus {
 
-void attention_row(const AttentionShape& s, const float* q, const float* k, const float* v, int64_t row_stride,
+void attention_row(const AttentionShape& s, const float* q, const uint16_t* k, const uint16_t* v, int64_t row_stride,
                    int64_t n_kv, float* scores, float* out, int head_begin, int head_end) {
   const KvRun whole{k, v, n_kv};
   attention_row_paged(s, q, std::span(&whole, 1), row_stride, scores, out, head_begin, head_end);
 }
 
+void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                         float* scores, float* out, int head_begin, int head_end) {
+  static const bool use_avx2 = cpu_features().has_avx2_fma();
+  if (use_avx2 && s.head_dim % 8 == 0 && s.head_dim <= kMaxHeadDim) {
+    avx2::attention_row_paged(s, q, runs, row_stride, scores, out, head_begin, head_end);
+  } else {
+    ref::attention_row_paged(s, q, runs, row_stride, scores, out, head_begin, head_end);
+  }
+}
+
+namespace ref {
+
+// The plain loops: one scalar dot per position, libm exp, one scaled add
+// per position; f16 elements widened one at a time. Q and the softmax
+// numerators are rounded to f16 (as llama.cpp's CPU attention does).
 void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                          float* scores, float* out, int head_begin, int head_end) {
   const int group = s.n_head / s.n_head_kv;
@@ -23,13 +39,16 @@ void attention_row_paged(const AttentionShape& s, const float* q, std::span<cons
     int64_t n_kv = 0;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++n_kv) {
-        scores[n_kv] = dot_f32(qh, run.k + j * row_stride + kv_offset, s.head_dim) * s.scale;
+        const uint16_t* kj = run.k + j * row_stride + kv_offset;
+        float dot = 0.0f;
+        for (int d = 0; d < s.head_dim; ++d) dot += f16_to_f32(f32_to_f16(qh[d])) * f16_to_f32(kj[d]);
+        scores[n_kv] = dot * s.scale;
         if (scores[n_kv] > max_score) max_score = scores[n_kv];
       }
     }
     float sum = 0.0f;
     for (int64_t j = 0; j < n_kv; ++j) {
-      scores[j] = std::exp(scores[j] - max_score);
+      scores[j] = f16_to_f32(f32_to_f16(std::exp(scores[j] - max_score)));
       sum += scores[j];
     }
     float* oh = out + static_cast<int64_t>(h) * s.head_dim;
@@ -37,10 +56,15 @@ void attention_row_paged(const AttentionShape& s, const float* q, std::span<cons
     const float inv_sum = 1.0f / sum;
     const float* p = scores;
     for (const KvRun& run : runs) {
-      for (int64_t j = 0; j < run.count; ++j, ++p)
-        axpy_f32(*p * inv_sum, run.v + j * row_stride + kv_offset, oh, s.head_dim);
+      for (int64_t j = 0; j < run.count; ++j, ++p) {
+        const uint16_t* vj = run.v + j * row_stride + kv_offset;
+        const float w = *p * inv_sum;
+        for (int d = 0; d < s.head_dim; ++d) oh[d] += w * f16_to_f32(vj[d]);
+      }
     }
   }
 }
+
+}  // namespace ref
 
 }  // namespace omnibus

@@ -1,7 +1,10 @@
 // Causal attention of one query row against the cached keys and values of
-// its sequence. Plain two-pass softmax over positions in order: the result
-// for a row depends only on that row and its sequence's cache, never on the
-// rest of the batch or on how the prompt was chunked.
+// its sequence. Two-pass softmax over positions in order: the result for a
+// row depends only on that row and its sequence's cache, never on the rest
+// of the batch, on how the prompt was chunked, or on how its positions are
+// split into KV blocks. A scalar reference and an AVX2+FMA version
+// (attention_avx2.cpp: vectorised scores, exp and value sums; head_dim a
+// multiple of 8) are picked once from the CPU's features.
 #pragma once
 
 #include <cstdint>
@@ -16,17 +19,19 @@ struct AttentionShape {
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
 };
 
-// q: n_head*head_dim floats. k, v: n_kv rows, `row_stride` floats apart, each
+// q: n_head*head_dim floats. k, v: n_kv rows of IEEE f16 (raw bits, as the
+// KV cache stores them), `row_stride` elements apart, each
 // n_head_kv*head_dim. scores: scratch for n_kv floats. out: n_head*head_dim.
 // Heads [head_begin, head_end) only, so callers can split heads over threads.
-void attention_row(const AttentionShape& shape, const float* q, const float* k, const float* v,
+void attention_row(const AttentionShape& shape, const float* q, const uint16_t* k, const uint16_t* v,
                    int64_t row_stride, int64_t n_kv, float* scores, float* out, int head_begin, int head_end);
 
 // `count` consecutive cached positions whose key and value rows start at k
-// and v, `row_stride` floats apart: one block of a paged KV store.
+// and v (f16 bits), `row_stride` elements apart: one block of a paged KV
+// store.
 struct KvRun {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const uint16_t* k = nullptr;
+  const uint16_t* v = nullptr;
   int64_t count = 0;
 };
 
@@ -37,5 +42,20 @@ struct KvRun {
 // count of positions.
 void attention_row_paged(const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
                          int64_t row_stride, float* scores, float* out, int head_begin, int head_end);
+
+// The two implementations behind attention_row_paged, for tests.
+namespace ref {
+void attention_row_paged(const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
+                         int64_t row_stride, float* scores, float* out, int head_begin, int head_end);
+}  // namespace ref
+// The AVX2 path's limit on head_dim (Q is copied to a stack buffer).
+inline constexpr int kMaxHeadDim = 256;
+
+// Only call when cpu_features().has_avx2_fma(), head_dim % 8 == 0 and
+// head_dim <= kMaxHeadDim.
+namespace avx2 {
+void attention_row_paged(const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
+                         int64_t row_stride, float* scores, float* out, int head_begin, int head_end);
+}  // namespace avx2
 
 }  // namespace omnibus

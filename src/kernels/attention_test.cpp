@@ -1,5 +1,7 @@
 // attention_row_paged against attention_row: the same positions, split into
-// runs stored out of order, must give bit-identical outputs.
+// runs stored out of order, must give bit-identical outputs, on the scalar
+// reference and the AVX2 path alike; and the AVX2 path against the
+// reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +10,9 @@
 #include <random>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "kernels/attention.h"
+#include "tensor/quant.h"
 
 namespace omnibus {
 namespace {
@@ -21,22 +25,30 @@ std::vector<float> random_floats(int64_t n, uint32_t seed) {
   return v;
 }
 
+// Random K or V rows in the cache's f16 format.
+std::vector<uint16_t> random_halves(int64_t n, uint32_t seed) {
+  std::vector<uint16_t> h(n);
+  const auto f = random_floats(n, seed);
+  for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(f[i]);
+  return h;
+}
+
 // Copies rows [0, n_kv) of `rows` into blocks of `block_size` rows placed in
 // reverse order in `store`, and returns the runs that read them back in
 // position order.
-std::vector<KvRun> scatter(const std::vector<float>& keys, const std::vector<float>& values, int64_t stride,
-                           int64_t n_kv, int64_t block_size, std::vector<float>& key_store,
-                           std::vector<float>& value_store) {
+std::vector<KvRun> scatter(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values, int64_t stride,
+                           int64_t n_kv, int64_t block_size, std::vector<uint16_t>& key_store,
+                           std::vector<uint16_t>& value_store) {
   const int64_t blocks = (n_kv + block_size - 1) / block_size;
-  key_store.assign(blocks * block_size * stride, NAN);
-  value_store.assign(blocks * block_size * stride, NAN);
+  key_store.assign(blocks * block_size * stride, 0x7E00);  // f16 NaN: unread slots must stay unread
+  value_store.assign(blocks * block_size * stride, 0x7E00);
   std::vector<KvRun> runs;
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t first = b * block_size;
     const int64_t count = std::min(block_size, n_kv - first);
     const int64_t at = (blocks - 1 - b) * block_size * stride;
-    std::memcpy(key_store.data() + at, keys.data() + first * stride, sizeof(float) * count * stride);
-    std::memcpy(value_store.data() + at, values.data() + first * stride, sizeof(float) * count * stride);
+    std::memcpy(key_store.data() + at, keys.data() + first * stride, sizeof(uint16_t) * count * stride);
+    std::memcpy(value_store.data() + at, values.data() + first * stride, sizeof(uint16_t) * count * stride);
     runs.push_back({key_store.data() + at, value_store.data() + at, count});
   }
   return runs;
@@ -47,11 +59,11 @@ TEST(AttentionPagedTest, BitIdenticalToContiguous) {
   const int64_t stride = 2 * 12 + 3;  // padded rows: the stride must be honoured
   for (int64_t n_kv : {1, 7, 37}) {
     const auto q = random_floats(6 * 12, 21 + n_kv);
-    const auto k = random_floats(n_kv * stride, 22 + n_kv), v = random_floats(n_kv * stride, 23 + n_kv);
+    const auto k = random_halves(n_kv * stride, 22 + n_kv), v = random_halves(n_kv * stride, 23 + n_kv);
     std::vector<float> want(6 * 12), scores(n_kv);
     attention_row(shape, q.data(), k.data(), v.data(), stride, n_kv, scores.data(), want.data(), 0, 6);
     for (int64_t block_size : {1, 3, 16}) {
-      std::vector<float> key_store, value_store;
+      std::vector<uint16_t> key_store, value_store;
       const auto runs = scatter(k, v, stride, n_kv, block_size, key_store, value_store);
       std::vector<float> got(6 * 12, NAN);
       attention_row_paged(shape, q.data(), runs, stride, scores.data(), got.data(), 0, 3);
@@ -65,12 +77,73 @@ TEST(AttentionPagedTest, BitIdenticalToContiguous) {
 // A zero-length run (a block table entry not yet written) contributes nothing.
 TEST(AttentionPagedTest, EmptyRunsAreSkipped) {
   const AttentionShape shape{2, 1, 8, 0.5f};
-  const auto q = random_floats(16, 31), k = random_floats(5 * 8, 32), v = random_floats(5 * 8, 33);
+  const auto q = random_floats(16, 31);
+  const auto k = random_halves(5 * 8, 32), v = random_halves(5 * 8, 33);
   std::vector<float> want(16), got(16), scores(5);
   attention_row(shape, q.data(), k.data(), v.data(), 8, 5, scores.data(), want.data(), 0, 2);
   const KvRun runs[] = {{k.data(), v.data(), 2}, {nullptr, nullptr, 0}, {k.data() + 16, v.data() + 16, 3}};
   attention_row_paged(shape, q.data(), runs, 8, scores.data(), got.data(), 0, 2);
   EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()));
+}
+
+using PagedFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*, float*, int,
+                        int);
+
+// Every implementation with the same paged layout invariance.
+TEST(AttentionPagedTest, EachPathIsBitIdenticalAcrossBlockLayouts) {
+  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref::attention_row_paged}};
+  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2::attention_row_paged});
+  for (const auto& [name, fn] : paths) {
+    for (int head_dim : {8, 64, 128}) {
+      const AttentionShape shape{6, 2, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+      const int64_t stride = 2 * head_dim + 8;
+      for (int64_t n_kv : {1, 8, 9, 37, 130}) {
+        const auto q = random_floats(6 * head_dim, 41 + n_kv);
+        const auto k = random_halves(n_kv * stride, 42 + n_kv), v = random_halves(n_kv * stride, 43 + n_kv);
+        std::vector<float> want(6 * head_dim), scores(n_kv);
+        const KvRun whole{k.data(), v.data(), n_kv};
+        fn(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 6);
+        for (int64_t block_size : {1, 3, 16}) {
+          std::vector<uint16_t> key_store, value_store;
+          const auto runs = scatter(k, v, stride, n_kv, block_size, key_store, value_store);
+          std::vector<float> got(6 * head_dim, NAN);
+          fn(shape, q.data(), runs, stride, scores.data(), got.data(), 0, 4);
+          fn(shape, q.data(), runs, stride, scores.data(), got.data(), 4, 6);
+          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
+              << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size;
+        }
+      }
+    }
+  }
+}
+
+// The AVX2 path (vector exp, other summation order) agrees with the scalar
+// reference to f16 rounding of the softmax numerators, on sharply peaked and
+// flat score distributions.
+TEST(AttentionAvx2Test, MatchesReference) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  for (float spread : {0.05f, 1.0f, 8.0f}) {
+    for (int head_dim : {8, 64, 72, 128}) {
+      const AttentionShape shape{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+      const int64_t stride = 3 * head_dim;
+      for (int64_t n_kv : {1, 5, 16, 33, 1000}) {
+        auto q = random_floats(9 * head_dim, 51 + n_kv);
+        for (auto& x : q) x *= spread;
+        const auto k = random_halves(n_kv * stride, 52 + n_kv), v = random_halves(n_kv * stride, 53 + n_kv);
+        std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(n_kv);
+        const KvRun whole{k.data(), v.data(), n_kv};
+        ref::attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 9);
+        avx2::attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 9);
+        for (size_t i = 0; i < want.size(); ++i) {
+          // Both round each softmax numerator to f16; the vector exp and
+          // libm's may land on neighbouring f16 values (2^-11 apart), so
+          // outputs (|v| <= 2) may differ by about 2 * 2^-11.
+          ASSERT_NEAR(got[i], want[i], 2e-3f)
+              << "spread " << spread << " head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -24,6 +24,10 @@ void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 // y[i] *= alpha
 void scale_f32(float alpha, float* y, int64_t n);
 
+// y[i] = x[i] rounded to IEEE f16 (nearest even; raw bits), as the KV cache
+// stores rows. Both paths give the same bits.
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
+
 // y[i] += x[i]
 void add_f32(const float* x, float* y, int64_t n);
 
@@ -33,6 +37,7 @@ void rms_norm(const float* x, const float* weight, float* y, int64_t n, float ep
 void swiglu(float* gate, const float* up, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace ref
 
 // AVX2+FMA versions; only call when cpu_features().has_avx2_fma().
@@ -41,6 +46,7 @@ void rms_norm(const float* x, const float* weight, float* y, int64_t n, float ep
 void swiglu(float* gate, const float* up, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace avx2
 
 }  // namespace omnibus

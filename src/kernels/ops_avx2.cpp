@@ -33,6 +33,15 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return sum;
 }
 
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  for (; i < n; ++i) y[i] = static_cast<uint16_t>(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
 void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
   const __m256 va = _mm256_set1_ps(alpha);
   int64_t i = 0;

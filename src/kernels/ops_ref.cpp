@@ -1,6 +1,7 @@
 #include <cmath>
 
 #include "kernels/ops.h"
+#include "tensor/quant.h"
 
 namespace omnibus::ref {
 
@@ -26,6 +27,10 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 
 void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
 }
 
 }  // namespace omnibus::ref

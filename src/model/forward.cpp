@@ -124,10 +124,8 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
   for (int i = 0; i < n; ++i) {
     const int block = rows[i].block_table[rows[i].pos / bs];
     const int offset = rows[i].pos % bs;
-    std::memcpy(kv.key_row(layer, block, offset), k_.data() + static_cast<int64_t>(i) * c.kv_dim(),
-                sizeof(float) * c.kv_dim());
-    std::memcpy(kv.value_row(layer, block, offset), v_.data() + static_cast<int64_t>(i) * c.kv_dim(),
-                sizeof(float) * c.kv_dim());
+    f32_to_f16_row(k_.data() + static_cast<int64_t>(i) * c.kv_dim(), kv.key_row(layer, block, offset), c.kv_dim());
+    f32_to_f16_row(v_.data() + static_cast<int64_t>(i) * c.kv_dim(), kv.value_row(layer, block, offset), c.kv_dim());
   }
 }
 

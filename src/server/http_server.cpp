@@ -137,6 +137,9 @@ httplib::Server::Handler HttpServer::Impl::route(RouteHandler handler, bool need
     try {
       if (needs_auth && !api_key.allows(req.get_header_value("Authorization"))) {
         send_error(res, unauthorized());
+      } else if (!service.loaded() && req.path != "/health" && req.path != "/metrics") {
+        // Every other route needs the tokenizer or the model.
+        send_error(res, service_unavailable("the model is still loading; retry shortly"));
       } else {
         handler(log, req, res);
       }
@@ -246,7 +249,9 @@ void HttpServer::Impl::handle_model(RequestLog&, const Request& req, Response& r
 void HttpServer::Impl::handle_health(Response& res) {
   if (!service.ready()) {
     // Not a refused request but a probe's answer: not counted as rejected.
-    return send_error(res, service_unavailable("the model is loading or the server is draining"), false);
+    return send_error(res,
+                      service_unavailable(service.loaded() ? "the server is draining" : "the model is still loading"),
+                      false);
   }
   res.status = 200;
   res.set_content(R"({"status":"ok"})", kJson);

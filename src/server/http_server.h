@@ -3,6 +3,8 @@
 //   POST /v1/completions, POST /v1/chat/completions   (JSON or SSE streaming)
 //   GET  /v1/models, GET /v1/models/{id}               (the one model)
 //   GET  /health      200 {"status":"ok"} when the service is ready, else 503
+//                     (loading or draining; every route but /health and
+//                     /metrics is 503 until the service is loaded())
 //   GET  /metrics     Prometheus text: the service's metrics + omnibus_http_*
 //   POST /tokenize, POST /detokenize                   (llama-server's shapes)
 //

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "engine/deferred_service.h"
 #include "server/http_test_support.h"
 
 namespace omnibus::server::testing {
@@ -303,6 +304,31 @@ TEST(HttpServerTest, HealthFollowsReadiness) {
   EXPECT_EQ(down.status, 503);
   EXPECT_TRUE(down.json()["error"].is_object());
   EXPECT_EQ(down.header("Retry-After"), "1");
+}
+
+TEST(HttpServerTest, WhileLoadingEveryRouteButHealthAndMetricsIs503) {
+  DeferredService deferred;
+  ServerHarness h(&deferred);
+  HttpReply health = h.get("/health");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_NE(health.json()["error"]["message"].get<std::string>().find("loading"), std::string::npos) << health.body;
+  EXPECT_EQ(health.header("Retry-After"), "1");
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"}, {"GET", "/v1/models"},
+           {"GET", "/v1/models/fake-model"}, {"POST", "/tokenize"}, {"POST", "/detokenize"}}) {
+    HttpReply r = method == "GET" ? h.get(path) : h.post(path, Json{{"prompt", "Hi"}});
+    EXPECT_EQ(r.status, 503) << method << " " << path << ": " << r.body;
+    EXPECT_TRUE(r.json()["error"].is_object()) << path;
+    EXPECT_EQ(r.header("Retry-After"), "1") << path;
+  }
+  HttpReply metrics = h.get("/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("omnibus_http_responses_total"), std::string::npos);
+
+  deferred.set(&h.service());
+  EXPECT_EQ(h.get("/health").status, 200);
+  HttpReply done = h.post("/v1/completions", Json{{"prompt", "Hi"}, {"max_tokens", 1}});
+  EXPECT_EQ(done.status, 200) << done.body;
 }
 
 TEST(HttpServerTest, MetricsJoinEngineAndHttpCounters) {

@@ -40,11 +40,14 @@ struct HttpReply {
 
 class ServerHarness {
  public:
-  explicit ServerHarness(HttpServerOptions options = {}) {
+  explicit ServerHarness(HttpServerOptions options = {}) : ServerHarness(nullptr, std::move(options)) {}
+  // front: the service the server talks to, if not the fake itself (e.g. a
+  // DeferredService that later forwards to service()).
+  explicit ServerHarness(InferenceService* front, HttpServerOptions options = {}) {
     set_log_level(LogLevel::kWarn);
     options.host = "127.0.0.1";
     options.port = 0;
-    server_ = std::make_unique<HttpServer>(service_, std::move(options));
+    server_ = std::make_unique<HttpServer>(front != nullptr ? *front : service_, std::move(options));
     Status s = server_->bind();
     EXPECT_TRUE(s.is_ok()) << s.to_string();
     thread_ = std::thread([this] { server_->serve(); });

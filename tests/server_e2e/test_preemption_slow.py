@@ -10,11 +10,11 @@ from conftest import MODEL_ID
 
 pytestmark = pytest.mark.slow
 
-# K/V per token: 30 layers x 192 (kv_dim) x 2 (K, V) x 4 bytes = 46,080 bytes;
-# a 16-token block is 737,280 bytes, so 4 MiB holds 5 blocks (80 tokens): one
+# K/V per token: 30 layers x 192 (kv_dim) x 2 (K, V) x 2 bytes (f16) = 23,040
+# bytes; a 16-token block is 368,640 bytes, so 2 MiB holds 5 blocks (80 tokens): one
 # request (~8 prompt tokens + 24) fits, three running at once do not.
-KV_MIB = 4
-POOL_TOKENS = (KV_MIB << 20) // (46080 * 16) * 16
+KV_MIB = 2
+POOL_TOKENS = (KV_MIB << 20) // (23040 * 16) * 16
 MAX_TOKENS = 24
 PROMPTS = ["The history of the printing press begins in", "A recipe for bread: first, take",
            "The rules of chess say that a bishop", "In the deep ocean, strange fish",

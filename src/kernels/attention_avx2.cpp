@@ -1,0 +1,205 @@
+// AVX2+FMA attention for one query row (see attention.h). Same two passes as
+// the reference, vectorised:
+//  * scores: eight positions at a time, each with an 8-lane accumulator over
+//    head_dim, reduced by one transposing add tree; every position's lanes
+//    are reduced in the same order whether it sits in a full group of eight,
+//    a short group at the end of a run, or another run, so the scores (and
+//    so the output) do not depend on how positions are split into runs;
+//  * softmax: a vector exp (Cephes-style range reduction and polynomial,
+//    under 1 ulp on the range used) over the contiguous score buffer, each
+//    numerator rounded to f16, summed in 8 lanes in position order;
+//  * values: head_dim accumulators held in registers 64 floats at a time,
+//    one FMA per value element, scaled by 1/sum once at the end.
+// K and V are f16 (the cache's format), widened with F16C as they load. Q
+// and the softmax numerators are rounded to f16 as llama.cpp's CPU
+// attention does: the golden tests agree with llama.cpp a little better so
+// (docs/correctness.md).
+// Requires head_dim % 8 == 0; attention.cpp falls back to the reference
+// otherwise.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/attention.h"
+
+namespace omnibus::avx2 {
+namespace {
+
+// Lane p of the result = the sum of the 8 lanes of acc[p], as
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
+inline __m256 transpose_sum8(const __m256 (&acc)[8]) {
+  const __m256 t01 = _mm256_hadd_ps(acc[0], acc[1]);
+  const __m256 t23 = _mm256_hadd_ps(acc[2], acc[3]);
+  const __m256 t45 = _mm256_hadd_ps(acc[4], acc[5]);
+  const __m256 t67 = _mm256_hadd_ps(acc[6], acc[7]);
+  const __m256 u = _mm256_hadd_ps(t01, t23);  // p0..p3: (l0+l1)+(l2+l3) | (l4+l5)+(l6+l7)
+  const __m256 v = _mm256_hadd_ps(t45, t67);  // p4..p7
+  const __m256 lo = _mm256_permute2f128_ps(u, v, 0x20);
+  const __m256 hi = _mm256_permute2f128_ps(u, v, 0x31);
+  return _mm256_add_ps(lo, hi);
+}
+
+// 8 f16 values widened to f32.
+inline __m256 load_f16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Scores of `count` (1..8) consecutive positions starting at k (rows
+// `stride` elements apart) against qh, times `scale`, into out[0..count).
+inline void score_group(const float* qh, const uint16_t* k, int64_t stride, int count, int head_dim, float scale,
+                        float* out) {
+  __m256 acc[8];
+  for (int p = 0; p < 8; ++p) acc[p] = _mm256_setzero_ps();
+  for (int d = 0; d < head_dim; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(qh + d);
+    // Unused positions keep zero accumulators: their lanes of the sum are
+    // discarded and do not touch the others.
+    switch (count) {
+      case 8: acc[7] = _mm256_fmadd_ps(qv, load_f16x8(k + 7 * stride + d), acc[7]); [[fallthrough]];
+      case 7: acc[6] = _mm256_fmadd_ps(qv, load_f16x8(k + 6 * stride + d), acc[6]); [[fallthrough]];
+      case 6: acc[5] = _mm256_fmadd_ps(qv, load_f16x8(k + 5 * stride + d), acc[5]); [[fallthrough]];
+      case 5: acc[4] = _mm256_fmadd_ps(qv, load_f16x8(k + 4 * stride + d), acc[4]); [[fallthrough]];
+      case 4: acc[3] = _mm256_fmadd_ps(qv, load_f16x8(k + 3 * stride + d), acc[3]); [[fallthrough]];
+      case 3: acc[2] = _mm256_fmadd_ps(qv, load_f16x8(k + 2 * stride + d), acc[2]); [[fallthrough]];
+      case 2: acc[1] = _mm256_fmadd_ps(qv, load_f16x8(k + 1 * stride + d), acc[1]); [[fallthrough]];
+      default: acc[0] = _mm256_fmadd_ps(qv, load_f16x8(k + d), acc[0]);
+    }
+  }
+  const __m256 s = _mm256_mul_ps(transpose_sum8(acc), _mm256_set1_ps(scale));
+  if (count == 8) {
+    _mm256_storeu_ps(out, s);
+  } else {
+    alignas(32) float tmp[8];
+    _mm256_store_ps(tmp, s);
+    std::copy(tmp, tmp + count, out);
+  }
+}
+
+// e^x for x <= 0 (softmax inputs after subtracting the max); below about
+// -87.3 the result is the smallest normal float, ~1e-38, not 0: harmless
+// next to the max position's 1.
+inline __m256 exp_nonpositive(__m256 x) {
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.33654f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // r = x - n ln2, with ln2 split so n * hi is exact.
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 r2 = _mm256_mul_ps(r, r);
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, r2, r), _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(bits));
+}
+
+// x rounded to the nearest f16 value.
+inline __m256 round_f16(__m256 x) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// scores[j] = e^(scores[j] - max); returns the sum, 8 lanes in order then hsum.
+float softmax_numerators(float* scores, int64_t n) {
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(scores + j));
+  float max_score = -INFINITY;
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  for (float l : lanes) max_score = std::max(max_score, l);
+  for (; j < n; ++j) max_score = std::max(max_score, scores[j]);
+
+  const __m256 m = _mm256_set1_ps(max_score);
+  __m256 sum = _mm256_setzero_ps();
+  j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = round_f16(exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + j), m)));
+    _mm256_storeu_ps(scores + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (j < n) {
+    alignas(32) float tail[8];
+    const int rest = static_cast<int>(n - j);
+    for (int i = 0; i < 8; ++i) tail[i] = i < rest ? scores[j + i] : -INFINITY;  // e^-inf lanes -> ~0, masked below
+    __m256 e = round_f16(exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), m)));
+    alignas(32) float keep[8];
+    for (int i = 0; i < 8; ++i) keep[i] = i < rest ? 1.0f : 0.0f;
+    e = _mm256_mul_ps(e, _mm256_load_ps(keep));
+    _mm256_store_ps(tail, e);
+    std::copy(tail, tail + rest, scores + j);
+    sum = _mm256_add_ps(sum, e);
+  }
+  return hsum(sum);
+}
+
+// out[0..width) = sum over positions of p_j * v_j[0..width), width <= 64 and
+// a multiple of 8; accumulators stay in registers.
+template <int kMaxVecs>
+void weighted_values(const float* scores, std::span<const KvRun> runs, int64_t stride, int64_t offset, int width,
+                     float inv_sum, float* out) {
+  const int vecs = width / 8;
+  __m256 acc[kMaxVecs];
+  for (int c = 0; c < kMaxVecs; ++c) acc[c] = _mm256_setzero_ps();
+  const float* p = scores;
+  for (const KvRun& run : runs) {
+    const uint16_t* v = run.v + offset;
+    for (int64_t j = 0; j < run.count; ++j, ++p, v += stride) {
+      const __m256 w = _mm256_set1_ps(*p);
+#pragma GCC unroll 8
+      for (int c = 0; c < kMaxVecs; ++c) {
+        if (c < vecs) acc[c] = _mm256_fmadd_ps(w, load_f16x8(v + 8 * c), acc[c]);
+      }
+    }
+  }
+  const __m256 scale = _mm256_set1_ps(inv_sum);
+  for (int c = 0; c < vecs; ++c) _mm256_storeu_ps(out + 8 * c, _mm256_mul_ps(acc[c], scale));
+}
+
+}  // namespace
+
+void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                         float* scores, float* out, int head_begin, int head_end) {
+  const int group = s.n_head / s.n_head_kv;
+  for (int h = head_begin; h < head_end; ++h) {
+    const int64_t kv_offset = static_cast<int64_t>(h / group) * s.head_dim;
+    // Q rounded to f16, as llama.cpp's CPU attention does.
+    alignas(32) float qh[kMaxHeadDim];
+    const float* qsrc = q + static_cast<int64_t>(h) * s.head_dim;
+    for (int d = 0; d < s.head_dim; d += 8) {
+      const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(qsrc + d), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm256_store_ps(qh + d, _mm256_cvtph_ps(half));
+    }
+    int64_t n_kv = 0;
+    for (const KvRun& run : runs) {
+      const uint16_t* k = run.k + kv_offset;
+      for (int64_t j = 0; j < run.count; j += 8) {
+        const int count = static_cast<int>(std::min<int64_t>(8, run.count - j));
+        score_group(qh, k + j * row_stride, row_stride, count, s.head_dim, s.scale, scores + n_kv + j);
+      }
+      n_kv += run.count;
+    }
+    float* oh = out + static_cast<int64_t>(h) * s.head_dim;
+    if (n_kv == 0) {
+      std::fill(oh, oh + s.head_dim, 0.0f);
+      continue;
+    }
+    const float inv_sum = 1.0f / softmax_numerators(scores, n_kv);
+    for (int d = 0; d < s.head_dim; d += 64) {
+      weighted_values<8>(scores, runs, row_stride, kv_offset + d, std::min(64, s.head_dim - d), inv_sum, oh + d);
+    }
+  }
+}
+
+}  // namespace omnibus::avx2
