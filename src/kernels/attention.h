@@ -21,7 +21,8 @@ struct AttentionShape {
 
 // q: n_head*head_dim floats. k, v: n_kv rows of IEEE f16 (raw bits, as the
 // KV cache stores them), `row_stride` elements apart, each
-// n_head_kv*head_dim. scores: scratch for n_kv floats. out: n_head*head_dim.
+// n_head_kv*head_dim. scores: scratch for (head_end - head_begin) * n_kv
+// floats. out: n_head*head_dim.
 // Heads [head_begin, head_end) only, so callers can split heads over threads.
 void attention_row(const AttentionShape& shape, const float* q, const uint16_t* k, const uint16_t* v,
                    int64_t row_stride, int64_t n_kv, float* scores, float* out, int head_begin, int head_end);
@@ -38,8 +39,10 @@ struct KvRun {
 // attention_row over positions split into runs, in position order (the
 // positions are run 0's, then run 1's, ...). The arithmetic and its order are
 // exactly attention_row's, so the result is bit-identical to attention_row on
-// the same positions laid out contiguously. scores: scratch for the total
-// count of positions.
+// the same positions laid out contiguously, and a head's output does not
+// depend on which other heads the call covers. scores: scratch for
+// (head_end - head_begin) x the total count of positions. Covering a whole
+// GQA group in one call lets the heads share each KV block's reads.
 void attention_row_paged(const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
                          int64_t row_stride, float* scores, float* out, int head_begin, int head_end);
 

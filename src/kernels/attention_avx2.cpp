@@ -8,8 +8,10 @@
 //  * softmax: a vector exp (Cephes-style range reduction and polynomial,
 //    under 1 ulp on the range used) over the contiguous score buffer, each
 //    numerator rounded to f16, summed in 8 lanes in position order;
-//  * values: head_dim accumulators held in registers 64 floats at a time,
-//    one FMA per value element, scaled by 1/sum once at the end.
+//  * values: accumulators for 64 output floats at a time, one FMA per value
+//    element in position order, scaled by 1/sum once at the end;
+//  * all heads of a call are served block by block, so GQA heads sharing a
+//    KV head reuse its block from L1.
 // K and V are f16 (the cache's format), widened with F16C as they load. Q
 // and the softmax numerators are rounded to f16 as llama.cpp's CPU
 // attention does: the golden tests agree with llama.cpp a little better so
@@ -144,61 +146,92 @@ float softmax_numerators(float* scores, int64_t n) {
   return hsum(sum);
 }
 
-// out[0..width) = sum over positions of p_j * v_j[0..width), width <= 64 and
-// a multiple of 8; accumulators stay in registers.
-template <int kMaxVecs>
-void weighted_values(const float* scores, std::span<const KvRun> runs, int64_t stride, int64_t offset, int width,
-                     float inv_sum, float* out) {
+// out[0..width) += p_j * v_j[0..width) for the `count` positions of one run
+// starting at v and p, width <= 64 and a multiple of 8. The accumulators are
+// loaded from and stored back to `out`, exactly, so a head's sum is the same
+// chain of FMAs in position order whether or not other heads' runs are
+// interleaved with it.
+inline void accumulate_values(const float* p, const uint16_t* v, int64_t stride, int64_t count, int width,
+                              float* out) {
   const int vecs = width / 8;
-  __m256 acc[kMaxVecs];
-  for (int c = 0; c < kMaxVecs; ++c) acc[c] = _mm256_setzero_ps();
-  const float* p = scores;
-  for (const KvRun& run : runs) {
-    const uint16_t* v = run.v + offset;
-    for (int64_t j = 0; j < run.count; ++j, ++p, v += stride) {
-      const __m256 w = _mm256_set1_ps(*p);
+  __m256 acc[8];
+  for (int c = 0; c < 8; ++c) acc[c] = c < vecs ? _mm256_loadu_ps(out + 8 * c) : _mm256_setzero_ps();
+  for (int64_t j = 0; j < count; ++j, v += stride) {
+    const __m256 w = _mm256_set1_ps(p[j]);
 #pragma GCC unroll 8
-      for (int c = 0; c < kMaxVecs; ++c) {
-        if (c < vecs) acc[c] = _mm256_fmadd_ps(w, load_f16x8(v + 8 * c), acc[c]);
-      }
+    for (int c = 0; c < 8; ++c) {
+      if (c < vecs) acc[c] = _mm256_fmadd_ps(w, load_f16x8(v + 8 * c), acc[c]);
     }
   }
-  const __m256 scale = _mm256_set1_ps(inv_sum);
-  for (int c = 0; c < vecs; ++c) _mm256_storeu_ps(out + 8 * c, _mm256_mul_ps(acc[c], scale));
+  for (int c = 0; c < vecs; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
+}
+
+// Heads [head_begin, head_end), at most kMaxHeadsPerPass of them. Each
+// pass over a run (a KV block) serves every head before moving on, so the
+// heads that share a KV head (GQA) read its block from L1 rather than from
+// memory once each; each head's arithmetic is unchanged by the grouping.
+constexpr int kMaxHeadsPerPass = 16;
+
+void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                  float* scores, float* out, int head_begin, int head_end) {
+  const int group = s.n_head / s.n_head_kv;
+  const int heads = head_end - head_begin;
+  int64_t n_kv = 0;
+  for (const KvRun& run : runs) n_kv += run.count;
+  // Q rounded to f16, as llama.cpp's CPU attention does.
+  alignas(32) float qbuf[kMaxHeadsPerPass][kMaxHeadDim];
+  for (int i = 0; i < heads; ++i) {
+    const float* qsrc = q + static_cast<int64_t>(head_begin + i) * s.head_dim;
+    for (int d = 0; d < s.head_dim; d += 8) {
+      const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(qsrc + d), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm256_store_ps(qbuf[i] + d, _mm256_cvtph_ps(half));
+    }
+  }
+  auto kv_offset = [&](int i) { return static_cast<int64_t>((head_begin + i) / group) * s.head_dim; };
+  // Scores: head i's go to scores[i * n_kv ...].
+  int64_t first = 0;
+  for (const KvRun& run : runs) {
+    for (int64_t j = 0; j < run.count; j += 8) {
+      const int count = static_cast<int>(std::min<int64_t>(8, run.count - j));
+      for (int i = 0; i < heads; ++i) {
+        score_group(qbuf[i], run.k + kv_offset(i) + j * row_stride, row_stride, count, s.head_dim, s.scale,
+                    scores + i * n_kv + first + j);
+      }
+    }
+    first += run.count;
+  }
+  float inv_sum[kMaxHeadsPerPass];
+  for (int i = 0; i < heads; ++i) {
+    float* oh = out + static_cast<int64_t>(head_begin + i) * s.head_dim;
+    std::fill(oh, oh + s.head_dim, 0.0f);
+    inv_sum[i] = n_kv == 0 ? 0.0f : 1.0f / softmax_numerators(scores + i * n_kv, n_kv);
+  }
+  if (n_kv == 0) return;
+  // Values, 64 output floats at a time.
+  for (int d = 0; d < s.head_dim; d += 64) {
+    const int width = std::min(64, s.head_dim - d);
+    first = 0;
+    for (const KvRun& run : runs) {
+      for (int i = 0; i < heads; ++i) {
+        accumulate_values(scores + i * n_kv + first, run.v + kv_offset(i) + d, row_stride, run.count, width,
+                          out + static_cast<int64_t>(head_begin + i) * s.head_dim + d);
+      }
+      first += run.count;
+    }
+  }
+  for (int i = 0; i < heads; ++i) {
+    float* oh = out + static_cast<int64_t>(head_begin + i) * s.head_dim;
+    const __m256 scale = _mm256_set1_ps(inv_sum[i]);
+    for (int d = 0; d < s.head_dim; d += 8) _mm256_storeu_ps(oh + d, _mm256_mul_ps(_mm256_loadu_ps(oh + d), scale));
+  }
 }
 
 }  // namespace
 
 void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                          float* scores, float* out, int head_begin, int head_end) {
-  const int group = s.n_head / s.n_head_kv;
-  for (int h = head_begin; h < head_end; ++h) {
-    const int64_t kv_offset = static_cast<int64_t>(h / group) * s.head_dim;
-    // Q rounded to f16, as llama.cpp's CPU attention does.
-    alignas(32) float qh[kMaxHeadDim];
-    const float* qsrc = q + static_cast<int64_t>(h) * s.head_dim;
-    for (int d = 0; d < s.head_dim; d += 8) {
-      const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(qsrc + d), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm256_store_ps(qh + d, _mm256_cvtph_ps(half));
-    }
-    int64_t n_kv = 0;
-    for (const KvRun& run : runs) {
-      const uint16_t* k = run.k + kv_offset;
-      for (int64_t j = 0; j < run.count; j += 8) {
-        const int count = static_cast<int>(std::min<int64_t>(8, run.count - j));
-        score_group(qh, k + j * row_stride, row_stride, count, s.head_dim, s.scale, scores + n_kv + j);
-      }
-      n_kv += run.count;
-    }
-    float* oh = out + static_cast<int64_t>(h) * s.head_dim;
-    if (n_kv == 0) {
-      std::fill(oh, oh + s.head_dim, 0.0f);
-      continue;
-    }
-    const float inv_sum = 1.0f / softmax_numerators(scores, n_kv);
-    for (int d = 0; d < s.head_dim; d += 64) {
-      weighted_values<8>(scores, runs, row_stride, kv_offset + d, std::min(64, s.head_dim - d), inv_sum, oh + d);
-    }
+  for (int h = head_begin; h < head_end; h += kMaxHeadsPerPass) {
+    attend_heads(s, q, runs, row_stride, scores, out, h, std::min(head_end, h + kMaxHeadsPerPass));
   }
 }
 

@@ -60,7 +60,7 @@ TEST(AttentionPagedTest, BitIdenticalToContiguous) {
   for (int64_t n_kv : {1, 7, 37}) {
     const auto q = random_floats(6 * 12, 21 + n_kv);
     const auto k = random_halves(n_kv * stride, 22 + n_kv), v = random_halves(n_kv * stride, 23 + n_kv);
-    std::vector<float> want(6 * 12), scores(n_kv);
+    std::vector<float> want(6 * 12), scores(6 * n_kv);  // one score row per head of a call
     attention_row(shape, q.data(), k.data(), v.data(), stride, n_kv, scores.data(), want.data(), 0, 6);
     for (int64_t block_size : {1, 3, 16}) {
       std::vector<uint16_t> key_store, value_store;
@@ -79,7 +79,7 @@ TEST(AttentionPagedTest, EmptyRunsAreSkipped) {
   const AttentionShape shape{2, 1, 8, 0.5f};
   const auto q = random_floats(16, 31);
   const auto k = random_halves(5 * 8, 32), v = random_halves(5 * 8, 33);
-  std::vector<float> want(16), got(16), scores(5);
+  std::vector<float> want(16), got(16), scores(2 * 5);
   attention_row(shape, q.data(), k.data(), v.data(), 8, 5, scores.data(), want.data(), 0, 2);
   const KvRun runs[] = {{k.data(), v.data(), 2}, {nullptr, nullptr, 0}, {k.data() + 16, v.data() + 16, 3}};
   attention_row_paged(shape, q.data(), runs, 8, scores.data(), got.data(), 0, 2);
@@ -100,7 +100,7 @@ TEST(AttentionPagedTest, EachPathIsBitIdenticalAcrossBlockLayouts) {
       for (int64_t n_kv : {1, 8, 9, 37, 130}) {
         const auto q = random_floats(6 * head_dim, 41 + n_kv);
         const auto k = random_halves(n_kv * stride, 42 + n_kv), v = random_halves(n_kv * stride, 43 + n_kv);
-        std::vector<float> want(6 * head_dim), scores(n_kv);
+        std::vector<float> want(6 * head_dim), scores(6 * n_kv);
         const KvRun whole{k.data(), v.data(), n_kv};
         fn(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 6);
         for (int64_t block_size : {1, 3, 16}) {
@@ -117,6 +117,23 @@ TEST(AttentionPagedTest, EachPathIsBitIdenticalAcrossBlockLayouts) {
   }
 }
 
+// One call over many heads (GQA groups sharing KV reads) gives each head
+// exactly what a call for that head alone gives.
+TEST(AttentionPagedTest, HeadsTogetherEqualHeadsAlone) {
+  const AttentionShape shape{9, 3, 64, 0.125f};
+  const int64_t stride = 3 * 64, n_kv = 77;
+  const auto q = random_floats(9 * 64, 61);
+  const auto k = random_halves(n_kv * stride, 62), v = random_halves(n_kv * stride, 63);
+  std::vector<uint16_t> key_store, value_store;
+  const auto runs = scatter(k, v, stride, n_kv, 16, key_store, value_store);
+  std::vector<float> together(9 * 64), alone(9 * 64), scores(9 * n_kv);
+  attention_row_paged(shape, q.data(), runs, stride, scores.data(), together.data(), 0, 9);
+  for (int h = 0; h < 9; ++h) attention_row_paged(shape, q.data(), runs, stride, scores.data(), alone.data(), h, h + 1);
+  EXPECT_EQ(0, std::memcmp(together.data(), alone.data(), sizeof(float) * together.size()));
+  attention_row_paged(shape, q.data(), runs, stride, scores.data(), together.data(), 2, 7);  // across groups
+  EXPECT_EQ(0, std::memcmp(together.data(), alone.data(), sizeof(float) * together.size()));
+}
+
 // The AVX2 path (vector exp, other summation order) agrees with the scalar
 // reference to f16 rounding of the softmax numerators, on sharply peaked and
 // flat score distributions.
@@ -130,7 +147,7 @@ TEST(AttentionAvx2Test, MatchesReference) {
         auto q = random_floats(9 * head_dim, 51 + n_kv);
         for (auto& x : q) x *= spread;
         const auto k = random_halves(n_kv * stride, 52 + n_kv), v = random_halves(n_kv * stride, 53 + n_kv);
-        std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(n_kv);
+        std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
         const KvRun whole{k.data(), v.data(), n_kv};
         ref::attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 9);
         avx2::attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 9);

@@ -104,7 +104,7 @@ TEST(AttentionTest, MatchesNaiveSoftmaxWithGqa) {
   f32_to_f16_row(k.data(), kh.data(), n_kv * stride);
   f32_to_f16_row(v.data(), vh.data(), n_kv * stride);
   for (size_t i = 0; i < k.size(); ++i) k[i] = f16_to_f32(kh[i]), v[i] = f16_to_f32(vh[i]);
-  std::vector<float> out(4 * 8), scores(n_kv);
+  std::vector<float> out(4 * 8), scores(4 * n_kv);
   attention_row(shape, q.data(), kh.data(), vh.data(), stride, n_kv, scores.data(), out.data(), 0, 4);
   for (int h = 0; h < 4; ++h) {
     const int kvh = h / 2;

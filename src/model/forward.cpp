@@ -27,7 +27,8 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   rope_sin_.resize(b * (c.rope.rot_dims / 2 + 1));
   max_positions_ = max_positions;
   scores_stride_ = (max_positions + 15) / 16 * 16;
-  scores_.resize(static_cast<size_t>(pool_.size()) * scores_stride_);
+  // Per thread: scores of up to kHeadsPerCall heads at once (attend()).
+  scores_.resize(static_cast<size_t>(pool_.size()) * kHeadsPerCall * scores_stride_);
   // A row attends to at most max_positions positions, so at most that many
   // blocks even with block_size 1.
   runs_.resize(static_cast<size_t>(pool_.size()) * scores_stride_);
@@ -147,22 +148,23 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
   const ModelConfig& c = model_->config();
   const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   // Work items are (row, head) pairs split evenly across threads; each item's
-  // arithmetic is the same whichever thread runs it.
+  // arithmetic is the same whichever thread runs it. A thread's consecutive
+  // heads of one row go into one call (up to kHeadsPerCall), so heads that
+  // share a KV head (GQA) share its reads; a head's result does not depend
+  // on the call it is in.
   const int64_t items = static_cast<int64_t>(rows.size()) * c.n_head;
   pool_.run([&](int t, int count) {
-    float* scores = scores_.data() + t * scores_stride_;
+    float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
     KvRun* runs = runs_.data() + t * scores_stride_;
-    int runs_row = -1;  // the row `runs` was built for
-    size_t n_runs = 0;
-    for (int64_t it = items * t / count; it < items * (t + 1) / count; ++it) {
+    const int64_t end = items * (t + 1) / count;
+    for (int64_t it = items * t / count; it < end;) {
       const int i = static_cast<int>(it / c.n_head);
       const int h = static_cast<int>(it % c.n_head);
-      if (i != runs_row) {
-        n_runs = block_runs(rows[i], layer, kv, runs);
-        runs_row = i;
-      }
+      const int h_end = static_cast<int>(std::min<int64_t>({c.n_head, h + kHeadsPerCall, h + (end - it)}));
+      const size_t n_runs = block_runs(rows[i], layer, kv, runs);
       attention_row_paged(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
-                          kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * c.q_dim(), h, h + 1);
+                          kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * c.q_dim(), h, h_end);
+      it += h_end - h;
     }
   });
 }

@@ -75,6 +75,7 @@ class ForwardPass {
   std::vector<KvRun> runs_;  // per thread, scores_stride_ each: one run per block
   int64_t max_positions_;
   int64_t scores_stride_;
+  static constexpr int kHeadsPerCall = 16;  // heads per attention call (scratch: this many score rows)
 };
 
 }  // namespace omnibus
