@@ -222,6 +222,22 @@ TEST_F(ServingEngineTest, PreemptionUnderATinyPoolStillGivesTheSameTokens) {
   EXPECT_EQ(m.find("omnibus_preemptions_total 0\n"), std::string::npos) << "expected preemptions\n" << m;
 }
 
+// An unreachable TPOT objective throttles admission down to one running
+// sequence; every request still completes, with the same tokens.
+TEST_F(ServingEngineTest, TpotObjectiveThrottlesAdmissionWithoutChangingTokens) {
+  const auto ps = prompts(6);
+  ServingEngineOptions plain;
+  const std::vector<Output> alone = run_alone(plain, ps, 12);
+  ServingEngineOptions slo;
+  slo.slo.tpot_seconds = 1e-9;
+  auto engine = make_engine(slo);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& p : ps) streams.push_back(*engine->submit(greedy(p, 12)));
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(collect(*streams[i]).tokens, alone[i].tokens) << i;
+  const std::string m = engine->metrics_text();
+  EXPECT_NE(m.find("omnibus_admission_limit 1\n"), std::string::npos) << m;
+}
+
 TEST_F(ServingEngineTest, CancelledStreamsFreeEveryBlock) {
   auto engine = make_engine({});
   std::vector<std::shared_ptr<RequestStream>> streams;

@@ -37,6 +37,7 @@ struct ServingEngine::Active {
 namespace {
 
 constexpr auto kIdlePoll = std::chrono::milliseconds(20);
+constexpr double kAdmissionTargetShare = 0.85;  // of the TPOT objective
 
 }  // namespace
 
@@ -77,6 +78,14 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   OMNIBUS_ASSIGN_OR_RETURN(KvManager kv, KvManager::create(kv_options));
   e->kv_ = std::make_unique<KvManager>(std::move(kv));
   e->scheduler_ = std::make_unique<Scheduler>(options.scheduler, *e->kv_);
+  if (options.slo.tpot_seconds > 0 && options.scheduler.policy == BatchingPolicy::kContinuous) {
+    // Aim a little under the objective: TPOT is judged per request over all
+    // its steps, and step times vary.
+    e->admission_ = std::make_unique<AdmissionController>(kAdmissionTargetShare * options.slo.tpot_seconds,
+                                                          options.scheduler.max_seqs);
+    log_info("admission follows the TPOT objective: steps kept under {:.0f} ms by running fewer sequences",
+             1000 * e->admission_->target_step_seconds());
+  }
   const int max_batch = static_cast<int>(options.scheduler.max_batched_tokens);
   e->forward_ = std::make_unique<ForwardPass>(model, max_batch, e->context_length_, options.threads);
   e->rows_.reserve(max_batch);
@@ -252,6 +261,7 @@ void ServingEngine::publish_gauges() {
   gauges_.prefix_hit_tokens = kv.prefix_hit_tokens;
   gauges_.preemptions = s.preemptions;
   gauges_.steps = s.steps;
+  gauges_.admission_limit = scheduler_->admission_limit();
 }
 
 void ServingEngine::sample_chunks(const StepPlan& plan, std::vector<SampledToken>& sampled) {
@@ -306,6 +316,12 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
   std::vector<SampledToken> sampled;
   sample_chunks(plan, sampled);
+  if (admission_) {
+    int64_t decode_rows = 0;
+    for (const ScheduledChunk& c : plan.chunks) decode_rows += c.tokens.size() == 1 && c.needs_logits ? 1 : 0;
+    const auto total = static_cast<int64_t>(rows_.size());
+    scheduler_->set_admission_limit(admission_->on_step(now_seconds() - now, decode_rows, total - decode_rows));
+  }
   OMNIBUS_RETURN_IF_ERROR(scheduler_->on_step_done(plan, sampled));
   for (const SampledToken& t : sampled) {
     if (scheduler_->find(t.seq) == nullptr) {

@@ -35,6 +35,7 @@
 #include "model/forward.h"
 #include "model/model.h"
 #include "model/paged_kv_store.h"
+#include "sched/admission_controller.h"
 #include "sched/scheduler.h"
 
 namespace omnibus {
@@ -108,6 +109,9 @@ class ServingEngine final : public InferenceService {
   std::unique_ptr<PagedKvStore> kv_store_;
   std::unique_ptr<KvManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
+  // Set when a TPOT objective is given (continuous batching): caps
+  // admissions so steps stay within it.
+  std::unique_ptr<AdmissionController> admission_;
   std::unordered_map<SeqId, std::unique_ptr<Active>> active_;
   std::vector<BatchRow> rows_;
   std::vector<float> logits_;

@@ -72,6 +72,9 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
             double(g.prefix_hit_tokens));
   w.counter("omnibus_preemptions_total", "Sequences preempted (K/V freed, recomputed later).", double(g.preemptions));
   w.counter("omnibus_engine_steps_total", "Engine steps that ran the model.", double(g.steps));
+  w.gauge("omnibus_admission_limit",
+          "Running sequences admitted up to: --max-seqs, or lower to keep steps within --slo-tpot-ms.",
+          double(g.admission_limit));
   w.gauge("omnibus_num_requests_running", "Sequences holding KV blocks.", double(g.running));
   w.gauge("omnibus_num_requests_waiting", "Sequences queued (new or preempted).", double(g.waiting));
   w.gauge("omnibus_kv_blocks_used", "KV blocks referenced by a sequence.", double(g.kv_blocks_used));

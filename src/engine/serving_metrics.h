@@ -42,6 +42,7 @@ struct EngineGauges {
   int64_t prefix_hit_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
+  int64_t admission_limit = 0;  // running sequences admitted up to (max_seqs unless a TPOT objective lowers it)
 };
 
 enum class RequestOutcome { kCompleted, kRejected, kCancelled, kError };

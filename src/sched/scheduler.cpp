@@ -37,7 +37,8 @@ struct Scheduler::Planner {
   bool preempted_any = false;   // then admit no one: memory is short
 };
 
-Scheduler::Scheduler(const SchedulerConfig& config, KvManager& kv) : config_(config), kv_(kv) {}
+Scheduler::Scheduler(const SchedulerConfig& config, KvManager& kv)
+    : config_(config), kv_(kv), admission_limit_(config.max_seqs) {}
 
 Status Scheduler::add(SequenceState seq) {
   const std::string name = "request " + std::to_string(seq.id);
@@ -197,11 +198,15 @@ void Scheduler::maybe_start_batch(double now) {
   batch_.insert(waiting_.begin(), waiting_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
+void Scheduler::set_admission_limit(std::int32_t limit) {
+  admission_limit_ = std::clamp(limit, std::int32_t{1}, config_.max_seqs);
+}
+
 // FCFS: stops at the first sequence that cannot start, so a large request
 // is not overtaken forever by small ones behind it.
 void Scheduler::admit_waiting(Planner& p) {
   while (!waiting_.empty() && p.budget > 0 &&
-         static_cast<std::int64_t>(running_.size()) < config_.max_seqs) {
+         static_cast<std::int64_t>(running_.size()) < admission_limit_) {
     const SeqId id = waiting_.front();
     if (!batch_may_admit(id)) break;
     SequenceState& s = seqs_.at(id);

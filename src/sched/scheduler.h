@@ -101,6 +101,13 @@ class Scheduler {
   // Internal error if a chunk that needed logits has no sampled token.
   Status on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled);
 
+  // Caps how many sequences may be running before waiting ones are
+  // admitted (clamped to [1, max_seqs]); sequences already running are never
+  // stopped for it. The engine lowers it to keep step time within a TPOT
+  // objective (AdmissionController). Default: max_seqs.
+  void set_admission_limit(std::int32_t limit);
+  std::int32_t admission_limit() const { return admission_limit_; }
+
   // Null if the id is not live (finished sequences are forgotten).
   const SequenceState* find(SeqId seq) const;
   std::int64_t num_waiting() const { return static_cast<std::int64_t>(waiting_.size()); }
@@ -127,6 +134,7 @@ class Scheduler {
   std::unordered_map<SeqId, SequenceState> seqs_;  // every live sequence
   std::deque<SeqId> waiting_;                      // FCFS; preempted at the front
   std::vector<SeqId> running_;                     // in admission order
+  std::int32_t admission_limit_;
   std::unordered_set<SeqId> pending_aborts_;
   std::vector<FinishedSeq> finished_since_plan_;
   // Static/dynamic: the members of the current batch not yet finished.

@@ -134,6 +134,39 @@ TEST(SchedulerTest, ChunkedPrefillInterleavesWithDecodes) {
   EXPECT_EQ(p.chunks[2].start_pos, 33);  // the token sampled after the prompt
 }
 
+// The admission limit caps new admissions only (clamped to [1, max_seqs]);
+// lowering it below the running count stops no one already running.
+TEST(SchedulerTest, AdmissionLimitCapsAdmissionsNotRunningSequences) {
+  KvManager kv = make_kv(200, 4);
+  Scheduler s(continuous(64, 4), kv);
+  FakeModel m;
+  EXPECT_EQ(s.admission_limit(), 4);
+  s.set_admission_limit(99);
+  EXPECT_EQ(s.admission_limit(), 4);
+  s.set_admission_limit(2);
+  for (int id = 0; id < 6; ++id) add(s, m, id, 3, 20);
+  StepPlan p = s.schedule(0);
+  EXPECT_EQ(s.num_running(), 2);
+  m.run(s, p);
+  s.set_admission_limit(4);
+  p = s.schedule(0);
+  EXPECT_EQ(s.num_running(), 4);
+  m.run(s, p);
+  s.set_admission_limit(0);  // clamps to 1: the 4 running keep running
+  EXPECT_EQ(s.admission_limit(), 1);
+  p = s.schedule(0);
+  EXPECT_EQ(s.num_running(), 4);
+  EXPECT_EQ(p.chunks.size(), 4u);
+  m.run(s, p);
+  int steps = 0;
+  while (s.has_unfinished()) {
+    p = s.schedule(0);
+    EXPECT_LE(s.num_running(), 4);
+    m.run(s, p);
+    ASSERT_LT(++steps, 1000);
+  }
+}
+
 TEST(SchedulerTest, RespectsBudgetAndMaxSeqs) {
   KvManager kv = make_kv(200, 4);
   Scheduler s(continuous(7, 3), kv);
