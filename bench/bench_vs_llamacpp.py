@@ -40,6 +40,9 @@ SHORT_PROMPT = "Once upon a time, in a small village by the sea,"
 
 # ---------------------------------------------------------------- prompts
 
+LONG_DECODE_TOKENS = 64  # generated after the long prompt (--long-context)
+
+
 def tokenize(vocab, data):
     add_bos = vocab.metadata.get("tokenizer.ggml.add_bos_token") == "true"
     return vocab.tokenize(data, add_bos=add_bos, special=True)
@@ -114,7 +117,7 @@ def run_omnibus(binary, model, threads, batch, prompt_args, n_new):
         return json.loads(stats_path.read_text())
 
 
-def bench_omnibus(args, threads, prompt_file, expect_tokens):
+def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=None):
     def prefill():
         return run_omnibus(args.omnibus, args.model, threads, args.batch,
                            ["-f", str(prompt_file)], 1)
@@ -126,6 +129,13 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens):
     prefill(), decode()  # warm-up: page cache, CPU clocks
     pre = [prefill() for _ in range(args.reps)]
     dec = [decode() for _ in range(args.reps)]
+    long_dec = []
+    if long_prompt_file is not None:
+        long_dec = [run_omnibus(args.omnibus, args.model, threads, args.batch,
+                                ["-f", str(long_prompt_file),
+                                 "-c", str(args.long_context + LONG_DECODE_TOKENS + 16)],
+                                LONG_DECODE_TOKENS)
+                    for _ in range(args.reps)]
     if pre[0]["prompt_tokens"] != expect_tokens:
         print(f"warning: omnibus counted {pre[0]['prompt_tokens']} prompt "
               f"tokens, llama.cpp {expect_tokens}", file=sys.stderr)
@@ -139,18 +149,21 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens):
         "ttft_ms_short_prompt": median(r["ttft_ms"] for r in dec),
         "load_ms": median(r["load_ms"] for r in pre + dec),
         "peak_rss_mib": max(r["peak_rss_mib"] for r in pre + dec),
-        "runs": {"prefill": pre, "decode": dec},
+        "runs": {"prefill": pre, "decode": dec, "decode_long_context": long_dec},
+        **({"decode_tokens_per_s_long_context": median(r["decode_tokens_per_s"] for r in long_dec)}
+           if long_dec else {}),
     }
 
 
 # ---------------------------------------------------------------- llama.cpp
 
-def bench_llamacpp(args, threads, prompt_tokens, short_tokens):
+def bench_llamacpp(args, threads, prompt_tokens, short_tokens, long_tokens=None):
     """Runs llama_child() in a fresh interpreter and returns its result."""
     result = run_child("--llama-child", {
         "model": str(args.model), "threads": threads, "batch": args.batch,
         "reps": args.reps, "decode_tokens": args.decode_tokens,
-        "prompt_tokens": prompt_tokens, "short_tokens": short_tokens})
+        "prompt_tokens": prompt_tokens, "short_tokens": short_tokens,
+        "long_tokens": long_tokens or [], "long_decode_tokens": LONG_DECODE_TOKENS})
     for key, values in result["runs"].items():
         warn_if_unstable(f"llama.cpp {key} ({threads}t)", values)
     return result
@@ -174,11 +187,14 @@ def llama_child(config_path):
     start = time.perf_counter()
     # llama.cpp's CPU defaults: f16 KV, flash attention "auto" (= on for the
     # CPU backend; llama-cpp-python turns it off unless asked).
-    llm = llama_cpp.Llama(
-        model_path=cfg["model"], n_ctx=1024, n_batch=cfg["batch"],
-        n_ubatch=cfg["batch"], n_threads=cfg["threads"],
-        n_threads_batch=cfg["threads"], flash_attn=True, logits_all=False,
-        verbose=False, seed=0)
+    def open_model(n_ctx):
+        return llama_cpp.Llama(
+            model_path=cfg["model"], n_ctx=n_ctx, n_batch=cfg["batch"],
+            n_ubatch=cfg["batch"], n_threads=cfg["threads"],
+            n_threads_batch=cfg["threads"], flash_attn=True, logits_all=False,
+            verbose=False, seed=0)
+
+    llm = open_model(1024)
     load_ms = (time.perf_counter() - start) * 1e3
     n_vocab = llm.n_vocab()
 
@@ -205,10 +221,29 @@ def llama_child(config_path):
         t2 = time.perf_counter()
         return cfg["decode_tokens"] / (t2 - t1), (t1 - t0) * 1e3
 
+    def decode_long():
+        # Decode after a long prompt: attention reads the whole context.
+        llm.reset()
+        llm.eval(cfg["long_tokens"])
+        token = last_argmax()
+        t1 = time.perf_counter()
+        for _ in range(cfg["long_decode_tokens"]):
+            llm.eval([token])
+            token = last_argmax()
+        return cfg["long_decode_tokens"] / (time.perf_counter() - t1)
+
     prefill(), decode()  # warm-up
     pre = [prefill() for _ in range(cfg["reps"])]
     dec = [decode() for _ in range(cfg["reps"])]
-    peak = proc_status_mib("VmHWM")
+    long_dec = []
+    if cfg["long_tokens"]:
+        # A second context just big enough, so the standard rows above keep
+        # n_ctx = 1024 as in every earlier run.
+        peak_before_long = proc_status_mib("VmHWM")
+        llm.close()
+        llm = open_model(len(cfg["long_tokens"]) + cfg["long_decode_tokens"] + 16)
+        long_dec = [decode_long() for _ in range(cfg["reps"])]
+    peak = peak_before_long if cfg["long_tokens"] else proc_status_mib("VmHWM")
     print(json.dumps({
         "llama_cpp_version": llama_cpp.__version__,
         "prefill_tokens_per_s": statistics.median(pre),
@@ -217,7 +252,9 @@ def llama_child(config_path):
         "load_ms": load_ms, "peak_rss_mib": peak,
         "python_baseline_rss_mib": base_rss,  # numpy + libllama, no model
         "runs": {"prefill_tokens_per_s": pre,
-                 "decode_tokens_per_s": [d[0] for d in dec]},
+                 "decode_tokens_per_s": [d[0] for d in dec],
+                 "decode_tokens_per_s_long_context": long_dec},
+        **({"decode_tokens_per_s_long_context": statistics.median(long_dec)} if long_dec else {}),
     }))
 
 
@@ -240,10 +277,26 @@ ROWS = [  # key, label, roofline key or None
     ("prefill_tokens_per_s", "prefill tok/s (512-token prompt)",
      "prefill_tokens_per_s"),
     ("decode_tokens_per_s", "decode tok/s", "decode_tokens_per_s"),
+    ("decode_tokens_per_s_long_context", "decode tok/s, long context", None),
     ("ttft_ms_short_prompt", "TTFT ms (short prompt)", None),
     ("load_ms", "load ms", None),
     ("peak_rss_mib", "peak RSS MiB", None),
 ]
+
+
+def print_long_context(omni, llama, n_tokens):
+    """Decode speed after a long prompt, and as a share of short-context decode."""
+    print(f"decode at {n_tokens} tokens of context ({LONG_DECODE_TOKENS} tokens after the prompt):")
+    for name, r in (("omnibus", omni), ("llama.cpp", llama)):
+        if not r or "decode_tokens_per_s_long_context" not in r:
+            continue
+        long_speed = r["decode_tokens_per_s_long_context"]
+        print(f"  {name:10s} {long_speed:7.1f} tok/s = {100 * long_speed / r['decode_tokens_per_s']:.0f}% "
+              f"of its short-context decode")
+    if omni and llama and "decode_tokens_per_s_long_context" in (omni or {}) and \
+            "decode_tokens_per_s_long_context" in (llama or {}):
+        print(f"  ratio omnibus / llama.cpp: "
+              f"{omni['decode_tokens_per_s_long_context'] / llama['decode_tokens_per_s_long_context']:.2f}")
 
 
 def fmt(value, pattern="{:.1f}"):
@@ -316,6 +369,9 @@ def parse_args():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--prefill-tokens", type=int, default=512)
     p.add_argument("--decode-tokens", type=int, default=128)
+    p.add_argument("--long-context", type=int, default=2048,
+                   help="also time decode of %d tokens after a prompt this long "
+                        "(0: skip)" % 64)
     p.add_argument("--batch", type=int, default=512,
                    help="prompt tokens per forward step, both engines")
     p.add_argument("--prompt-source", type=Path, default=DEFAULT_PROMPT_SOURCE,
@@ -335,16 +391,19 @@ def parse_args():
 def measure(args, prompt_file, prep, report):
     """The omnibus and llama.cpp runs; fills report and prints the table."""
     prompt_tokens, short_tokens = prep["prompt_tokens"], prep["short_tokens"]
+    long_file, long_tokens = prep.get("long_prompt_file"), prep.get("long_tokens")
     omni = llama = None
     if not args.skip_omnibus:
         omni = bench_omnibus(args, args.threads, prompt_file,
-                             len(prompt_tokens))
+                             len(prompt_tokens), long_file)
         report["omnibus"] = omni
     if not args.skip_llamacpp:
         llama = bench_llamacpp(args, args.threads, prompt_tokens,
-                               short_tokens)
+                               short_tokens, long_tokens)
         report["llama_cpp"] = llama
     print_table(omni, llama, report.get("rooflines", {}))
+    if long_tokens:
+        print_long_context(omni, llama, len(long_tokens))
     if args.threads_scaling:
         report["threads_scaling"] = scaling(args, prompt_file, prompt_tokens,
                                             short_tokens)
@@ -379,6 +438,13 @@ def main():
             "model": str(args.model), "source": str(args.prompt_source),
             "n_tokens": args.prefill_tokens, "prompt_file": str(prompt_file)})
         report["prefill_prompt_tokens"] = len(prep["prompt_tokens"])
+        if args.long_context > 0:
+            long_file = Path(tmp) / "long_prompt.txt"
+            long_prep = run_child("--prep-child", {
+                "model": str(args.model), "source": str(args.prompt_source),
+                "n_tokens": args.long_context, "prompt_file": str(long_file)})
+            prep["long_prompt_file"], prep["long_tokens"] = long_file, long_prep["prompt_tokens"]
+            report["long_context_tokens"] = len(long_prep["prompt_tokens"])
         report["model_costs"] = costs = prep["model_costs"]
         if not args.skip_limits:
             limits = roofline.measure_machine(
