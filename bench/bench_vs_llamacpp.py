@@ -209,28 +209,24 @@ def llama_child(config_path):
         last_argmax()
         return len(cfg["prompt_tokens"]) / (time.perf_counter() - t0)
 
-    def decode():
+    def greedy_decode(prompt, n):
+        """(decode tok/s over n single-token evals, ms to the first token)."""
         llm.reset()
         t0 = time.perf_counter()
-        llm.eval(cfg["short_tokens"])
+        llm.eval(prompt)
         token = last_argmax()
         t1 = time.perf_counter()
-        for _ in range(cfg["decode_tokens"]):
+        for _ in range(n):
             llm.eval([token])
             token = last_argmax()
-        t2 = time.perf_counter()
-        return cfg["decode_tokens"] / (t2 - t1), (t1 - t0) * 1e3
+        return n / (time.perf_counter() - t1), (t1 - t0) * 1e3
+
+    def decode():
+        return greedy_decode(cfg["short_tokens"], cfg["decode_tokens"])
 
     def decode_long():
         # Decode after a long prompt: attention reads the whole context.
-        llm.reset()
-        llm.eval(cfg["long_tokens"])
-        token = last_argmax()
-        t1 = time.perf_counter()
-        for _ in range(cfg["long_decode_tokens"]):
-            llm.eval([token])
-            token = last_argmax()
-        return cfg["long_decode_tokens"] / (time.perf_counter() - t1)
+        return greedy_decode(cfg["long_tokens"], cfg["long_decode_tokens"])[0]
 
     prefill(), decode()  # warm-up
     pre = [prefill() for _ in range(cfg["reps"])]
