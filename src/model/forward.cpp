@@ -152,18 +152,29 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
   // heads of one row go into one call (up to kHeadsPerCall), so heads that
   // share a KV head (GQA) share its reads; a head's result does not depend
   // on the call it is in.
-  const int64_t items = static_cast<int64_t>(rows.size()) * c.n_head;
-  pool_.run([&](int t, int count) {
+  struct Job {
+    const ModelConfig& c;
+    AttentionShape shape;
+    std::span<const BatchRow> rows;
+    int layer;
+    PagedKvStore& kv;
+    int64_t items;
+  };
+  const Job job{c, shape, rows, layer, kv, static_cast<int64_t>(rows.size()) * c.n_head};
+  // Two captures keep the callable inside std::function's small buffer: no
+  // heap allocation per call (tests/decode_alloc_test.cpp).
+  pool_.run([this, &job](int t, int count) {
+    const ModelConfig& c = job.c;
     float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
     KvRun* runs = runs_.data() + t * scores_stride_;
-    const int64_t end = items * (t + 1) / count;
-    for (int64_t it = items * t / count; it < end;) {
+    const int64_t end = job.items * (t + 1) / count;
+    for (int64_t it = job.items * t / count; it < end;) {
       const int i = static_cast<int>(it / c.n_head);
       const int h = static_cast<int>(it % c.n_head);
       const int h_end = static_cast<int>(std::min<int64_t>({c.n_head, h + kHeadsPerCall, h + (end - it)}));
-      const size_t n_runs = block_runs(rows[i], layer, kv, runs);
-      attention_row_paged(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
-                          kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * c.q_dim(), h, h_end);
+      const size_t n_runs = block_runs(job.rows[i], job.layer, job.kv, runs);
+      attention_row_paged(job.shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
+                          job.kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * c.q_dim(), h, h_end);
       it += h_end - h;
     }
   });
