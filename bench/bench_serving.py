@@ -127,29 +127,33 @@ def request_extra(args):
     return {"ignore_eos": True} if args.ignore_eos else {}
 
 
+def ask(endpoint: Endpoint, model: str, system_text: str, turn: str, max_tokens: int, args):
+    """One streamed chat request: the system prompt, then one user turn."""
+    return stream_chat(endpoint, model, workload.chat_messages(system_text, turn), max_tokens,
+                       args.temperature, args.request_timeout, request_extra(args))
+
+
 def measure_cached(endpoint: Endpoint, model: str, prompts: Prompts, args):
     """Median TTFT of a cached vs never-seen system prompt, sequential on an
     idle server. Each pair shares a user turn that differs from the others,
     so only the system prompt can come from the cache."""
     turns = workload.user_turns(args.cached_reps, seed=args.seed + 99991)
     shared_text = prompts.shared[0]
-    stream_chat(endpoint, model, workload.chat_messages(shared_text, WARMUP_TURN), 4,
-                args.temperature, args.request_timeout, request_extra(args))
-    cached, uncached, errors = [], [], []
-    for turn in turns:
-        r = stream_chat(endpoint, model, workload.chat_messages(shared_text, turn), 4,
-                        args.temperature, args.request_timeout, request_extra(args))
-        if r.ok:
-            cached.append(r.ttft_s)
-        else:
-            errors.append(r.error)
-    for (text, _), turn in zip(prompts.fresh, turns):
-        r = stream_chat(endpoint, model, workload.chat_messages(text, turn), 4,
-                        args.temperature, args.request_timeout, request_extra(args))
-        if r.ok:
-            uncached.append(r.ttft_s)
-        else:
-            errors.append(r.error)
+    ask(endpoint, model, shared_text, WARMUP_TURN, 4, args)
+    errors = []
+
+    def ttfts(pairs):
+        out = []
+        for system_text, turn in pairs:
+            r = ask(endpoint, model, system_text, turn, 4, args)
+            if r.ok:
+                out.append(r.ttft_s)
+            else:
+                errors.append(r.error)
+        return out
+
+    cached = ttfts((shared_text, turn) for turn in turns)
+    uncached = ttfts((text, turn) for (text, _), turn in zip(prompts.fresh, turns))
     if not cached or not uncached:
         return {"error": "; ".join(errors[:3]) or "no requests", "cached_s": cached, "uncached_s": uncached}
     c, u = stats.median(cached), stats.median(uncached)
@@ -205,9 +209,8 @@ def run_one(spec, args, prompts: Prompts, stamp: str):
         run["model_id"] = model
         run["system_prompt_tokens_here"] = endpoint.tokenize(prompts.shared[0])
         with ThreadPoolExecutor(max_workers=warm_requests) as pool:
-            warm = list(pool.map(lambda _: stream_chat(
-                endpoint, model, workload.chat_messages(prompts.shared[0], WARMUP_TURN), args.max_tokens,
-                args.temperature, args.request_timeout, request_extra(args)), range(warm_requests)))
+            warm = list(pool.map(lambda _: ask(endpoint, model, prompts.shared[0], WARMUP_TURN,
+                                               args.max_tokens, args), range(warm_requests)))
         failed = [w for w in warm if not w.ok]
         if failed:
             raise RuntimeError(f"warm-up request failed: {failed[0].error}")

@@ -8,13 +8,8 @@
 set -euo pipefail
 
 seconds="${1:-600}"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${OMNIBUS_FUZZ_BUILD_DIR:-$root/build-fuzz}"
-jobs="${OMNIBUS_JOBS:-2}"
-
-CC=clang CXX=clang++ cmake -G Ninja -S "$root" -B "$build" \
-  -DOMNIBUS_FUZZ=ON -DOMNIBUS_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$build" -j "$jobs" gguf_fuzz
+source "$(dirname "$0")/fuzz_build.sh"
+fuzz_build gguf_fuzz
 
 corpus="$build/gguf_corpus"
 artifacts="$build/gguf_artifacts"

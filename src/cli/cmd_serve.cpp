@@ -58,6 +58,14 @@ sigset_t block_termination_signals() {
   return set;
 }
 
+// The model, its chat format and the engine over them.
+Result<std::unique_ptr<ServingEngine>> load_engine(const ServeOptions& o) {
+  OMNIBUS_ASSIGN_OR_RETURN(auto loaded, load_model(o.model));
+  OMNIBUS_ASSIGN_OR_RETURN(ChatFormat format, chat_format_for(loaded.tokenizer->vocab(), o.chat_template));
+  warn_if_unrecognised(format);
+  return ServingEngine::create(loaded.model, std::move(loaded.tokenizer), format, o.engine);
+}
+
 int serve(ServeOptions& o) {
   const sigset_t signals = block_termination_signals();
   // A server logs each request and its start-up by default (run and chat
@@ -83,29 +91,16 @@ int serve(ServeOptions& o) {
   if (!bound.is_ok()) return fail(bound);
   log_info("loading {}; until it is ready every route but /metrics answers 503", path);
 
-  std::atomic<bool> stopping{false};
   std::atomic<bool> load_failed{false};
   std::thread loader([&] {
-    Status status = Status::ok();
-    auto loaded = load_model(o.model);
-    if (!loaded.is_ok()) status = loaded.status();
-    Result<ChatFormat> format = status.is_ok() ? chat_format_for(loaded->tokenizer->vocab(), o.chat_template)
-                                               : Result<ChatFormat>(status);
-    if (status.is_ok() && !format.is_ok()) status = format.status();
-    if (status.is_ok()) {
-      warn_if_unrecognised(*format);
-      auto created = ServingEngine::create(loaded->model, std::move(loaded->tokenizer), *format, o.engine);
-      if (created.is_ok()) {
-        engine = std::move(*created);
-        service.set(engine.get());
-        log_info("serving {} on http://{}:{} ({} threads, {} batching{})", o.engine.model_id, o.http.host,
-                 http.port(), o.engine.threads, o.batching, o.http.api_key.empty() ? "" : ", API key required");
-      } else {
-        status = created.status();
-      }
-    }
-    if (!status.is_ok()) {
-      log_error("{}", status.to_string());
+    Result<std::unique_ptr<ServingEngine>> created = load_engine(o);
+    if (created.is_ok()) {
+      engine = std::move(*created);
+      service.set(engine.get());
+      log_info("serving {} on http://{}:{} ({} threads, {} batching{})", o.engine.model_id, o.http.host, http.port(),
+               o.engine.threads, o.batching, o.http.api_key.empty() ? "" : ", API key required");
+    } else {
+      log_error("{}", created.status().to_string());
       load_failed.store(true);
       kill(getpid(), SIGTERM);  // pending for the process until the watcher's sigwait takes it
     }
@@ -114,7 +109,6 @@ int serve(ServeOptions& o) {
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    stopping.store(true);
     if (!load_failed.load()) log_info("signal {}: draining (new requests get 503), then stopping", sig);
     loader.join();  // loading is not interruptible; it is short next to the drain
     if (engine) {

@@ -34,14 +34,19 @@ void attention_row_paged(const AttentionShape& s, const float* q, std::span<cons
   const int group = s.n_head / s.n_head_kv;
   for (int h = head_begin; h < head_end; ++h) {
     const int64_t kv_offset = static_cast<int64_t>(h / group) * s.head_dim;
-    const float* qh = q + static_cast<int64_t>(h) * s.head_dim;
+    // Q rounded to f16 once per head, into this head's output slice (free
+    // until the value pass below).
+    const float* qsrc = q + static_cast<int64_t>(h) * s.head_dim;
+    float* oh = out + static_cast<int64_t>(h) * s.head_dim;
+    for (int d = 0; d < s.head_dim; ++d) oh[d] = f16_to_f32(f32_to_f16(qsrc[d]));
+    const float* qh = oh;
     float max_score = -INFINITY;
     int64_t n_kv = 0;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++n_kv) {
         const uint16_t* kj = run.k + j * row_stride + kv_offset;
         float dot = 0.0f;
-        for (int d = 0; d < s.head_dim; ++d) dot += f16_to_f32(f32_to_f16(qh[d])) * f16_to_f32(kj[d]);
+        for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * f16_to_f32(kj[d]);
         scores[n_kv] = dot * s.scale;
         if (scores[n_kv] > max_score) max_score = scores[n_kv];
       }
@@ -51,7 +56,6 @@ void attention_row_paged(const AttentionShape& s, const float* q, std::span<cons
       scores[j] = f16_to_f32(f32_to_f16(std::exp(scores[j] - max_score)));
       sum += scores[j];
     }
-    float* oh = out + static_cast<int64_t>(h) * s.head_dim;
     std::memset(oh, 0, sizeof(float) * s.head_dim);
     const float inv_sum = 1.0f / sum;
     const float* p = scores;
