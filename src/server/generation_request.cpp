@@ -98,6 +98,7 @@ std::vector<EngineRequest> make_engine_requests(const PreparedGeneration& genera
     r.prompt = generation.prompt;
     r.max_tokens = generation.options.max_tokens.value_or(0);
     r.sampling = generation.options.sampling;
+    r.ignore_eos = generation.options.ignore_eos;
     r.sampling.seed = generation.options.sampling.seed + static_cast<uint64_t>(i);
     r.stop = generation.options.stop;
     r.request_id = generation.options.n == 1 ? request_id : fmt::format("{}/{}", request_id, i);

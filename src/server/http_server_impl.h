@@ -15,7 +15,7 @@
 #include "server/api_key.h"
 #include "server/http_metrics.h"
 #include "server/http_server.h"
-#include "server/httplib_include.h"
+#include "third_party/httplib_include.h"
 
 namespace omnibus::server {
 

@@ -21,7 +21,7 @@
 #include "base/log.h"
 #include "server/fake_inference_service.h"
 #include "server/http_server.h"
-#include "server/httplib_include.h"
+#include "third_party/httplib_include.h"
 
 namespace omnibus::server::testing {
 

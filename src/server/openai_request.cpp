@@ -146,6 +146,7 @@ MaybeError parse_delivery(const Json& obj, const ApiLimits& limits, bool is_chat
     }
     OMNIBUS_API_RETURN_IF_ERROR(read_bool(so, "include_usage", o.include_usage));
   }
+  OMNIBUS_API_RETURN_IF_ERROR(read_bool(obj, "ignore_eos", o.ignore_eos));
   if (has_field(obj, "user") && !obj.at("user").is_string()) return wrong_type("user", "a string", obj.at("user"));
   return std::nullopt;
 }

@@ -47,6 +47,9 @@ struct GenerationOptions {
   std::vector<std::string> stop;  // empty strings are dropped
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // Extension (vLLM, llama-server): generate past EOS up to max_tokens, so
+  // benchmarks get the output lengths they ask for.
+  bool ignore_eos = false;
   // Client-given seed; when unset the server picks one (sampling.seed is
   // then meaningless until it does).
   std::optional<uint64_t> seed;

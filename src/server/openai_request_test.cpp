@@ -37,6 +37,7 @@ TEST(CompletionRequest, DefaultsFollowOpenAI) {
   EXPECT_FALSE(r->options.stream);
   EXPECT_FALSE(r->options.seed.has_value());
   EXPECT_FALSE(r->echo);
+  EXPECT_FALSE(r->options.ignore_eos);
   const SamplingParams& s = r->options.sampling;
   EXPECT_EQ(s.temperature, 1.0f);
   EXPECT_EQ(s.top_p, 1.0f);
@@ -51,7 +52,7 @@ TEST(CompletionRequest, AllFields) {
       R"({"model":"m","prompt":[5,7,33],"echo":true,"max_tokens":7,"temperature":0.25,"top_p":0.5,"top_k":33,
           "min_p":0.125,"seed":-3,"stop":["\n","END"],"presence_penalty":0.5,"frequency_penalty":-1.5,
           "repetition_penalty":1.25,"logit_bias":{"7":-100,"4097":2.5},"logprobs":3,"n":2,"stream":true,
-          "stream_options":{"include_usage":true},"user":"x","unknown_field":[1]})",
+          "stream_options":{"include_usage":true},"user":"x","ignore_eos":true,"unknown_field":[1]})",
       kLimits);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->prompt.is_tokens);
@@ -62,6 +63,7 @@ TEST(CompletionRequest, AllFields) {
   EXPECT_EQ(o.n, 2);
   EXPECT_TRUE(o.stream);
   EXPECT_TRUE(o.include_usage);
+  EXPECT_TRUE(o.ignore_eos);
   EXPECT_EQ(o.stop, (std::vector<std::string>{"\n", "END"}));
   ASSERT_TRUE(o.seed.has_value());
   EXPECT_EQ(*o.seed, static_cast<uint64_t>(-3));

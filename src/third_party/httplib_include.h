@@ -1,5 +1,5 @@
-// The one way server/ includes cpp-httplib. Debian's libcpp-httplib-dev is
-// the library build ("split" header plus libcpp-httplib.so) compiled with
+// The one way omnibus includes cpp-httplib (server/ and bench/ both do).
+// Debian's libcpp-httplib-dev is the library build ("split" header plus libcpp-httplib.so) compiled with
 // OpenSSL, zlib and Brotli support, and those macros change the layout of
 // httplib::Request and the client classes. Every file including the header
 // must define them exactly as the library was built, or objects passed
