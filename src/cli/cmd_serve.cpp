@@ -16,6 +16,7 @@
 
 #include "base/log.h"
 #include "base/timer.h"
+#include "bench/machine_limits.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/deferred_service.h"
@@ -37,6 +38,7 @@ struct ServeOptions {
   std::string chat_template;
   std::string alias;
   double drain_timeout_s = 30;
+  bool no_machine_probe = false;
 };
 
 // The id /v1/models lists: --alias, else the file name without ".gguf".
@@ -93,6 +95,14 @@ int serve(ServeOptions& o) {
 
   std::atomic<bool> load_failed{false};
   std::thread loader([&] {
+    if (!o.no_machine_probe) {
+      // The ceilings /metrics reports MBU and MFU against (~0.5 s).
+      const bench::MachineLimits limits = bench::measure_machine_limits(o.engine.threads, 0.15);
+      o.engine.machine_memory_bandwidth = limits.memory_bandwidth;
+      o.engine.machine_peak_flops = limits.peak_flops;
+      log_info("machine: {:.1f} GB/s memory read bandwidth, {:.0f} GFLOP/s peak FP32 FMA ({} threads)",
+               limits.memory_bandwidth / 1e9, limits.peak_flops / 1e9, o.engine.threads);
+    }
     Result<std::unique_ptr<ServingEngine>> created = load_engine(o);
     if (created.is_ok()) {
       engine = std::move(*created);
@@ -159,6 +169,8 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", o->chat_template, "Override the chat template: chatml, llama3, llama2, mistral, gemma");
   cmd->add_option("--http-threads", o->http.http_threads, "HTTP worker threads (bounds open connections)")
       ->capture_default_str()->check(CLI::Range(4, 4096));
+  cmd->add_flag("--no-machine-probe", o->no_machine_probe,
+                "Skip measuring bandwidth and FLOP/s at start (/metrics then reports no MBU/MFU)");
   cmd->add_option("--drain-timeout-s", o->drain_timeout_s, "On SIGINT/SIGTERM, wait this long for running requests")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   return [o] { return serve(*o); };

@@ -1,5 +1,5 @@
 // omnibus: an LLM inference engine. Subcommands: run, chat, inspect,
-// tokenize, perplexity, serve, bench. Stdout carries program output only; logs, progress
+// tokenize, perplexity, serve, bench, roofline. Stdout carries program output only; logs, progress
 // and stats go to stderr.
 #include <CLI/CLI.hpp>
 
@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add(omnibus::cli::add_perplexity_command);
   add(omnibus::cli::add_serve_command);
   add(omnibus::cli::add_bench_command);
+  add(omnibus::cli::add_roofline_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -91,6 +91,10 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->rows_.reserve(max_batch);
   e->logits_.resize(static_cast<size_t>(options.scheduler.max_seqs) * config.vocab_size);
   e->metrics_ = std::make_unique<ServingMetrics>(options.slo);
+  e->roofline_ = std::make_unique<RooflineMeter>(token_cost(*model), options.machine_memory_bandwidth,
+                                                 options.machine_peak_flops);
+  e->gauges_.machine_memory_bandwidth = options.machine_memory_bandwidth;
+  e->gauges_.machine_peak_flops = options.machine_peak_flops;
   e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
   e->chat_format_ = std::move(chat_format);
@@ -262,6 +266,11 @@ void ServingEngine::publish_gauges() {
   gauges_.preemptions = s.preemptions;
   gauges_.steps = s.steps;
   gauges_.admission_limit = scheduler_->admission_limit();
+  const RooflineReading r = roofline_->reading();
+  gauges_.step_bytes_per_second = r.bytes_per_second;
+  gauges_.step_flops_per_second = r.flops_per_second;
+  gauges_.bandwidth_utilization = r.bandwidth_utilization;
+  gauges_.flops_utilization = r.flops_utilization;
 }
 
 void ServingEngine::sample_chunks(const StepPlan& plan, std::vector<SampledToken>& sampled) {
@@ -316,6 +325,9 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
   std::vector<SampledToken> sampled;
   sample_chunks(plan, sampled);
+  int64_t attended = 0;
+  for (const BatchRow& row : rows_) attended += row.pos + 1;
+  roofline_->on_step(static_cast<int64_t>(rows_.size()), attended, now_seconds() - now);
   if (admission_) {
     int64_t decode_rows = 0;
     for (const ScheduledChunk& c : plan.chunks) decode_rows += c.tokens.size() == 1 && c.needs_logits ? 1 : 0;

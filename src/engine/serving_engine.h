@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "engine/inference_service.h"
+#include "engine/roofline_meter.h"
 #include "engine/serving_metrics.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
@@ -50,6 +51,10 @@ struct ServingEngineOptions {
   int64_t max_queue = 512;     // waiting sequences beyond this are refused (429)
   SloTargets slo;
   std::string model_id;
+  // The machine's ceilings for /metrics' MBU and MFU (0: unknown; the
+  // server measures them at start unless told not to).
+  double machine_memory_bandwidth = 0;
+  double machine_peak_flops = 0;
 };
 
 class ServingEngine final : public InferenceService {
@@ -114,6 +119,7 @@ class ServingEngine final : public InferenceService {
   std::unique_ptr<AdmissionController> admission_;
   std::unordered_map<SeqId, std::unique_ptr<Active>> active_;
   std::vector<BatchRow> rows_;
+  std::unique_ptr<RooflineMeter> roofline_;  // engine thread only
   std::vector<float> logits_;
   SeqId next_id_ = 1;
   std::vector<std::pair<std::shared_ptr<RequestStream>, StreamEvent>> finished_events_;

@@ -81,6 +81,21 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
   w.gauge("omnibus_kv_blocks_total", "KV blocks in the pool.", double(g.kv_blocks_total));
   w.gauge("omnibus_kv_blocks_cached", "KV blocks holding a prefix-cache entry (used or free).",
           double(g.kv_blocks_cached));
+  w.gauge("omnibus_step_memory_bytes_per_second",
+          "Bytes the last 16 engine steps read (weights once a step, each row's K/V) per second of step time.",
+          g.step_bytes_per_second);
+  w.gauge("omnibus_step_flops_per_second", "FLOPs of the last 16 engine steps per second of step time.",
+          g.step_flops_per_second);
+  w.gauge("omnibus_model_bandwidth_utilization",
+          "Model bandwidth utilisation (MBU) of the last 16 steps: step bytes/s over the measured memory bandwidth.",
+          g.bandwidth_utilization);
+  w.gauge("omnibus_model_flops_utilization",
+          "Model FLOP utilisation (MFU) of the last 16 steps: step FLOP/s over the measured peak FP32 FMA rate.",
+          g.flops_utilization);
+  w.gauge("omnibus_machine_memory_bandwidth_bytes_per_second",
+          "Memory read bandwidth measured at start (0: not measured).", g.machine_memory_bandwidth);
+  w.gauge("omnibus_machine_peak_flops", "Peak FP32 FMA rate measured at start (0: not measured).",
+          g.machine_peak_flops);
   return w.text();
 }
 

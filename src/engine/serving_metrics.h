@@ -43,6 +43,13 @@ struct EngineGauges {
   int64_t preemptions = 0;
   int64_t steps = 0;
   int64_t admission_limit = 0;  // running sequences admitted up to (max_seqs unless a TPOT objective lowers it)
+  // The last steps against the machine's ceilings (engine/roofline_meter.h).
+  double step_bytes_per_second = 0;
+  double step_flops_per_second = 0;
+  double bandwidth_utilization = 0;  // 0: the machine's bandwidth was not measured
+  double flops_utilization = 0;
+  double machine_memory_bandwidth = 0;
+  double machine_peak_flops = 0;
 };
 
 enum class RequestOutcome { kCompleted, kRejected, kCancelled, kError };

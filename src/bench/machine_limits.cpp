@@ -1,0 +1,121 @@
+#include "bench/machine_limits.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/cpu_features.h"
+#include "base/timer.h"
+
+namespace omnibus::bench {
+namespace {
+
+bool has_avx2() {
+  const CpuFeatures& f = cpu_features();
+  return f.avx2 && f.fma;
+}
+
+// Runs fn(t) on `threads` threads at once; returns the wall seconds.
+template <class Fn>
+double timed_parallel(int threads, Fn fn) {
+  std::vector<std::thread> pool;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  double start = 0;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) {
+      }
+      fn(t);
+    });
+  }
+  while (ready.load() < threads) {
+  }
+  start = now_seconds();
+  go.store(true, std::memory_order_release);
+  for (std::thread& th : pool) th.join();
+  return now_seconds() - start;
+}
+
+}  // namespace
+
+namespace detail {
+
+double fma_loop_scalar(long iterations) {
+  float acc[8] = {0, 1e-3f, 2e-3f, 3e-3f, 4e-3f, 5e-3f, 6e-3f, 7e-3f};
+  for (long it = 0; it < iterations; ++it)
+    for (float& a : acc) a = a * 0.999999f + 1e-7f;
+  volatile float sink = acc[0] + acc[7];
+  (void)sink;
+  return static_cast<double>(iterations) * 8 * 2;
+}
+
+float read_sum_scalar(const float* data, size_t n) {
+  float total = 0;
+  for (size_t i = 0; i < n; ++i) total += data[i];
+  return total;
+}
+
+}  // namespace detail
+
+double measure_memory_bandwidth(int threads, size_t buffer_bytes, double seconds) {
+  threads = std::max(1, threads);
+  const size_t n = buffer_bytes / sizeof(float);
+  AlignedBuffer<float> buffer(n);
+  float* data = buffer.data();
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(i & 1023) * 1e-3f;  // touch every page
+  const size_t per_thread = (n / static_cast<size_t>(threads)) & ~size_t{31};
+  const bool simd = has_avx2();
+  std::vector<float> sinks(static_cast<size_t>(threads));
+  double best = 0;
+  Stopwatch total;
+  for (int pass = 0; pass < 3 || (total.seconds() < seconds && pass < 20); ++pass) {
+    const double s = timed_parallel(threads, [&](int t) {
+      const float* slice = data + per_thread * static_cast<size_t>(t);
+      sinks[static_cast<size_t>(t)] = simd ? detail::read_sum_avx2(slice, per_thread) : detail::read_sum_scalar(slice, per_thread);
+    });
+    best = std::max(best, static_cast<double>(per_thread * sizeof(float)) * threads / s);
+  }
+  volatile float keep = sinks[0];
+  (void)keep;
+  return best;
+}
+
+double measure_peak_flops(int threads, double seconds, std::string* path) {
+  threads = std::max(1, threads);
+  const bool simd = has_avx2();
+  if (path) *path = simd ? "avx2+fma" : "scalar";
+  auto loop = [simd](long iterations) {
+    return simd ? detail::fma_loop_avx2(iterations) : detail::fma_loop_scalar(iterations);
+  };
+  // Size one pass at ~1/5 of the budget from a short calibration run.
+  long iterations = 1 << 16;
+  Stopwatch calibrate;
+  loop(iterations);
+  const double per_iteration = std::max(1e-12, calibrate.seconds() / static_cast<double>(iterations));
+  iterations = std::max(1L << 16, static_cast<long>(seconds / 5 / per_iteration));
+  std::vector<double> flops(static_cast<size_t>(threads));
+  double best = 0;
+  for (int pass = 0; pass < 5; ++pass) {
+    const double s = timed_parallel(threads, [&](int t) { flops[static_cast<size_t>(t)] = loop(iterations); });
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / s);
+  }
+  return best;
+}
+
+MachineLimits measure_machine_limits(int threads, double seconds) {
+  MachineLimits m;
+  m.threads = std::max(1, threads);
+  m.memory_bandwidth = measure_memory_bandwidth(m.threads, size_t{256} << 20, seconds);
+  m.peak_flops = measure_peak_flops(m.threads, seconds, &m.flops_path);
+  return m;
+}
+
+}  // namespace omnibus::bench

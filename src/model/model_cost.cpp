@@ -1,0 +1,25 @@
+#include "model/model_cost.h"
+
+#include "model/model.h"
+#include "model/paged_kv_store.h"
+
+namespace omnibus {
+
+TokenCost token_cost(const Model& model) {
+  const ModelConfig& c = model.config();
+  const ModelWeights& w = model.weights();
+  TokenCost cost;
+  cost.weight_bytes = static_cast<double>(model.weight_bytes_per_token());
+  double params = static_cast<double>(w.output.rows * w.output.cols);
+  for (const LayerWeights& l : w.layers)
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      params += static_cast<double>(m->rows * m->cols);
+  cost.matmul_flops = 2 * params;
+  cost.kv_bytes_per_position = static_cast<double>(PagedKvStore::bytes_per_token(c));
+  // Per query head and position: a head_dim dot for the score and a
+  // head_dim axpy for the value, 2 FLOPs per element each.
+  cost.attention_flops_per_position = 4.0 * c.n_layer * c.q_dim();
+  return cost;
+}
+
+}  // namespace omnibus
