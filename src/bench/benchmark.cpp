@@ -27,6 +27,7 @@ Status validate(const BenchConfig& c) {
   if (c.load.concurrency < 0) return Status::invalid_argument("--concurrency must be >= 0");
   if (c.load.concurrency == 0) OMNIBUS_RETURN_IF_ERROR(validate(c.load.shape));
   if (c.num_requests < 1) return Status::invalid_argument("--num-requests must be >= 1");
+  if (c.warmup < 0) return Status::invalid_argument("--warmup must be >= 0");
   if (c.duration_s < 0) return Status::invalid_argument("--duration must be >= 0");
   if (!c.sweep_rates.empty() && c.load.concurrency > 0) {
     return Status::invalid_argument("--sweep-rate and --concurrency exclude each other (a sweep is open loop)");
@@ -65,6 +66,18 @@ Result<BenchOutcome> run_benchmark(BenchConfig config) {
     }
     return estimate_tokens(text);
   };
+
+  if (config.warmup > 0) {
+    WorkloadSpec spec = config.workload;
+    spec.seed ^= 0x5eedf00dULL;
+    OMNIBUS_ASSIGN_OR_RETURN(std::vector<Conversation> warm, make_workload(spec, config.warmup, counter));
+    LoadOptions one_at_a_time = config.load;
+    one_at_a_time.concurrency = 1;
+    const RunResult warmed = run_load(warm, config.client, one_at_a_time);
+    for (const RequestRecord& r : warmed.records) {
+      if (!r.ok) return Status::io_error(fmt::format("warm-up request failed: {}", r.error));
+    }
+  }
 
   std::vector<LoadOptions> loads;
   if (config.sweep_rates.empty()) {

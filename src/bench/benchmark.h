@@ -27,6 +27,9 @@ struct BenchConfig {
   Slo slo;
   double slo_fraction = 0.9;    // a sweep's best rate meets the SLO for this share of requests
   bool progress = false;
+  // Conversations sent one at a time before the measured runs (from the
+  // same workload spec with another seed), to warm the server up.
+  int64_t warmup = 0;
 };
 
 struct BenchRun {

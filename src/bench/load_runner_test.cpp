@@ -240,6 +240,19 @@ TEST(Benchmark, SweepRunsEachRateAndReportsEverything) {
   }
 }
 
+TEST(Benchmark, WarmupRequestsGoFirstAndAreNotMeasured) {
+  ScriptedServer server;
+  BenchConfig config;
+  config.client = server.client();
+  config.workload.input_len = 8;
+  config.num_requests = 3;
+  config.warmup = 2;
+  Result<BenchOutcome> outcome = run_benchmark(config);
+  ASSERT_TRUE(outcome.is_ok()) << outcome.status().to_string();
+  EXPECT_EQ(server.requests(), 5);
+  EXPECT_EQ(outcome->runs[0].result.records.size(), 3u);
+}
+
 TEST(HtmlReport, ThroughputOverTimeSpreadsTokensOverChunks) {
   RunResult run;
   RequestRecord r;

@@ -1,6 +1,6 @@
 // omnibus: an LLM inference engine. Subcommands: run, chat, inspect,
-// tokenize, perplexity, serve, bench, roofline. Stdout carries program output only; logs, progress
-// and stats go to stderr.
+// tokenize, perplexity, serve, bench, roofline, advise. Stdout carries
+// program output only; logs, progress and stats go to stderr.
 #include <CLI/CLI.hpp>
 
 #include <map>
@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(omnibus::cli::add_serve_command);
   add(omnibus::cli::add_bench_command);
   add(omnibus::cli::add_roofline_command);
+  add(omnibus::cli::add_advise_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
