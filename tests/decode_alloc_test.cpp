@@ -10,6 +10,7 @@
 
 #include "model/forward.h"
 #include "model/paged_kv_store.h"
+#include "sampling/sampler.h"
 #include "tiny_model.h"
 
 namespace {
@@ -56,6 +57,40 @@ TEST(DecodeAllocationTest, DecodeStepsAllocateNothing) {
     const long before = g_allocations.load();
     for (int pos = 6; pos < 40; ++pos) ASSERT_TRUE(decode(pos).is_ok());
     EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations in 34 decode steps, threads " << threads;
+  }
+}
+
+// The sampler's half of a decode step: penalties, logit bias, logprobs and
+// top-k/top-p/min-p sampling on a full vocabulary, after the first call.
+TEST(DecodeAllocationTest, SamplingStepsAllocateNothing) {
+  constexpr int32_t kVocab = 49152;
+  SamplingParams params;
+  params.temperature = 0.8f;
+  params.top_k = 40;
+  params.top_p = 0.9f;
+  params.min_p = 0.05f;
+  params.repetition_penalty = 1.1f;
+  params.presence_penalty = 0.5f;
+  params.frequency_penalty = 0.25f;
+  params.logit_bias = {{3, -100.0f}, {17, 2.0f}};
+  params.logprobs = true;
+  params.top_logprobs = 5;
+  params.seed = 42;
+  for (float temperature : {0.8f, 0.0f}) {  // stochastic and greedy
+    params.temperature = temperature;
+    Sampler sampler(params, kVocab);
+    std::vector<float> logits(kVocab);
+    std::vector<int32_t> prompt = {5, 6, 7, 8};
+    std::vector<int32_t> generated;
+    generated.reserve(64);
+    auto step = [&](int i) {
+      for (int32_t v = 0; v < kVocab; ++v) logits[v] = static_cast<float>((v * 7919 + i * 104729) % 1000) * 0.01f;
+      generated.push_back(sampler.sample(logits, prompt, generated));
+    };
+    step(0);  // warm-up
+    const long before = g_allocations.load();
+    for (int i = 1; i < 40; ++i) step(i);
+    EXPECT_EQ(g_allocations.load() - before, 0) << "heap allocations in 39 sampling steps, temperature " << temperature;
   }
 }
 
