@@ -3,7 +3,8 @@
 # few Python packages), then fetches the default model. Idempotent: a second
 # run installs nothing and fetches nothing. `scripts/setup.sh --bench` also
 # installs llama-cpp-python (built from source: slow the first time), which
-# the golden-data tools and the side-by-side benchmark use; tests do not.
+# the golden-data tools and the side-by-side benchmark use, and aiperf with
+# transformers, which bench/compare_with_aiperf.py uses; tests use neither.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ DEBIAN_PACKAGES=(cmake ninja-build g++ clang pkg-config
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libxxhash-dev libpcre2-dev libgtest-dev libbenchmark-dev unzip qemu-user)
 PYTHON_PACKAGES=(numpy gguf pytest openai)
-if [ "${1:-}" = "--bench" ]; then PYTHON_PACKAGES+=(llama_cpp:llama-cpp-python); fi
+if [ "${1:-}" = "--bench" ]; then PYTHON_PACKAGES+=(llama_cpp:llama-cpp-python aiperf:aiperf transformers:transformers); fi
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do

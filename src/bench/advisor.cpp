@@ -106,4 +106,14 @@ std::string format_advice(const Advice& advice, const std::string& slo_descripti
   return out;
 }
 
+std::string overload_warning(const RunSummary& best, double slo_fraction) {
+  if (best.slo_attainment >= slo_fraction) return "";
+  return fmt::format(
+      "warning: even the best setting met the SLO for only {:.0f}% of requests (the goal is {:.0f}%): this load is\n"
+      "  past what this machine serves within the SLO with any setting tried, so the ranking above compares\n"
+      "  overloaded servers. Lower --rate or relax --slo; `omnibus bench --sweep-rate ...` against one server\n"
+      "  finds the highest rate that still meets it.\n",
+      best.slo_attainment * 100, slo_fraction * 100);
+}
+
 }  // namespace omnibus::bench

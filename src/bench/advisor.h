@@ -66,4 +66,10 @@ Advice advise(const AdvisorSpace& space, double budget_s, const TrialFn& run_tri
 // The evidence table: one row per trial, the best marked.
 std::string format_advice(const Advice& advice, const std::string& slo_description);
 
+// Empty when the best trial met the SLO for at least `slo_fraction` of its
+// requests. Otherwise a plain warning: no setting serves this load within the
+// SLO, so the recommendation only ranks failures; lower the rate or relax
+// the SLO (a sweep finds the rate this machine sustains).
+std::string overload_warning(const RunSummary& best, double slo_fraction);
+
 }  // namespace omnibus::bench

@@ -70,5 +70,15 @@ TEST(Advisor, TiesBreakOnLatency) {
   EXPECT_FALSE(better_result(b, a));
 }
 
+TEST(Advisor, WarnsWhenEvenTheBestSettingMissesTheSlo) {
+  RunSummary best;
+  best.slo_attainment = 0.95;
+  EXPECT_EQ(overload_warning(best, 0.9), "");
+  best.slo_attainment = 0.04;
+  const std::string w = overload_warning(best, 0.9);
+  EXPECT_NE(w.find("only 4%"), std::string::npos) << w;
+  EXPECT_NE(w.find("Lower --rate"), std::string::npos) << w;
+}
+
 }  // namespace
 }  // namespace omnibus::bench

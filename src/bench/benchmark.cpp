@@ -12,6 +12,10 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Workload variant of the warm-up conversations: far from the variants the
+// measured runs use (the configured one plus the sweep index).
+constexpr uint64_t kWarmupVariant = 0x5eedf00dULL;
+
 // How many conversations one run sends.
 int64_t conversations_for(const BenchConfig& c, const LoadOptions& load) {
   if (c.duration_s > 0 && load.concurrency == 0 && std::isfinite(load.shape.rate)) {
@@ -68,8 +72,10 @@ Result<BenchOutcome> run_benchmark(BenchConfig config) {
   };
 
   if (config.warmup > 0) {
+    // Same system prompts and document as the measured runs (so warm-up
+    // fills the prefix cache with them), other questions.
     WorkloadSpec spec = config.workload;
-    spec.seed ^= 0x5eedf00dULL;
+    spec.variant = kWarmupVariant;
     OMNIBUS_ASSIGN_OR_RETURN(std::vector<Conversation> warm, make_workload(spec, config.warmup, counter));
     LoadOptions one_at_a_time = config.load;
     one_at_a_time.concurrency = 1;
@@ -92,7 +98,11 @@ Result<BenchOutcome> run_benchmark(BenchConfig config) {
   for (size_t i = 0; i < loads.size(); ++i) {
     const LoadOptions& load = loads[i];
     const int64_t count = conversations_for(config, load);
-    OMNIBUS_ASSIGN_OR_RETURN(std::vector<Conversation> workload, make_workload(config.workload, count, counter));
+    // Each sweep run asks new questions: a rate must not find whole prompts
+    // that an earlier rate left in the prefix cache.
+    WorkloadSpec spec = config.workload;
+    spec.variant = config.workload.variant + i;
+    OMNIBUS_ASSIGN_OR_RETURN(std::vector<Conversation> workload, make_workload(spec, count, counter));
     BenchRun run;
     run.label = describe_load(load);
     ProgressFn progress = config.progress ? stderr_progress_bar(fmt::format("bench {}", run.label)) : nullptr;

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -41,7 +43,11 @@ class ScriptedServer {
     });
     server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
       Json body = Json::parse(req.body);
-      last_body_ = req.body;
+      {
+        std::lock_guard<std::mutex> lock(bodies_mutex_);
+        last_body_ = req.body;
+        bodies_.push_back(req.body);
+      }
       ++requests_;
       if (body.value("model", "") == "overloaded") {
         res.status = 429;
@@ -85,14 +91,23 @@ class ScriptedServer {
     return o;
   }
   int requests() const { return requests_.load(); }
-  std::string last_body() const { return last_body_; }
+  std::string last_body() const {
+    std::lock_guard<std::mutex> lock(bodies_mutex_);
+    return last_body_;
+  }
+  std::vector<std::string> bodies() const {
+    std::lock_guard<std::mutex> lock(bodies_mutex_);
+    return bodies_;
+  }
 
  private:
   httplib::Server server_;
   int port_ = 0;
   std::thread thread_;
   std::atomic<int> requests_{0};
+  mutable std::mutex bodies_mutex_;
   std::string last_body_;
+  std::vector<std::string> bodies_;
 };
 
 TEST(OpenAiClient, TimesAStreamedAnswer) {
@@ -179,7 +194,9 @@ TEST(LoadRunner, ClosedLoopRunsEveryTurnOfEveryConversation) {
   for (size_t i = 0; i < run.records.size(); ++i) {
     EXPECT_EQ(run.records[i].index, static_cast<int64_t>(i));
     EXPECT_TRUE(run.records[i].ok) << run.records[i].error;
-    if (i > 0) EXPECT_GE(run.records[i].sent_s, run.records[i - 1].sent_s);
+    if (i > 0) {
+      EXPECT_GE(run.records[i].sent_s, run.records[i - 1].sent_s);
+    }
   }
   // Two users, four two-turn conversations of >= 160 ms each turn: >= 4 x 160 ms.
   EXPECT_GE(run.duration_s, 0.64);
@@ -251,6 +268,35 @@ TEST(Benchmark, WarmupRequestsGoFirstAndAreNotMeasured) {
   ASSERT_TRUE(outcome.is_ok()) << outcome.status().to_string();
   EXPECT_EQ(server.requests(), 5);
   EXPECT_EQ(outcome->runs[0].result.records.size(), 3u);
+}
+
+// Warm-up must fill the prefix cache with the measured runs' system prompts,
+// and no run may resend a whole prompt an earlier one sent (a sweep's later
+// rates would find it cached and look fast).
+TEST(Benchmark, WarmupAndSweepRunsShareSystemPromptsButNeverWholePrompts) {
+  ScriptedServer server;
+  BenchConfig config;
+  config.client = server.client();
+  config.workload.kind = WorkloadKind::kSharedPrefix;
+  config.workload.num_prefixes = 2;
+  config.workload.prefix_len = 40;
+  config.workload.input_len = 8;
+  config.num_requests = 2;
+  config.warmup = 2;
+  config.sweep_rates = {50, 100};
+  Result<BenchOutcome> outcome = run_benchmark(config);
+  ASSERT_TRUE(outcome.is_ok()) << outcome.status().to_string();
+  const std::vector<std::string> bodies = server.bodies();
+  ASSERT_EQ(bodies.size(), 6u);
+  std::set<std::string> systems, users;
+  for (const std::string& b : bodies) {
+    const Json messages = Json::parse(b)["messages"];
+    ASSERT_EQ(messages.size(), 2u);
+    systems.insert(messages[0]["content"].get<std::string>());
+    users.insert(messages[1]["content"].get<std::string>());
+  }
+  EXPECT_EQ(systems.size(), 2u);  // the same two system prompts throughout
+  EXPECT_EQ(users.size(), 6u);    // every question new
 }
 
 TEST(HtmlReport, ThroughputOverTimeSpreadsTokensOverChunks) {

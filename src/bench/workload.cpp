@@ -142,18 +142,24 @@ int64_t estimate_tokens(const std::string& text) { return std::max<int64_t>(1, s
 Result<std::vector<Conversation>> make_workload(const WorkloadSpec& spec, int64_t count, const TokenCounter& counter) {
   OMNIBUS_RETURN_IF_ERROR(validate(spec));
   if (spec.kind == WorkloadKind::kJsonl) return read_jsonl(spec, count);
-  std::mt19937_64 rng(spec.seed);
-  TextSource text(spec.seed ^ 0x9e3779b97f4a7c15ULL, counter);
+  // Variant 0 keeps the streams the workload has always had (same seed, same
+  // conversations as before variants existed).
+  const uint64_t conversation_seed = spec.seed ^ (spec.variant * 0xd1b54a32d192ed03ULL);
+  std::mt19937_64 rng(conversation_seed);
   std::vector<Conversation> shared;  // system prompts shared across conversations
-  if (spec.kind == WorkloadKind::kSharedPrefix) {
-    for (int64_t p = 0; p < spec.num_prefixes; ++p) {
-      auto [body, tokens] = text.words_of_tokens(spec.prefix_len, fmt::format("You are assistant {}.", p));
+  {
+    TextSource shared_text(spec.seed ^ 0x9e3779b97f4a7c15ULL, counter);
+    if (spec.kind == WorkloadKind::kSharedPrefix) {
+      for (int64_t p = 0; p < spec.num_prefixes; ++p) {
+        auto [body, tokens] = shared_text.words_of_tokens(spec.prefix_len, fmt::format("You are assistant {}.", p));
+        shared.push_back({std::move(body), tokens, {}});
+      }
+    } else if (spec.kind == WorkloadKind::kLongDoc) {
+      auto [body, tokens] = shared_text.words_of_tokens(spec.doc_len, "Read this document.");
       shared.push_back({std::move(body), tokens, {}});
     }
-  } else if (spec.kind == WorkloadKind::kLongDoc) {
-    auto [body, tokens] = text.words_of_tokens(spec.doc_len, "Read this document.");
-    shared.push_back({std::move(body), tokens, {}});
   }
+  TextSource text(conversation_seed ^ 0x7f4a7c159e3779b9ULL, counter);
   std::vector<Conversation> out;
   out.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) {

@@ -40,6 +40,11 @@ struct WorkloadSpec {
   int64_t doc_len = 2000;    // long-doc
   std::string dataset;       // jsonl: the file
   uint64_t seed = 1;
+  // Draws new conversations over the same shared material: the system prompts
+  // and the document depend on `seed` alone, the questions and turns on
+  // `seed` and `variant`. Warm-up and each sweep run use their own variant, so
+  // they warm (and reuse) the shared prefixes but never repeat a whole prompt.
+  uint64_t variant = 0;
 };
 
 Status validate(const WorkloadSpec& spec);

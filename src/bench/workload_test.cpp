@@ -75,6 +75,22 @@ TEST(Workload, SharedPrefixAndLongDocShareSystemPrompts) {
   EXPECT_NEAR(docs[0].system_tokens, 500, 10);
 }
 
+TEST(Workload, VariantsKeepTheSharedMaterialAndChangeTheQuestions) {
+  WorkloadSpec spec;
+  spec.kind = WorkloadKind::kSharedPrefix;
+  spec.num_prefixes = 2;
+  spec.prefix_len = 100;
+  spec.input_len = 20;
+  auto base = make(spec, 2);
+  spec.variant = 1;
+  auto other = make(spec, 2);
+  EXPECT_EQ(base[0].system, other[0].system);
+  EXPECT_EQ(base[1].system, other[1].system);
+  EXPECT_NE(base[0].turns[0].user, other[0].turns[0].user);
+  spec.seed = 2;  // another seed: other system prompts too
+  EXPECT_NE(make(spec, 1)[0].system, base[0].system);
+}
+
 TEST(Workload, MultiTurnCarriesHistory) {
   WorkloadSpec spec;
   spec.kind = WorkloadKind::kMultiTurn;

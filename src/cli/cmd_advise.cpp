@@ -100,6 +100,8 @@ int run_advise(AdviseCommand& a) {
   for (const std::string& f : a.serve_args) command += " " + f;
   fmt::print("\nrecommended (best measured goodput {:.2f} req/s at {}):\n  {}\n", best.summary.goodput,
              bench::describe_load(c.load), command);
+  const std::string warning = bench::overload_warning(best.summary, c.slo_fraction);
+  if (!warning.empty()) fmt::print("\n{}", warning);
   if (!a.json_path.empty()) {
     nlohmann::json trials = nlohmann::json::array();
     for (const bench::Trial& t : advice.trials) {
@@ -110,7 +112,8 @@ int run_advise(AdviseCommand& a) {
                         {"summary", t.status.is_ok() ? bench::summary_json(t.summary) : nlohmann::json()}});
     }
     nlohmann::json doc = {{"recommended", command}, {"best", advice.best}, {"budget_cut", advice.budget_cut},
-                          {"slo", c.slo.describe()}, {"load", bench::describe_load(c.load)}, {"trials", trials}};
+                          {"slo", c.slo.describe()}, {"load", bench::describe_load(c.load)}, {"trials", trials},
+                          {"slo_met_by_best", best.summary.slo_attainment >= c.slo_fraction}};
     Status s = bench::write_file(a.json_path, doc.dump(1) + "\n");
     if (!s.is_ok()) return fail(s);
   }
@@ -121,7 +124,7 @@ int run_advise(AdviseCommand& a) {
 
 CommandRunner add_advise_command(CLI::App& app) {
   auto a = std::make_shared<AdviseCommand>();
-  a->flags.rate = "2";
+  a->flags.rate = "0.5";  // within a 2-core machine's reach for the default model and workload
   a->flags.slo = "ttft=2s,tpot=150ms";
   a->flags.config.num_requests = 24;
   a->flags.config.warmup = 2;  // each trial's server is fresh
