@@ -6,11 +6,13 @@
 // rows by NR weight rows at a time), and each output's arithmetic is the same
 // whatever tile it sits in:
 //  * legacy types, per 32-block b in order:
-//      lanes = exact int32 sums of code * q_x over 4-element groups (minus
-//              bias * sum(q_x) for Q4_0 / Q5_0),
-//      acc = fma(float(lanes), d_w[b] * d_x[b], acc);
-//    y = hsum(acc) [+ dot over blocks of m_w[b] and d_x[b] * sum(q_x[b]) for
-//    Q4_1 / Q5_1, 8 lanes then hsum];
+//      S = exact int32 sum of code * q_x over the block (minus
+//          bias * sum(q_x) for Q4_0 / Q5_0),
+//      acc = fma(float(S), d_w[b] * d_x[b], acc);
+//      acc_m = fma(m_w[b], d_x[b] * sum(q_x[b]), acc_m) for Q4_1 / Q5_1;
+//    y = acc [+ acc_m]. One scalar chain per output (four outputs to a
+//    4-lane vector), so a block costs one convert and one FMA per four
+//    outputs, and nothing is left to reduce at the end of a row;
 //  * K types, per 256-block in order: exact int32 lanes of the scale-weighted
 //    code products, acc = fma(float(lanes), d_w * d_x, acc), then for
 //    Q4_K / Q5_K acc = fma(float(min lanes), -(dmin_w * d_x), acc); y = hsum(acc).
@@ -128,45 +130,43 @@ inline __m256i legacy_lanes(const LegacyCodes& wc, const int8_t* xq) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(wc.codes, xv), _mm256_set1_epi16(1));
 }
 
-// The fixed dot of two float arrays: 8 lanes, k-ordered FMAs, hsum.
-inline float dot_lanes(const float* a, const float* b, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), acc);
-  if (k < n) {
-    const __m256i mask = lane_mask(static_cast<int>(n - k));
-    acc = _mm256_fmadd_ps(_mm256_maskload_ps(a + k, mask), _mm256_maskload_ps(b + k, mask), acc);
-  }
-  return hsum(acc);
+// Four blocks' exact int32 lane sums reduced to one int32 each: lane t of
+// the result = sum of the 8 lanes of v[t].
+inline __m128i reduce4(__m256i v0, __m256i v1, __m256i v2, __m256i v3) {
+  const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v0, v1), _mm256_hadd_epi32(v2, v3));
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
-// The tile's block-b weight scales, converted together (lane 2j = d_j, lane
-// 2j + 1 = m_j), times each x row's scale: scale[i][2j] = d_j * dx_i, read
-// back by broadcasts. Affine types also record m_j in mins[j * blocks + b].
-template <class K, int MR, int NR>
-inline void legacy_scales(const uint8_t* rows, size_t row_bytes, int64_t b, const float* xscale, int64_t blocks,
-                          float (*scale)[8], float* mins) {
+// f16 bits of the scale d (low half) and offset m (high half) of block b of
+// NR weight rows, as floats: d in lanes 0..NR-1 of .d, m in those of .m
+// (lanes past NR are 0).
+struct RowScales {
+  __m128 d, m;
+};
+
+template <class K, int NR>
+inline RowScales row_scales(const uint8_t* rows, size_t row_bytes, int64_t b) {
   uint32_t bits[4] = {};
 #pragma GCC unroll 4
   for (int j = 0; j < NR; ++j) bits[j] = K::dm_bits(rows + j * row_bytes, b);
   const __m256 dm = _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(bits[0]), static_cast<int>(bits[1]),
                                                    static_cast<int>(bits[2]), static_cast<int>(bits[3])));
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) _mm256_store_ps(scale[i], _mm256_mul_ps(dm, _mm256_broadcast_ss(xscale + i * blocks)));
-  if constexpr (K::kAffine) {
-    alignas(32) float dm_out[8];
-    _mm256_store_ps(dm_out, dm);
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) mins[j * blocks + b] = dm_out[2 * j + 1];
-  }
+  const __m128 lo = _mm256_castps256_ps128(dm), hi = _mm256_extractf128_ps(dm, 1);  // d0 m0 d1 m1 | d2 m2 d3 m3
+  return {_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))};
 }
 
-// Outputs y[r0 + i][o + j] for i < MR, j < NR (NR <= 4). mins: 4 * blocks
-// floats of scratch (affine types). Loops over i and j are fully unrolled so
-// the accumulators stay in registers.
+// Outputs y[r0 + i][o + j] for i < MR, j < NR, with MR = 1 (NR <= 4) or
+// MR = 4 (NR <= 3). Every output gets the same arithmetic whatever the tile:
+//   per block b in order: S = exact int32 sum of its code * q_x products
+//   (minus the code bias times sum(q_x) for Q4_0 / Q5_0),
+//     acc = fma(float(S), d_w[b] * d_x[b], acc);
+//     acc_m = fma(m_w[b], d_x[b] * sum(q_x[b]), acc_m)   (Q4_1 / Q5_1 only);
+//   y = acc (+ acc_m).
+// Four outputs share one 4-lane vector: the MR = 1 tile puts its weight rows
+// side by side, the MR = 4 tile its x rows.
 template <class K, int MR, int NR>
-void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0, float* mins) {
-  static_assert(NR <= 4);
+void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
+  static_assert((MR == 1 && NR <= 4) || (MR == 4 && NR <= 3));
   const WeightMatrix& w = *a.w;
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
@@ -174,39 +174,56 @@ void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0, float* mins) {
   const uint8_t* rows = static_cast<const uint8_t*>(w.data) + o * row_bytes;
   const int8_t* xq = qx.q.data() + r0 * blocks * kQK;
   const float* xscale = qx.scale.data() + r0 * blocks;
+  const float* xsum = K::kAffine ? qx.scaled_sum.data() + r0 * blocks : nullptr;
   const int32_t* xbias = K::kBias ? qx.bias_lanes.data() + r0 * blocks * 8 : nullptr;
-  __m256 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
+  constexpr int kGroups = MR == 1 ? 1 : NR;
+  __m128 acc[kGroups], acc_m[kGroups];
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroups; ++g) acc[g] = acc_m[g] = _mm_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    alignas(32) float scale[MR][8];
-    legacy_scales<K, MR, NR>(rows, row_bytes, b, xscale + b, blocks, scale, mins);
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
-      const LegacyCodes wc = K::codes(rows + j * row_bytes, b);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const int64_t xb = i * blocks + b;
-        __m256i lanes = legacy_lanes<K>(wc, xq + xb * kQK);
-        if constexpr (K::kBias) lanes = _mm256_sub_epi32(lanes, load256(xbias + xb * 8));
-        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_broadcast_ss(&scale[i][2 * j]), acc[i][j]);
+    const RowScales rs = row_scales<K, NR>(rows, row_bytes, b);
+    if constexpr (MR == 1) {
+      __m256i lanes[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                          _mm256_setzero_si256()};
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) {
+        lanes[j] = legacy_lanes<K>(K::codes(rows + j * row_bytes, b), xq + b * kQK);
+        if constexpr (K::kBias) lanes[j] = _mm256_sub_epi32(lanes[j], load256(xbias + b * 8));
+      }
+      const __m128i sums = reduce4(lanes[0], lanes[1], lanes[2], lanes[3]);
+      acc[0] = _mm_fmadd_ps(_mm_cvtepi32_ps(sums), _mm_mul_ps(rs.d, _mm_set1_ps(xscale[b])), acc[0]);
+      if constexpr (K::kAffine) acc_m[0] = _mm_fmadd_ps(rs.m, _mm_set1_ps(xsum[b]), acc_m[0]);
+    } else {
+      const __m128 dx = _mm_setr_ps(xscale[b], xscale[blocks + b], xscale[2 * blocks + b], xscale[3 * blocks + b]);
+      alignas(16) float d[4], m[4];
+      _mm_store_ps(d, rs.d);
+      _mm_store_ps(m, rs.m);
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) {
+        const LegacyCodes wc = K::codes(rows + j * row_bytes, b);
+        __m256i lanes[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          const int64_t xb = i * blocks + b;
+          lanes[i] = legacy_lanes<K>(wc, xq + xb * kQK);
+          if constexpr (K::kBias) lanes[i] = _mm256_sub_epi32(lanes[i], load256(xbias + xb * 8));
+        }
+        const __m128i sums = reduce4(lanes[0], lanes[1], lanes[2], lanes[3]);
+        acc[j] = _mm_fmadd_ps(_mm_cvtepi32_ps(sums), _mm_mul_ps(_mm_set1_ps(d[j]), dx), acc[j]);
+        if constexpr (K::kAffine) {
+          const __m128 sx = _mm_setr_ps(xsum[b], xsum[blocks + b], xsum[2 * blocks + b], xsum[3 * blocks + b]);
+          acc_m[j] = _mm_fmadd_ps(_mm_set1_ps(m[j]), sx, acc_m[j]);
+        }
       }
     }
   }
-  float out[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) out[i][j] = hsum(acc[i][j]);
-  for (int i = 0; i < MR; ++i) {
-    for (int j = 0; j < NR; ++j) {
-      if constexpr (K::kAffine)
-        out[i][j] += dot_lanes(mins + j * blocks, qx.scaled_sum.data() + (r0 + i) * blocks, blocks);
-      a.y[(r0 + i) * w.rows + o + j] = out[i][j];
-    }
+  alignas(16) float out[kGroups][4];
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroups; ++g) {
+    _mm_store_ps(out[g], K::kAffine ? _mm_add_ps(acc[g], acc_m[g]) : acc[g]);
   }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) a.y[(r0 + i) * w.rows + o + j] = MR == 1 ? out[0][j] : out[j][i];
 }
 
 // ---- K-quant 256-element blocks ------------------------------------------
@@ -342,7 +359,7 @@ struct KernQ6_K {
 };
 
 template <class K, int MR, int NR>
-void k_tile(const MatmulArgs& a, int64_t o, int64_t r0, float*) {
+void k_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
   const WeightMatrix& w = *a.w;
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
@@ -392,11 +409,11 @@ void k_tile(const MatmulArgs& a, int64_t o, int64_t r0, float*) {
 // ---- tiling over rows ------------------------------------------------------
 
 template <class K, int MR, int NR>
-void tile(const MatmulArgs& a, int64_t o, int64_t r0, float* mins) {
+void tile(const MatmulArgs& a, int64_t o, int64_t r0) {
   if constexpr (K::kSuper) {
-    k_tile<K, MR, NR>(a, o, r0, mins);
+    k_tile<K, MR, NR>(a, o, r0);
   } else {
-    legacy_tile<K, MR, NR>(a, o, r0, mins);
+    legacy_tile<K, MR, NR>(a, o, r0);
   }
 }
 
@@ -408,16 +425,16 @@ constexpr int kSingleTileW = 4;
 
 // Weight rows [o, o_end) (at most NR of them) against x rows r0..r0+MR.
 template <class K, int MR, int NR>
-void tile_upto(const MatmulArgs& a, int64_t o, int64_t o_end, int64_t r0, float* mins) {
+void tile_upto(const MatmulArgs& a, int64_t o, int64_t o_end, int64_t r0) {
   switch (o_end - o) {
     case 4:
-      if constexpr (NR >= 4) tile<K, MR, 4>(a, o, r0, mins);
+      if constexpr (NR >= 4) tile<K, MR, 4>(a, o, r0);
       break;
     case 3:
-      if constexpr (NR >= 3) tile<K, MR, 3>(a, o, r0, mins);
+      if constexpr (NR >= 3) tile<K, MR, 3>(a, o, r0);
       break;
-    case 2: tile<K, MR, 2>(a, o, r0, mins); break;
-    case 1: tile<K, MR, 1>(a, o, r0, mins); break;
+    case 2: tile<K, MR, 2>(a, o, r0); break;
+    case 1: tile<K, MR, 1>(a, o, r0); break;
     default: break;
   }
 }
@@ -425,24 +442,22 @@ void tile_upto(const MatmulArgs& a, int64_t o, int64_t o_end, int64_t r0, float*
 // Weight tiles outermost, so the (small) weight tile stays in L1 while the
 // x rows stream past it.
 template <class K, int MR, int NR>
-void tiles(const MatmulArgs& a, int64_t begin, int64_t end, float* mins) {
+void tiles(const MatmulArgs& a, int64_t begin, int64_t end) {
   for (int64_t o = begin; o < end; o += NR) {
     const int64_t o_end = std::min(end, o + NR);
     int64_t r = 0;
     if constexpr (MR > 1)
-      for (; r + MR <= a.n_x; r += MR) tile_upto<K, MR, NR>(a, o, o_end, r, mins);
-    for (; r < a.n_x; ++r) tile_upto<K, 1, NR>(a, o, o_end, r, mins);
+      for (; r + MR <= a.n_x; r += MR) tile_upto<K, MR, NR>(a, o, o_end, r);
+    for (; r < a.n_x; ++r) tile_upto<K, 1, NR>(a, o, o_end, r);
   }
 }
 
 template <class K>
 void q8_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
-  thread_local std::vector<float> mins;
-  mins.resize(static_cast<size_t>(4 * a.qx->blocks));
   if (a.n_x >= kBatchTileX) {
-    tiles<K, kBatchTileX, kBatchTileW>(a, begin, end, mins.data());
+    tiles<K, kBatchTileX, kBatchTileW>(a, begin, end);
   } else {
-    tiles<K, 1, kSingleTileW>(a, begin, end, mins.data());
+    tiles<K, 1, kSingleTileW>(a, begin, end);
   }
 }
 
