@@ -71,22 +71,20 @@ is absent. Takes about 3 minutes a round at the defaults.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
+
+from aiperf_tokenizer import check_tokenizer, prepare_tokenizer
+from tool_processes import (OTHER_LOAD_WARN_CORES, SAMPLE_INTERVAL_S, Server, ToolError, kill_group, live_processes,
+                            interrupt_on_sigterm, cpu_report, free_port, run_logged, wait_for_quiet)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OMNIBUS = REPO_ROOT / "build" / "src" / "cli" / "omnibus"
@@ -94,14 +92,6 @@ DEFAULT_MODEL = REPO_ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "aiperf_agreement.json"
 DEFAULT_WORK_DIR = REPO_ROOT / "bench" / "results" / "aiperf_agreement"
 DEFAULT_TOKENIZER_CACHE = Path.home() / ".cache" / "omnibus" / "aiperf-hf"
-TOKENIZER_REPO_OWNER = "omnibus-local"
-SAMPLE_INTERVAL_S = 0.5  # how often the load generators' and the server's CPU use is read
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-OTHER_LOAD_WARN_CORES = 0.25  # other processes' CPU use during a measurement worth a note
-# Checked against the server's /tokenize: words, punctuation, digits, a
-# leading space and an archaic line like those aiperf's corpus is made of.
-TOKENIZER_PROBE = (" Shall I compare thee to a summer's day? Thou art more lovely and more "
-                   "temperate: 1234 tokens, e.g. don't STOP_now (x+y)*2 == 42;\n\tdone.")
 
 # (key in the table, label, omnibus summary field + statistic, aiperf metric + statistic)
 METRICS = [
@@ -115,326 +105,6 @@ METRICS = [
     ("chunk_gap_p50", "chunk gap p50", ("itl_ms", "p50"), ("inter_chunk_latency", "p50")),
     ("output_tok_s", "output tok/s", ("output_token_throughput", None), ("output_token_throughput", "avg")),
 ]
-
-
-class ToolError(RuntimeError):
-    """A step failed; the message says what and where to look."""
-
-
-# ---------------------------------------------------------------- processes
-
-_live = []  # child processes to kill if we leave early
-
-
-def _kill_group(proc, first_signal=signal.SIGINT, wait_s=15.0):
-    """Stops `proc` and everything in its process group (it was started in its own session)."""
-    if proc.poll() is not None:
-        try:  # the leader is gone; stop anything it left behind in its group
-            os.killpg(proc.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
-        return
-    for sig, wait in ((first_signal, wait_s), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _on_sigterm(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def run_logged(cmd, log_path, timeout_s, env=None, what="command", server_pid=None):
-    """Runs cmd with stdout+stderr to log_path, sampling CPU use as it goes.
-
-    Returns a list of (wall time s, CPU s of cmd's process group, CPU s of the server,
-    busy CPU s of the whole machine) samples, taken every SAMPLE_INTERVAL_S from start to exit.
-    """
-    with open(log_path, "wb") as log:
-        log.write(("$ " + shlex.join(str(c) for c in cmd) + "\n").encode())
-        log.flush()
-        proc = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    _live.append(proc)
-    samples = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            samples.append((time.time(), group_cpu_seconds(proc.pid), process_cpu_seconds(server_pid),
-                            machine_busy_seconds()))
-            try:
-                proc.wait(timeout=SAMPLE_INTERVAL_S)
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() > deadline:
-                    _kill_group(proc)
-                    raise ToolError(f"{what} ran past {timeout_s:.0f} s and was stopped; log: {log_path}\n"
-                                    f"{tail(log_path)}")
-        # The tool's group is gone now; the server's and the machine's figures still count.
-        samples.append((time.time(), None, process_cpu_seconds(server_pid), machine_busy_seconds()))
-    finally:
-        _kill_group(proc)  # no-op once it has exited; reaches leftovers in its group otherwise
-        _live.remove(proc)
-    if proc.returncode != 0:
-        raise ToolError(f"{what} exited with {proc.returncode}; log: {log_path}\n{tail(log_path)}")
-    return samples
-
-
-def wait_for_quiet(max_wait_s, server_pid, window_s=2.0):
-    """Waits (up to max_wait_s) until other processes use under OTHER_LOAD_WARN_CORES cores
-    over window_s. Returns (seconds waited, their load over the last window in cores)."""
-    t0 = time.monotonic()
-    while True:
-        busy0, server0 = machine_busy_seconds(), process_cpu_seconds(server_pid)
-        time.sleep(window_s)
-        busy1, server1 = machine_busy_seconds(), process_cpu_seconds(server_pid)
-        if None in (busy0, busy1, server0, server1):
-            return time.monotonic() - t0, None
-        other = max(0.0, (busy1 - busy0) - (server1 - server0)) / window_s
-        waited = time.monotonic() - t0
-        if other < OTHER_LOAD_WARN_CORES or waited >= max_wait_s:
-            return waited, other
-
-
-def cpu_in_window(samples, column, t0, t1):
-    """CPU seconds used between wall times t0 and t1, interpolated from the samples."""
-    points = [(s[0], s[column]) for s in samples if s[column] is not None]
-    if len(points) < 2:
-        return None
-
-    def at(t):
-        if t <= points[0][0]:
-            return points[0][1]
-        for (ta, ca), (tb, cb) in zip(points, points[1:]):
-            if t <= tb:
-                return ca + (cb - ca) * (t - ta) / (tb - ta) if tb > ta else cb
-        return points[-1][1]
-
-    return at(t1) - at(t0)
-
-
-def cpu_report(samples, t0, t1):
-    """Cores used by the load generator, the server and everything else while requests were measured."""
-    seconds = t1 - t0
-    if seconds <= 0:
-        return {}
-    tool, server, busy = (cpu_in_window(samples, column, t0, t1) for column in (1, 2, 3))
-    other = None if None in (tool, server, busy) else max(0.0, busy - tool - server)
-    return {"window_s": seconds,
-            "load_generator_cores": None if tool is None else tool / seconds,
-            "server_cores": None if server is None else server / seconds,
-            "other_processes_cores": None if other is None else other / seconds}
-
-
-def tail(path, lines=25):
-    try:
-        data = Path(path).read_bytes().decode(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join("    " + line for line in data[-lines:])
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get_status(url, timeout=2.0):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except (urllib.error.URLError, OSError):
-        return None
-
-
-def http_post_json(url, body, timeout=10.0):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read())
-
-
-def _stat_fields(pid):
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def process_cpu_seconds(pid):
-    """utime + stime of a running process (Linux), or None."""
-    if pid is None:
-        return None
-    try:
-        fields = _stat_fields(pid)
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def machine_busy_seconds():
-    """CPU seconds all cores have spent busy since boot (/proc/stat), or None."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[1:9])
-        return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
-    except (OSError, ValueError):
-        return None
-
-
-def group_cpu_seconds(pgid):
-    """utime + stime of the live processes in process group pgid, plus what their
-    reaped children used (so a tool's finished helper processes still count)."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = _stat_fields(entry)
-            if int(fields[2]) == pgid:
-                total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
-        except (OSError, IndexError, ValueError):
-            continue
-    return total / CLOCK_TICKS
-
-
-class Server:
-    """`omnibus serve` in its own process group, logging to a file; a context manager."""
-
-    def __init__(self, cmd, port, log_path, startup_timeout_s):
-        self.cmd, self.port, self.log_path = cmd, port, log_path
-        self.startup_timeout_s = startup_timeout_s
-        self.url = f"http://127.0.0.1:{port}"
-        self.proc = None
-
-    def __enter__(self):
-        with open(self.log_path, "wb") as log:
-            log.write(("$ " + shlex.join(self.cmd) + "\n").encode())
-            log.flush()
-            self.proc = subprocess.Popen(self.cmd, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-        _live.append(self.proc)
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ToolError(f"omnibus serve exited with {self.proc.returncode} before /health "
-                                f"answered; log: {self.log_path}\n{tail(self.log_path)}")
-            if http_get_status(self.url + "/health") == 200:
-                return self
-            time.sleep(0.25)
-        raise ToolError(f"omnibus serve: GET /health not 200 after {self.startup_timeout_s:.0f} s; "
-                        f"log: {self.log_path}\n{tail(self.log_path)}")
-
-    def __exit__(self, *exc):
-        if self.proc is not None:
-            _kill_group(self.proc, signal.SIGINT, wait_s=35.0)  # it drains running requests first
-            if self.proc in _live:
-                _live.remove(self.proc)
-
-    def model_id(self):
-        with urllib.request.urlopen(self.url + "/v1/models", timeout=10) as r:
-            data = json.loads(r.read()).get("data") or []
-        if not data:
-            raise ToolError(f"{self.url}/v1/models lists no model")
-        return data[0]["id"]
-
-
-# ---------------------------------------------------------------- tokenizer for aiperf
-
-# tokenizer_config names of the special tokens, and the GGUF keys of their ids
-_SPECIAL_TOKEN_IDS = {"bos_token": "bos_token_id", "eos_token": "eos_token_id",
-                      "unk_token": "unknown_token_id", "pad_token": "padding_token_id"}
-
-
-def _tokenizer_from_gguf_metadata(model):
-    """transformers' own GGUF tokenizer conversion, fed metadata read with `gguf` (no torch)."""
-    try:
-        from gguf import GGUFReader
-        from transformers import PreTrainedTokenizerFast
-        from transformers.integrations.gguf.gguf_tokenizer_mapping import (
-            GGUF_TOKENIZER_MAPPING, convert_gguf_tokenizer)
-    except ImportError as e:
-        raise ToolError(f"cannot build a tokenizer from {model}: transformers needs torch to read "
-                        f"GGUF, and the fallback needs the `gguf` package and transformers' GGUF "
-                        f"converter ({e}); pip install gguf (or torch)")
-    reader = GGUFReader(str(model))
-    meta = {key: field.contents() for key, field in reader.fields.items()
-            if key.startswith("tokenizer.") or key == "general.architecture"}
-    groups = {group: {name: meta[f"tokenizer.{key}"] for key, name in renames.items()
-                      if f"tokenizer.{key}" in meta}
-              for group, renames in GGUF_TOKENIZER_MAPPING.items()}
-    tokenizer_dict, config = groups["tokenizer"], groups["tokenizer_config"]
-    for name, key in _SPECIAL_TOKEN_IDS.items():
-        token_id = meta.get(f"tokenizer.ggml.{key}")
-        config[name] = tokenizer_dict["tokens"][token_id] if token_id is not None else None
-    backend, extra = convert_gguf_tokenizer(meta["general.architecture"], tokenizer_dict)
-    config.update(extra)
-    return PreTrainedTokenizerFast(tokenizer_object=backend, **config)
-
-
-def build_tokenizer(model, out_dir):
-    try:
-        from transformers import AutoTokenizer
-    except ImportError as e:
-        raise ToolError(f"transformers is needed to make aiperf's tokenizer ({e}); pip install transformers")
-    try:
-        tok = AutoTokenizer.from_pretrained(str(model.parent), gguf_file=model.name)
-        how = "AutoTokenizer.from_pretrained(gguf_file=...)"
-    except ImportError:  # transformers 5 reads GGUF through torch
-        tok = _tokenizer_from_gguf_metadata(model)
-        how = "transformers' GGUF tokenizer converter on metadata read with gguf (no torch)"
-    tok.save_pretrained(str(out_dir))
-    return how
-
-
-def prepare_tokenizer(model, cache_root):
-    """Makes (once) and returns (HF_HUB_CACHE dir, repo id, snapshot dir, how it was made): aiperf
-    finds the model's tokenizer offline as that repo id in that cache."""
-    stat = model.stat()
-    revision = hashlib.sha1(f"{model.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()
-    name = re.sub(r"[^A-Za-z0-9._-]", "-", model.stem)
-    name = re.sub(r"-{2,}", "-", re.sub(r"\.{2,}", ".", name)).strip("-.")[:80] or "model"
-    repo_id = f"{TOKENIZER_REPO_OWNER}/{name}"
-    hub = cache_root / "hub"
-    repo_dir = hub / f"models--{TOKENIZER_REPO_OWNER}--{name}"
-    snapshot = repo_dir / "snapshots" / revision
-    if (snapshot / "tokenizer.json").exists() or (snapshot / "tokenizer_config.json").exists():
-        how = "cached"
-    else:
-        (repo_dir / "snapshots").mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=repo_dir / "snapshots"))
-        try:
-            how = build_tokenizer(model, staging)
-            if snapshot.exists():
-                shutil.rmtree(snapshot)
-            staging.rename(snapshot)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
-    (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
-    (repo_dir / "refs" / "main").write_text(revision)
-    return hub, repo_id, snapshot, how
-
-
-def check_tokenizer(snapshot, server_url):
-    """Compares the saved tokenizer with the server's on a probe text; returns a note or None."""
-    from transformers import AutoTokenizer
-    ours = AutoTokenizer.from_pretrained(str(snapshot)).encode(TOKENIZER_PROBE, add_special_tokens=False)
-    try:
-        theirs = http_post_json(server_url + "/tokenize", {"content": TOKENIZER_PROBE, "add_special": False})["tokens"]
-    except (OSError, KeyError, ValueError) as e:
-        return f"could not check the tokenizer against the server's /tokenize: {e}"
-    if ours != theirs:
-        return (f"aiperf's tokenizer and the server's disagree on the probe text ({len(ours)} vs "
-                f"{len(theirs)} tokens): aiperf's prompt lengths will be a little off")
-    return None
 
 
 # ---------------------------------------------------------------- the two tools
@@ -811,7 +481,7 @@ def preflight(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, interrupt_on_sigterm)
     # No network here: transformers (in this process) must not try the hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -893,8 +563,8 @@ def main(argv=None):
         print("interrupted", file=sys.stderr)
         return 130
     finally:
-        for proc in list(_live):
-            _kill_group(proc)
+        for proc in list(live_processes):
+            kill_group(proc)
 
 
 if __name__ == "__main__":

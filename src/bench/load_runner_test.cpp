@@ -45,7 +45,6 @@ class ScriptedServer {
       Json body = Json::parse(req.body);
       {
         std::lock_guard<std::mutex> lock(bodies_mutex_);
-        last_body_ = req.body;
         bodies_.push_back(req.body);
       }
       ++requests_;
@@ -93,7 +92,7 @@ class ScriptedServer {
   int requests() const { return requests_.load(); }
   std::string last_body() const {
     std::lock_guard<std::mutex> lock(bodies_mutex_);
-    return last_body_;
+    return bodies_.empty() ? std::string() : bodies_.back();
   }
   std::vector<std::string> bodies() const {
     std::lock_guard<std::mutex> lock(bodies_mutex_);
@@ -106,7 +105,6 @@ class ScriptedServer {
   std::thread thread_;
   std::atomic<int> requests_{0};
   mutable std::mutex bodies_mutex_;
-  std::string last_body_;
   std::vector<std::string> bodies_;
 };
 

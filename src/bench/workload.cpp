@@ -142,8 +142,8 @@ int64_t estimate_tokens(const std::string& text) { return std::max<int64_t>(1, s
 Result<std::vector<Conversation>> make_workload(const WorkloadSpec& spec, int64_t count, const TokenCounter& counter) {
   OMNIBUS_RETURN_IF_ERROR(validate(spec));
   if (spec.kind == WorkloadKind::kJsonl) return read_jsonl(spec, count);
-  // Variant 0 keeps the streams the workload has always had (same seed, same
-  // conversations as before variants existed).
+  // The shared material draws from a stream of `seed` alone; the questions
+  // and turns from their own stream of `seed` and `variant`.
   const uint64_t conversation_seed = spec.seed ^ (spec.variant * 0xd1b54a32d192ed03ULL);
   std::mt19937_64 rng(conversation_seed);
   std::vector<Conversation> shared;  // system prompts shared across conversations

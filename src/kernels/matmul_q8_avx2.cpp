@@ -198,6 +198,8 @@ void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
       alignas(16) float d[4], m[4];
       _mm_store_ps(d, rs.d);
       _mm_store_ps(m, rs.m);
+      const __m128 sx = K::kAffine ? _mm_setr_ps(xsum[b], xsum[blocks + b], xsum[2 * blocks + b], xsum[3 * blocks + b])
+                                   : _mm_setzero_ps();
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) {
         const LegacyCodes wc = K::codes(rows + j * row_bytes, b);
@@ -210,10 +212,7 @@ void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
         }
         const __m128i sums = reduce4(lanes[0], lanes[1], lanes[2], lanes[3]);
         acc[j] = _mm_fmadd_ps(_mm_cvtepi32_ps(sums), _mm_mul_ps(_mm_set1_ps(d[j]), dx), acc[j]);
-        if constexpr (K::kAffine) {
-          const __m128 sx = _mm_setr_ps(xsum[b], xsum[blocks + b], xsum[2 * blocks + b], xsum[3 * blocks + b]);
-          acc_m[j] = _mm_fmadd_ps(_mm_set1_ps(m[j]), sx, acc_m[j]);
-        }
+        if constexpr (K::kAffine) acc_m[j] = _mm_fmadd_ps(_mm_set1_ps(m[j]), sx, acc_m[j]);
       }
     }
   }
