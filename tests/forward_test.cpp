@@ -103,6 +103,21 @@ TEST_P(ForwardTest, LogitsAreBatchInvariant) {
   }
 }
 
+// The interleaved weight layout (the default for Q4_0 / Q4_1 / Q8_0 on
+// AVX2) changes speed only: logits are bit-identical to the row layout's.
+TEST_P(ForwardTest, InterleavedWeightsGiveTheRowLayoutsLogits) {
+  const auto bytes = make_tiny_model_bytes(spec_for(GetParam()));
+  auto rows_model = load_tiny_model(bytes, ModelLoadOptions{.interleave = false});
+  auto default_model = load_tiny_model(bytes);
+  const auto tokens = random_tokens(11, rows_model->config().vocab_size, 5);
+  for (auto [chunk, threads] : {std::pair{1, 2}, {11, 2}, {4, 1}}) {
+    const auto want = engine_logits(rows_model, tokens, chunk, threads);
+    const auto got = engine_logits(default_model, tokens, chunk, threads);
+    ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+        << "chunk " << chunk << " threads " << threads;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, ForwardTest,
     ::testing::Values(Case{"llama", DType::kF32, 2}, Case{"llama", DType::kF32, 1}, Case{"llama", DType::kF16, 4},

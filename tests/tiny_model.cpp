@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "gguf/gguf_writer.h"
+#include "kernels/weight_interleave.h"
 #include "tensor/quant.h"
 
 namespace omnibus::testing {
@@ -87,8 +88,10 @@ class TinyWriter {
 std::vector<double> dequantized(const WeightMatrix& w) {
   std::vector<float> row(w.cols);
   std::vector<double> out(w.rows * w.cols);
+  std::vector<uint8_t> blocks(w.row_bytes);
   for (int64_t r = 0; r < w.rows; ++r) {
-    dequantize_row_ref(w.dtype, static_cast<const uint8_t*>(w.data) + r * w.row_bytes, row.data(), w.cols);
+    gather_row_blocks(w, r, blocks.data());  // any layout, as GGUF rows
+    dequantize_row_ref(w.dtype, blocks.data(), row.data(), w.cols);
     for (int64_t c = 0; c < w.cols; ++c) out[r * w.cols + c] = row[c];
   }
   return out;
@@ -146,14 +149,15 @@ void rotate(std::vector<double>& v, int heads, int hd, int pos, const ModelConfi
 
 std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec) { return TinyWriter(spec).build(); }
 
-Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes) {
+Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes,
+                                                          const ModelLoadOptions& options) {
   auto file = GgufFile::parse(MappedFile::from_memory(bytes));
   if (!file.is_ok()) return file.status();
-  return Model::from_gguf(std::move(file).value());
+  return Model::from_gguf(std::move(file).value(), options);
 }
 
-std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes) {
-  auto model = try_load_tiny_model(bytes);
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options) {
+  auto model = try_load_tiny_model(bytes, options);
   if (!model.is_ok()) throw std::runtime_error(model.status().to_string());
   return *model;
 }

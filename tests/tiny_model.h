@@ -35,8 +35,9 @@ struct TinyModelSpec {
 std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec);
 
 // Loads the bytes as a Model. `bytes` must outlive the model.
-std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes);
-Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes);
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options = {});
+Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes,
+                                                          const ModelLoadOptions& options = {});
 
 // Logits (vocab per position) of every position of `tokens`, computed by the
 // plain reference forward pass.

@@ -48,6 +48,16 @@ std::unique_ptr<MappedFile> MappedFile::from_memory(std::span<const uint8_t> byt
   return file;
 }
 
+void MappedFile::release_pages(std::span<const uint8_t> range) const {
+  if (!owns_mapping_ || range.empty()) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(range.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(range.data()) + range.size()) / page * page;
+  // A private read-only file mapping: MADV_DONTNEED only unmaps clean pages
+  // (the page cache keeps them); a failure just leaves them resident.
+  if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (owns_mapping_ && data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -27,6 +27,12 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Lets the kernel drop this process's resident pages that lie wholly
+  // inside `range` (part of bytes()): a copy was made and the original will
+  // rarely be read again. Contents are unchanged; a later read faults the
+  // page back in from the file. No-op for from_memory() bytes.
+  void release_pages(std::span<const uint8_t> range) const;
+
  private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;

@@ -25,6 +25,9 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("-m,--model", o.model_path, "GGUF model file (default: " + std::string(kDefaultModelFile) + ")");
   cmd.add_option("-t,--threads", o.threads, "Threads (default: number of cores)")->check(CLI::Range(0, 1024));
   cmd.add_flag("--verbose", o.verbose, "Log loading details and the kernel path taken");
+  cmd.add_flag("!--no-interleave", o.interleave,
+               "Keep weights in the file's row layout (mmap only) instead of repacking Q4_0/Q4_1/Q8_0 matrices into "
+               "the faster interleaved layout at load; results are identical");
 }
 
 std::string default_model_path() {
@@ -51,7 +54,7 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   const std::string path = options.model_path.empty() ? default_model_path() : options.model_path;
   Stopwatch clock;
   LoadedModel out;
-  auto model = Model::load(path);
+  auto model = Model::load(path, ModelLoadOptions{.interleave = options.interleave});
   if (!model.is_ok()) {
     Status s = model.status();
     if (options.model_path.empty() && s.code() == StatusCode::kIoError)
@@ -69,6 +72,8 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   log_info("loaded {} ({}, {} layers, {} embd, {} heads / {} kv heads, vocab {}) in {:.0f} ms", path,
            c.architecture, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.vocab_size, out.load_seconds * 1e3);
   log_info("CPU features: {}; matmul kernels: {}", cpu_features().describe(), matmul_path_name());
+  log_info("weights repacked into the interleaved layout: {:.1f} MiB{}", out.model->repacked_bytes() / 1048576.0,
+           options.interleave ? "" : " (--no-interleave)");
   return out;
 }
 

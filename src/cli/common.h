@@ -19,9 +19,10 @@ struct ModelOptions {
   std::string model_path;  // empty: the default model
   int threads = 0;         // 0: number of cores
   bool verbose = false;
+  bool interleave = true;  // --no-interleave: keep every matrix in the file's layout
 };
 
-// Adds -m/--model, -t/--threads, --verbose to a subcommand.
+// Adds -m/--model, -t/--threads, --verbose, --no-interleave to a subcommand.
 void add_model_options(CLI::App& cmd, ModelOptions& options);
 
 // The default model: $OMNIBUS_MODEL, else models/<default> under the current

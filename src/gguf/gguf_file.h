@@ -91,6 +91,8 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
   const std::string& path() const { return file_->path(); }
   size_t file_size() const { return file_->size(); }
+  // See MappedFile::release_pages.
+  void release_pages(std::span<const uint8_t> range) const { file_->release_pages(range); }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }

@@ -26,12 +26,22 @@
 
 namespace omnibus {
 
+// How a matrix's blocks are laid out in memory.
+//  kRows: as in GGUF, row after row, row_bytes apart.
+//  kInterleaved8: rows in groups of eight (the last padded with zero rows),
+//    group g at data + g * 8 * row_bytes; within a group, block b of all
+//    eight rows side by side, so one 32-byte load holds four codes of each
+//    of the eight rows (see kernels/weight_interleave.h). Same bytes in all,
+//    only reordered; made at load for the int8 kernels (AVX2 only).
+enum class WeightLayout : uint8_t { kRows, kInterleaved8 };
+
 struct WeightMatrix {
   DType dtype = DType::kF32;
-  const void* data = nullptr;  // not owned (usually the model file's mapping)
+  const void* data = nullptr;  // not owned (the model file's mapping, or the model's repacked copy)
   int64_t rows = 0;            // output features
   int64_t cols = 0;            // input features
-  size_t row_bytes = 0;        // bytes between consecutive rows
+  size_t row_bytes = 0;        // bytes of one row's blocks (kRows: the distance between rows)
+  WeightLayout layout = WeightLayout::kRows;
 };
 
 // y (n_x rows of w.rows) = x (n_x rows of w.cols) times w transposed.

@@ -30,6 +30,7 @@ struct QuantizedX {
   // sums elements 4l..4l+3), to turn unsigned weight codes into signed ones.
   std::vector<float> scaled_sum;
   std::vector<int32_t> bias_lanes;  // n_x * blocks * 8
+  std::vector<int32_t> bias_sum;    // n_x * blocks: the sum of a block's 8 bias lanes
   // kQ8x256 only: sums of q over each 16 elements (16 per block).
   std::vector<int16_t> sums16;
 
@@ -66,6 +67,9 @@ void rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The int8 kernels behind rows_avx2 for quantized weights.
 void rows_avx2_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// The same for weights in WeightLayout::kInterleaved8 (Q4_0, Q4_1, Q8_0);
+// row_begin must be a multiple of 8.
+void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 // One output of the int8 math, in double precision: the reference.
 double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r);

@@ -1,7 +1,10 @@
 // Reference of the int8-activation math: one output at a time, integer block
 // sums exact, scaling in double. Weight codes are read straight from the
 // block layouts (tensor/quant_blocks.h), independently of the SIMD unpacking.
+#include <vector>
+
 #include "kernels/matmul_internal.h"
+#include "kernels/weight_interleave.h"
 #include "tensor/quant.h"
 #include "tensor/quant_blocks.h"
 
@@ -156,6 +159,12 @@ double k_dot(const WeightMatrix& w, const uint8_t* row, const QuantizedX& qx, in
 
 double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r) {
   const auto* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(o) * w.row_bytes;
+  thread_local std::vector<uint8_t> gathered;
+  if (w.layout != WeightLayout::kRows) {
+    gathered.resize(w.row_bytes);
+    gather_row_blocks(w, o, gathered.data());
+    row = gathered.data();
+  }
   return qx.format == ActFormat::kQ8x256 ? k_dot(w, row, qx, r) : legacy_dot(w, row, qx, r);
 }
 

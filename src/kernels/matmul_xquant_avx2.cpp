@@ -68,10 +68,13 @@ void quantize_x_avx2(DType t, const float* x, int64_t n_x, int64_t cols, Quantiz
       out->scale[static_cast<size_t>(idx)] = scale;
       if (!k_blocks) {
         const __m256i lanes = quantize32(xb, inv, q);
-        if (has_bias)
+        const int sum = hsum_epi32(lanes);
+        if (has_bias) {
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(out->bias_lanes.data() + idx * 8),
                               _mm256_mullo_epi32(lanes, bias));
-        out->scaled_sum[static_cast<size_t>(idx)] = scale * static_cast<float>(hsum_epi32(lanes));
+          out->bias_sum[static_cast<size_t>(idx)] = legacy_bias(t) * sum;
+        }
+        out->scaled_sum[static_cast<size_t>(idx)] = scale * static_cast<float>(sum);
         continue;
       }
       int16_t* sums = out->sums16.data() + idx * 16;

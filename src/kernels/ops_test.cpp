@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -51,6 +52,37 @@ TEST_F(OpsAvx2Test, RmsNormAndSwigluMatchReference) {
     ref::swiglu(g1.data(), up.data(), n);
     avx2::swiglu(g2.data(), up.data(), n);
     for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(g1[i], g2[i], 1e-5f);
+  }
+}
+
+// The vector exp inside swiglu, over the whole range a gate value can take:
+// within a few ulp of libm, saturating sanely far out, NaN kept.
+TEST_F(OpsAvx2Test, SwigluIsAccurateOverTheWholeRange) {
+  std::vector<float> gate, up;
+  for (float g = -120.0f; g <= 120.0f; g += 0.01953125f) gate.push_back(g);
+  up.assign(gate.size(), 1.0f);
+  std::vector<float> expected = gate, got = gate;
+  ref::swiglu(expected.data(), up.data(), static_cast<int64_t>(gate.size()));
+  avx2::swiglu(got.data(), up.data(), static_cast<int64_t>(gate.size()));
+  for (size_t i = 0; i < gate.size(); ++i)
+    EXPECT_NEAR(got[i], expected[i], 4e-7f * std::fabs(expected[i]) + 1e-30f) << "gate " << gate[i];
+  float nan_gate[3] = {std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f};
+  const float ones[3] = {1.0f, 1.0f, 1.0f};
+  avx2::swiglu(nan_gate, ones, 3);
+  EXPECT_TRUE(std::isnan(nan_gate[0]));
+  EXPECT_NEAR(nan_gate[1], 1.0f / (1.0f + std::exp(-1.0f)), 1e-7f);
+}
+
+// Batch invariance: an element's value does not depend on the length of the
+// call it is in (the tail uses the vector arithmetic too).
+TEST_F(OpsAvx2Test, SwigluOfAnElementDoesNotDependOnTheCallLength) {
+  const auto gate = random_vector(37, 9), up = random_vector(37, 10);
+  std::vector<float> whole = gate;
+  avx2::swiglu(whole.data(), up.data(), 37);
+  for (int64_t start : {0, 3, 29, 36}) {
+    std::vector<float> part(gate.begin() + start, gate.end());
+    avx2::swiglu(part.data(), up.data() + start, static_cast<int64_t>(part.size()));
+    for (size_t i = 0; i < part.size(); ++i) EXPECT_EQ(part[i], whole[start + i]) << start << " " << i;
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/weight_interleave.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
@@ -116,20 +117,43 @@ class WeightBinder {
   std::vector<std::string> errors_;
 };
 
-Result<std::shared_ptr<const Model>> Model::load(const std::string& path) {
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const ModelLoadOptions& options) {
   OMNIBUS_ASSIGN_OR_RETURN(auto file, GgufFile::open(path));
-  auto model = from_gguf(std::move(file));
+  auto model = from_gguf(std::move(file), options);
   if (!model.is_ok()) return model.status().with_context(path);
   return model;
 }
 
-Result<std::shared_ptr<const Model>> Model::from_gguf(std::unique_ptr<GgufFile> file) {
+Result<std::shared_ptr<const Model>> Model::from_gguf(std::unique_ptr<GgufFile> file,
+                                                     const ModelLoadOptions& options) {
   std::shared_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   OMNIBUS_ASSIGN_OR_RETURN(m->config_, read_model_config(*m->file_));
   WeightBinder binder(*m);
   OMNIBUS_RETURN_IF_ERROR(binder.bind());
+  if (options.interleave) m->interleave_matrices();
   return std::shared_ptr<const Model>(std::move(m));
+}
+
+void Model::interleave_matrices() {
+  auto repack = [this](WeightMatrix& w) {
+    if (w.data == nullptr || w.layout != WeightLayout::kRows || !can_interleave8(w.dtype)) return;
+    const WeightMatrix original = w;
+    AlignedBuffer<uint8_t>& copy = repacked_.emplace_back(interleaved8_bytes(original));
+    w = interleave8(original, copy.data());
+    // With a tied embedding these are also token_embd's pages; a token's
+    // row is faulted back in when it is embedded.
+    file_->release_pages({static_cast<const uint8_t*>(original.data), original.row_bytes * original.rows});
+  };
+  for (LayerWeights& l : weights_.layers)
+    for (WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) repack(*w);
+  repack(weights_.output);
+}
+
+uint64_t Model::repacked_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto& b : repacked_) bytes += b.size();
+  return bytes;
 }
 
 uint64_t Model::weight_bytes_per_token() const {

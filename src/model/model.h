@@ -1,13 +1,16 @@
 // A loaded model: config plus weights bound to the memory-mapped GGUF file.
 // Immutable after load; share as std::shared_ptr<const Model>. Weight data
-// stay in the mapping (never copied) except small norm/bias vectors stored in
-// another float type, which are converted once at load.
+// stay in the mapping except small norm/bias vectors stored in another float
+// type, converted once at load, and (by default) the matrices repacked into
+// the int8 kernels' interleaved layout, whose file pages are then released
+// so the resident size stays about the file's.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/status.h"
 #include "gguf/gguf_file.h"
 #include "kernels/matmul.h"
@@ -33,11 +36,20 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
+struct ModelLoadOptions {
+  // Repack the matrices the int8 kernels have an interleaved layout for
+  // (Q4_0, Q4_1, Q8_0 on AVX2; kernels/weight_interleave.h) into owned
+  // memory, releasing the file pages they came from. Results are
+  // bit-identical either way; interleaved is faster.
+  bool interleave = true;
+};
+
 class Model {
  public:
-  static Result<std::shared_ptr<const Model>> load(const std::string& path);
+  static Result<std::shared_ptr<const Model>> load(const std::string& path, const ModelLoadOptions& options = {});
   // Binds an already-parsed file (tests build models in memory).
-  static Result<std::shared_ptr<const Model>> from_gguf(std::unique_ptr<GgufFile> file);
+  static Result<std::shared_ptr<const Model>> from_gguf(std::unique_ptr<GgufFile> file,
+                                                        const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -45,6 +57,8 @@ class Model {
   // Bytes of weights read per decoded token (every matrix once, plus one
   // embedding row): the numerator of the decode roofline.
   uint64_t weight_bytes_per_token() const;
+  // Bytes of weights repacked into owned memory at load (0 without interleave).
+  uint64_t repacked_bytes() const;
 
  private:
   Model() = default;
@@ -53,6 +67,8 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
+  std::vector<AlignedBuffer<uint8_t>> repacked_;  // interleaved copies of matrices
+  void interleave_matrices();
 };
 
 }  // namespace omnibus

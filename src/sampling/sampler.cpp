@@ -1,5 +1,7 @@
 #include "sampling/sampler.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -7,13 +9,27 @@ namespace omnibus {
 
 int32_t argmax_token(std::span<const float> logits) {
   if (logits.empty()) return -1;
-  size_t best = 0;
-  // Strict > keeps the first of equal maxima; starting from a NaN is undone
-  // by the first real number because NaN compares false both ways.
-  for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best] || (std::isnan(logits[best]) && !std::isnan(logits[i]))) best = i;
+  // Two passes, both cheap next to a full vocabulary of scalar compares with
+  // a branch each: the largest value (maxps skips NaN in its first operand,
+  // so NaNs never win), then its first position. Ties go to the lowest id.
+  const float* p = logits.data();
+  const size_t n = logits.size();
+  __m128 m0 = _mm_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm_max_ps(_mm_loadu_ps(p + i), m0);
+    m1 = _mm_max_ps(_mm_loadu_ps(p + i + 4), m1);
+    m2 = _mm_max_ps(_mm_loadu_ps(p + i + 8), m2);
+    m3 = _mm_max_ps(_mm_loadu_ps(p + i + 12), m3);
   }
-  return static_cast<int32_t>(best);
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3)));
+  float best = std::max({lanes[0], lanes[1], lanes[2], lanes[3]});
+  for (; i < n; ++i)
+    if (p[i] > best) best = p[i];
+  for (size_t j = 0; j < n; ++j)
+    if (p[j] == best) return static_cast<int32_t>(j);
+  return 0;  // every logit NaN
 }
 
 Result<Sampler> Sampler::create(const SamplingParams& params, int32_t vocab_size) {

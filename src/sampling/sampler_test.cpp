@@ -1,5 +1,6 @@
 #include "sampling/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -36,6 +37,29 @@ TEST(SamplerTest, GreedyIsExactArgmaxWithTiesToLowestId) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(sample_once(s, {nan, -1.0f, nan, 3.0f, 3.0f, nan, 0.0f}), 3);
   EXPECT_EQ(argmax_token({}), -1);
+}
+
+// The vector argmax against the obvious loop: ties, NaNs, infinities and
+// lengths that leave a scalar tail.
+TEST(SamplerTest, ArgmaxMatchesAPlainScanOnAwkwardInputs) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  SplitMix64 rng(5);
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t n = 1 + rng.next() % 70;
+    std::vector<float> logits(n);
+    for (float& l : logits) {
+      const uint64_t kind = rng.next() % 10;
+      l = kind == 0 ? nan : kind == 1 ? -INFINITY : kind == 2 ? 1.0f : static_cast<float>(rng.next() % 5) - 2.0f;
+    }
+    if (trial % 7 == 0) logits[rng.next() % n] = INFINITY;
+    if (trial % 11 == 0) std::fill(logits.begin(), logits.end(), nan);
+    int32_t expected = 0;
+    for (size_t i = 1; i < n; ++i) {
+      if (logits[i] > logits[expected] || (std::isnan(logits[expected]) && !std::isnan(logits[i])))
+        expected = static_cast<int32_t>(i);
+    }
+    EXPECT_EQ(argmax_token(logits), expected) << "trial " << trial;
+  }
 }
 
 TEST(SamplerTest, TopKOneEqualsGreedy) {

@@ -1,5 +1,7 @@
 #include "sampling/truncation.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -27,9 +29,9 @@ size_t select_top_k(std::span<const float> logits, size_t k, std::span<Candidate
   // out[0], so most tokens are rejected by one comparison with it.
   const auto heap = out.begin();
   size_t n = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
+  auto offer = [&](size_t i) {
     const float l = logits[i];
-    if (!(l > -INFINITY)) continue;
+    if (!(l > -INFINITY)) return;
     const Candidate c{static_cast<int32_t>(i), l, 0.0f};
     if (n < k) {
       out[n++] = c;
@@ -39,7 +41,22 @@ size_t select_top_k(std::span<const float> logits, size_t k, std::span<Candidate
       out[k - 1] = c;
       std::push_heap(heap, heap + static_cast<ptrdiff_t>(k), candidate_before);
     }
+  };
+  // Once the heap is full, a later token ties the worst kept one only with a
+  // higher id, which loses: it must be strictly greater. So a group of 8 with
+  // none above the worst kept logit (NaN compares false) is skipped whole.
+  const float* p = logits.data();
+  size_t i = 0;
+  for (; i + 8 <= logits.size(); i += 8) {
+    if (n == k) {
+      const __m128 worst = _mm_set1_ps(out[0].logit);
+      const int above = _mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(p + i), worst)) |
+                        _mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(p + i + 4), worst));
+      if (above == 0) continue;
+    }
+    for (size_t j = i; j < i + 8; ++j) offer(j);
   }
+  for (; i < logits.size(); ++i) offer(i);
   std::sort(heap, heap + static_cast<ptrdiff_t>(n), candidate_before);
   return n;
 }

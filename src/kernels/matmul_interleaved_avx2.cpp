@@ -1,0 +1,165 @@
+// AVX2 int8 kernels for weights in the interleaved layout (eight rows side
+// by side per block; kernels/weight_interleave.h). Compiled with -mavx2
+// -mfma -mf16c; reached only through rows_avx2() after a run-time CPU check.
+//
+// Each output gets exactly the arithmetic of the row-layout kernels
+// (matmul_q8_avx2.cpp), so the two layouts give bit-identical results:
+//   per block b in order: S = exact int32 sum of code * q_x over the block
+//   (minus the code bias times sum(q_x) for Q4_0),
+//     acc = fma(float(S), d_w[b] * d_x[b], acc);
+//     acc_m = fma(m_w[b], d_x[b] * sum(q_x[b]), acc_m)   (Q4_1 only);
+//   y = acc (+ acc_m).
+// What the layout changes is the cost: lane r of every vector is weight row
+// r, so S arrives one row per lane with no horizontal adds, and for 4-bit
+// codes (products <= 2 * 15 * 127 per int16 pair) the eight products of a
+// block are summed as int16 before one widening multiply, about half the
+// multiply-pipe work of the row layout.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/matmul_avx2_common.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/weight_prefetch.h"
+#include "tensor/quant_blocks.h"
+
+namespace omnibus::matmul_detail {
+namespace {
+
+using namespace matmul_avx2;
+
+constexpr int kGroupRows = 8;
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Four int8 activations repeated in every 32-bit lane.
+inline __m256i broadcast4(const int8_t* x) { return _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x)))); }
+
+struct IlQ4_0 {
+  static constexpr bool kAffine = false, kBias = true, kSigned = false;
+  static constexpr int kScaleBytes = 16, kCodeBytes = 128;
+};
+struct IlQ4_1 {
+  static constexpr bool kAffine = true, kBias = false, kSigned = false;
+  static constexpr int kScaleBytes = 32, kCodeBytes = 128;
+};
+struct IlQ8_0 {
+  static constexpr bool kAffine = false, kBias = false, kSigned = true;
+  static constexpr int kScaleBytes = 16, kCodeBytes = 256;
+};
+
+// Exact int32 sums over one block of the eight rows (lane r: row r) against
+// MR x rows, xb[i] pointing at x row i's 32 int8 values of the block.
+template <class K, int MR>
+inline void block_sums(const uint8_t* codes, const int8_t* const* xb, __m256i* sums) {
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  if constexpr (!K::kSigned) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i p[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) p[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i packed = load256(codes + 32 * j);
+      const __m256i lo = _mm256_and_si256(packed, low);                          // elements 4j..4j+3
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);    // 16+4j..16+4j+3
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        p[i] = _mm256_add_epi16(p[i], _mm256_maddubs_epi16(lo, broadcast4(xb[i] + 4 * j)));
+        p[i] = _mm256_add_epi16(p[i], _mm256_maddubs_epi16(hi, broadcast4(xb[i] + 16 + 4 * j)));
+      }
+    }
+    // |p| <= 8 * 2 * 15 * 127 = 30480: no int16 overflow before widening.
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) sums[i] = _mm256_madd_epi16(p[i], ones16);
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) sums[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m256i w = load256(codes + 32 * j);
+      const __m256i mag = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m256i x = _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w);
+        sums[i] = _mm256_add_epi32(sums[i], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, x), ones16));
+      }
+    }
+  }
+}
+
+// Outputs of one group of eight weight rows for x rows r0..r0+MR, written to
+// out[i * 8 + r].
+template <class K, int MR>
+void group_tile(const MatmulArgs& a, const uint8_t* group, int64_t r0, float* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  constexpr int kBlockBytes = K::kScaleBytes + K::kCodeBytes;
+  __m256 acc[MR], acc_m[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = acc_m[i] = _mm256_setzero_ps();
+  const NextTilePrefetch prefetch(group, static_cast<size_t>(blocks) * kBlockBytes, blocks);
+  for (int64_t b = 0; b < blocks; ++b) {
+    if constexpr (MR == 1) prefetch.part(b);
+    const uint8_t* blk = group + b * kBlockBytes;
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+    const int8_t* xb[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xb[i] = qx.q.data() + (r0 + i) * qx.cols + b * kQK;
+    __m256i sums[MR];
+    block_sums<K, MR>(blk + K::kScaleBytes, xb, sums);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      if constexpr (K::kBias) sums[i] = _mm256_sub_epi32(sums[i], _mm256_set1_epi32(qx.bias_sum[xi]));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(d, _mm256_set1_ps(qx.scale[xi])), acc[i]);
+      if constexpr (K::kAffine) {
+        const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+        acc_m[i] = _mm256_fmadd_ps(m, _mm256_set1_ps(qx.scaled_sum[xi]), acc_m[i]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out + i * kGroupRows, K::kAffine ? _mm256_add_ps(acc[i], acc_m[i]) : acc[i]);
+}
+
+// Batches: MR x rows share each unpacked block.
+constexpr int kBatchRows = 4;
+
+template <class K>
+void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
+  const WeightMatrix& w = *a.w;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  alignas(32) float out[kBatchRows * kGroupRows];
+  // begin is a multiple of 8 (matmul() splits rows in units of 16); end may
+  // cut the last, padded group.
+  for (int64_t o = begin; o < end; o += kGroupRows) {
+    const uint8_t* group = base + (o / kGroupRows) * kGroupRows * w.row_bytes;
+    const int64_t n_out = std::min<int64_t>(kGroupRows, end - o);
+    auto emit = [&](int64_t r0, int mr) {
+      for (int i = 0; i < mr; ++i) std::copy(out + i * kGroupRows, out + i * kGroupRows + n_out, a.y + (r0 + i) * w.rows + o);
+    };
+    int64_t r = 0;
+    for (; r + kBatchRows <= a.n_x; r += kBatchRows) {
+      group_tile<K, kBatchRows>(a, group, r, out);
+      emit(r, kBatchRows);
+    }
+    for (; r < a.n_x; ++r) {
+      group_tile<K, 1>(a, group, r, out);
+      emit(r, 1);
+    }
+  }
+}
+
+}  // namespace
+
+void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  switch (a.w->dtype) {
+    case DType::kQ4_0: return interleaved_rows<IlQ4_0>(a, row_begin, row_end);
+    case DType::kQ4_1: return interleaved_rows<IlQ4_1>(a, row_begin, row_end);
+    case DType::kQ8_0: return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
+    default: break;  // interleave8() makes no other type
+  }
+}
+
+}  // namespace omnibus::matmul_detail

@@ -1,0 +1,46 @@
+// Repacking weight matrices into the interleaved layout of the int8 decode
+// and prefill kernels (WeightLayout::kInterleaved8 in kernels/matmul.h).
+//
+// Why: in GGUF's row layout, an int8 kernel must reduce each 32-element
+// block of each row to one number with horizontal adds, and convert the
+// rows' f16 scales one gather at a time. With eight rows interleaved, lane r
+// of every vector belongs to row r: the block sums come out one row per
+// 32-bit lane with no horizontal step, the eight rows' scales load as one
+// vector, and 4-bit products can be summed as int16 before a single widening
+// multiply per block. The arithmetic per output is unchanged (exact integer
+// block sums, then the same float steps in the same order), so results are
+// bit-identical to the row layout's.
+//
+// Group layout, per 32-element block b (all eight rows' block b together):
+//   Q4_0: d[8] (f16), codes[128]            = 8 x 18 bytes
+//   Q4_1: d[8] (f16), m[8] (f16), codes[128] = 8 x 20 bytes
+//   Q8_0: d[8] (f16), codes[256]            = 8 x 34 bytes
+// codes: 32-byte chunks j = 0, 1, ...; chunk j holds bytes 4j..4j+3 of each
+// row's quants (qs), row 0 first. For the 4-bit types a byte keeps GGUF's
+// pairing (low nibble: element i, high nibble: element i + 16), so chunk j
+// gives elements 4j..4j+3 from its low nibbles and 16+4j.. from its high.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/matmul.h"
+
+namespace omnibus {
+
+// True when matmul() has an interleaved kernel for t on this CPU (and the
+// build multiplies int8 activations).
+bool can_interleave8(DType t);
+
+// Bytes of the interleaved copy of w (whole groups of eight rows).
+size_t interleaved8_bytes(const WeightMatrix& w);
+
+// Writes w (row layout, a type can_interleave8 accepts) interleaved into
+// out (interleaved8_bytes(w) bytes) and returns the view of it.
+WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out);
+
+// Row o of w in GGUF's row format (its blocks in order, w.row_bytes bytes
+// for an interleaved w), whatever w's layout: for the reference paths.
+void gather_row_blocks(const WeightMatrix& w, int64_t o, uint8_t* out);
+
+}  // namespace omnibus

@@ -1,0 +1,97 @@
+// The interleaved layout (kernels/weight_interleave.h) against the row
+// layout: the same outputs bit for bit, for every x-row count, ragged row
+// counts and thread splits; and the repacked bytes are where the layout says.
+#include "kernels/weight_interleave.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/cpu_features.h"
+#include "base/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/matmul_test_util.h"
+#include "tensor/quant_blocks.h"
+
+namespace omnibus {
+namespace {
+
+using testing_util::random_floats;
+using testing_util::random_weights;
+
+class Interleave : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!can_interleave8(GetParam())) GTEST_SKIP() << "no interleaved kernel on this CPU or build";
+  }
+};
+
+TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
+  const DType t = GetParam();
+  for (int64_t rows : {8, 13, 40, 67}) {
+    for (int64_t cols : {32, 96, 576}) {
+      // Padding between rows in the source, as row_bytes allows.
+      const auto w = random_weights(t, rows, cols, static_cast<uint32_t>(rows * cols), rows == 13 ? 5 : 0);
+      AlignedBuffer<uint8_t> copy(interleaved8_bytes(w.view));
+      const WeightMatrix il = interleave8(w.view, copy.data());
+      ASSERT_EQ(il.layout, WeightLayout::kInterleaved8);
+      for (int64_t n_x : {1, 2, 3, 4, 5, 9}) {
+        const auto x = random_floats(n_x * cols, static_cast<uint32_t>(n_x + cols));
+        std::vector<float> want(static_cast<size_t>(n_x * rows)), got(want.size(), -1.0f);
+        matmul(w.view, x.data(), n_x, want.data(), nullptr);
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          matmul(il, x.data(), n_x, got.data(), &pool);
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+              << dtype_name(t) << " rows " << rows << " cols " << cols << " n_x " << n_x << " threads " << threads;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Interleave, SharedInputProductsMatchSingleOnes) {
+  const DType t = GetParam();
+  const auto a = random_weights(t, 24, 64, 1), b = random_weights(t, 40, 64, 2);
+  AlignedBuffer<uint8_t> ca(interleaved8_bytes(a.view)), cb(interleaved8_bytes(b.view));
+  const WeightMatrix ia = interleave8(a.view, ca.data()), ib = interleave8(b.view, cb.data());
+  const auto x = random_floats(3 * 64, 3);
+  std::vector<float> ya(3 * 24), yb(3 * 40), wa(ya.size()), wb(yb.size());
+  ThreadPool pool(2);
+  const MatmulTarget targets[] = {{&ia, ya.data()}, {&ib, yb.data()}};
+  matmul_shared_input(targets, x.data(), 3, &pool);
+  matmul(a.view, x.data(), 3, wa.data(), nullptr);
+  matmul(b.view, x.data(), 3, wb.data(), nullptr);
+  EXPECT_EQ(ya, wa);
+  EXPECT_EQ(yb, wb);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ8_0),
+                         [](const auto& info) { return dtype_name(info.param); });
+
+// Byte placement, independent of the kernels: block b of row r's scale and
+// its quant bytes 4j..4j+3 land where the header says.
+TEST(InterleaveLayout, BytesLandWhereTheLayoutSays) {
+  const auto w = random_weights(DType::kQ4_1, 11, 64, 7);
+  AlignedBuffer<uint8_t> copy(interleaved8_bytes(w.view));
+  ASSERT_EQ(copy.size(), 16u * w.view.row_bytes);  // two groups, the second padded
+  interleave8(w.view, copy.data());
+  const auto* src = static_cast<const uint8_t*>(w.view.data);
+  for (int64_t row = 0; row < 16; ++row) {
+    const int64_t g = row / 8, r = row % 8;
+    for (int64_t b = 0; b < 2; ++b) {
+      const uint8_t* dst = copy.data() + (g * 2 + b) * 8 * sizeof(BlockQ4_1);
+      const bool real = row < 11;
+      const auto* blk = reinterpret_cast<const BlockQ4_1*>(src + row * w.view.row_bytes) + b;
+      EXPECT_EQ(dst[2 * r], real ? blk->d[0] : 0);
+      EXPECT_EQ(dst[16 + 2 * r + 1], real ? blk->m[1] : 0);
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 4; ++k) EXPECT_EQ(dst[32 + 32 * j + 4 * r + k], real ? blk->qs[4 * j + k] : 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace omnibus
