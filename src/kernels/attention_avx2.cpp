@@ -47,9 +47,9 @@ inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// Scores of `count` (1..8) consecutive positions starting at k (rows
+// Scores of `count` (1..8) consecutive positions starting at k (f32 rows
 // `stride` elements apart) against qh, times `scale`, into out[0..count).
-inline void score_group(const float* qh, const uint16_t* k, int64_t stride, int count, int head_dim, float scale,
+inline void score_group(const float* qh, const float* k, int64_t stride, int count, int head_dim, float scale,
                         float* out) {
   __m256 acc[8];
   for (int p = 0; p < 8; ++p) acc[p] = _mm256_setzero_ps();
@@ -58,14 +58,14 @@ inline void score_group(const float* qh, const uint16_t* k, int64_t stride, int 
     // Unused positions keep zero accumulators: their lanes of the sum are
     // discarded and do not touch the others.
     switch (count) {
-      case 8: acc[7] = _mm256_fmadd_ps(qv, load_f16x8(k + 7 * stride + d), acc[7]); [[fallthrough]];
-      case 7: acc[6] = _mm256_fmadd_ps(qv, load_f16x8(k + 6 * stride + d), acc[6]); [[fallthrough]];
-      case 6: acc[5] = _mm256_fmadd_ps(qv, load_f16x8(k + 5 * stride + d), acc[5]); [[fallthrough]];
-      case 5: acc[4] = _mm256_fmadd_ps(qv, load_f16x8(k + 4 * stride + d), acc[4]); [[fallthrough]];
-      case 4: acc[3] = _mm256_fmadd_ps(qv, load_f16x8(k + 3 * stride + d), acc[3]); [[fallthrough]];
-      case 3: acc[2] = _mm256_fmadd_ps(qv, load_f16x8(k + 2 * stride + d), acc[2]); [[fallthrough]];
-      case 2: acc[1] = _mm256_fmadd_ps(qv, load_f16x8(k + 1 * stride + d), acc[1]); [[fallthrough]];
-      default: acc[0] = _mm256_fmadd_ps(qv, load_f16x8(k + d), acc[0]);
+      case 8: acc[7] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 7 * stride + d), acc[7]); [[fallthrough]];
+      case 7: acc[6] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 6 * stride + d), acc[6]); [[fallthrough]];
+      case 6: acc[5] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 5 * stride + d), acc[5]); [[fallthrough]];
+      case 5: acc[4] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 4 * stride + d), acc[4]); [[fallthrough]];
+      case 4: acc[3] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 3 * stride + d), acc[3]); [[fallthrough]];
+      case 3: acc[2] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 2 * stride + d), acc[2]); [[fallthrough]];
+      case 2: acc[1] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 1 * stride + d), acc[1]); [[fallthrough]];
+      default: acc[0] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + d), acc[0]);
     }
   }
   const __m256 s = _mm256_mul_ps(transpose_sum8(acc), _mm256_set1_ps(scale));
@@ -151,7 +151,7 @@ float softmax_numerators(float* scores, int64_t n) {
 // loaded from and stored back to `out`, exactly, so a head's sum is the same
 // chain of FMAs in position order whether or not other heads' runs are
 // interleaved with it.
-inline void accumulate_values(const float* p, const uint16_t* v, int64_t stride, int64_t count, int width,
+inline void accumulate_values(const float* p, const float* v, int64_t stride, int64_t count, int width,
                               float* out) {
   const int vecs = width / 8;
   __m256 acc[8];
@@ -160,7 +160,7 @@ inline void accumulate_values(const float* p, const uint16_t* v, int64_t stride,
     const __m256 w = _mm256_set1_ps(p[j]);
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
-      if (c < vecs) acc[c] = _mm256_fmadd_ps(w, load_f16x8(v + 8 * c), acc[c]);
+      if (c < vecs) acc[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), acc[c]);
     }
   }
   for (int c = 0; c < vecs; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
@@ -171,6 +171,8 @@ inline void accumulate_values(const float* p, const uint16_t* v, int64_t stride,
 // heads that share a KV head (GQA) read its block from L1 rather than from
 // memory once each; each head's arithmetic is unchanged by the grouping.
 constexpr int kMaxHeadsPerPass = 16;
+// Positions widened to f32 at a time (a stack buffer of kSlice x head_dim).
+constexpr int64_t kSlice = 16;
 
 void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                   float* scores, float* out, int head_begin, int head_end) {
@@ -187,15 +189,42 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       _mm256_store_ps(qbuf[i] + d, _mm256_cvtph_ps(half));
     }
   }
-  auto kv_offset = [&](int i) { return static_cast<int64_t>((head_begin + i) / group) * s.head_dim; };
+  // K and V are widened to f32 once per slice of kSlice positions and KV
+  // head, then read by every head of the call that shares that KV head
+  // (GQA). The widening is exact, so the scores and sums are the same as
+  // from the f16 rows directly.
+  const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
+  alignas(32) float wide[kSlice * kMaxHeadDim];
+  auto widen = [&](const uint16_t* src, int kv, int64_t count) {
+    for (int64_t j = 0; j < count; ++j) {
+      const uint16_t* row = src + j * row_stride + static_cast<int64_t>(kv) * s.head_dim;
+      for (int d = 0; d < s.head_dim; d += 8) _mm256_store_ps(wide + j * s.head_dim + d, load_f16x8(row + d));
+    }
+  };
+  // At long context K and V come from DRAM: fetch the next run (a KV block,
+  // contiguous) while this one is computed.
+  auto prefetch_run = [&](size_t r, bool keys) {
+    if (r >= runs.size()) return;
+    const auto* p = reinterpret_cast<const char*>(keys ? runs[r].k : runs[r].v);
+    const int64_t bytes = runs[r].count * row_stride * static_cast<int64_t>(sizeof(uint16_t));
+    for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+  };
   // Scores: head i's go to scores[i * n_kv ...].
   int64_t first = 0;
-  for (const KvRun& run : runs) {
-    for (int64_t j = 0; j < run.count; j += 8) {
-      const int count = static_cast<int>(std::min<int64_t>(8, run.count - j));
-      for (int i = 0; i < heads; ++i) {
-        score_group(qbuf[i], run.k + kv_offset(i) + j * row_stride, row_stride, count, s.head_dim, s.scale,
-                    scores + i * n_kv + first + j);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const KvRun& run = runs[r];
+    prefetch_run(r + 1, true);
+    for (int64_t j0 = 0; j0 < run.count; j0 += kSlice) {
+      const int64_t count = std::min<int64_t>(kSlice, run.count - j0);
+      for (int kv = kv_first; kv <= kv_last; ++kv) {
+        widen(run.k + j0 * row_stride, kv, count);
+        for (int i = std::max(head_begin, kv * group) - head_begin; i < std::min(head_end, (kv + 1) * group) - head_begin;
+             ++i) {
+          for (int64_t j = 0; j < count; j += 8) {
+            score_group(qbuf[i], wide + j * s.head_dim, s.head_dim, static_cast<int>(std::min<int64_t>(8, count - j)),
+                        s.head_dim, s.scale, scores + i * n_kv + first + j0 + j);
+          }
+        }
       }
     }
     first += run.count;
@@ -207,17 +236,26 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     inv_sum[i] = n_kv == 0 ? 0.0f : 1.0f / softmax_numerators(scores + i * n_kv, n_kv);
   }
   if (n_kv == 0) return;
-  // Values, 64 output floats at a time.
-  for (int d = 0; d < s.head_dim; d += 64) {
-    const int width = std::min(64, s.head_dim - d);
-    first = 0;
-    for (const KvRun& run : runs) {
-      for (int i = 0; i < heads; ++i) {
-        accumulate_values(scores + i * n_kv + first, run.v + kv_offset(i) + d, row_stride, run.count, width,
-                          out + static_cast<int64_t>(head_begin + i) * s.head_dim + d);
+  // Values: each output float's sum runs over positions in order, 64 floats
+  // (eight accumulators) at a time.
+  first = 0;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const KvRun& run = runs[r];
+    prefetch_run(r + 1, false);
+    for (int64_t j0 = 0; j0 < run.count; j0 += kSlice) {
+      const int64_t count = std::min<int64_t>(kSlice, run.count - j0);
+      for (int kv = kv_first; kv <= kv_last; ++kv) {
+        widen(run.v + j0 * row_stride, kv, count);
+        for (int i = std::max(head_begin, kv * group) - head_begin; i < std::min(head_end, (kv + 1) * group) - head_begin;
+             ++i) {
+          for (int d = 0; d < s.head_dim; d += 64) {
+            accumulate_values(scores + i * n_kv + first + j0, wide + d, s.head_dim, count, std::min(64, s.head_dim - d),
+                              out + static_cast<int64_t>(head_begin + i) * s.head_dim + d);
+          }
+        }
       }
-      first += run.count;
     }
+    first += run.count;
   }
   for (int i = 0; i < heads; ++i) {
     float* oh = out + static_cast<int64_t>(head_begin + i) * s.head_dim;

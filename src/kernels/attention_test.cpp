@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -160,6 +162,38 @@ TEST(AttentionAvx2Test, MatchesReference) {
         }
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace omnibus
+
+namespace omnibus {
+namespace {
+
+// Throughput of one decode row against a long paged context (SmolLM2's
+// shape: 9 heads, 3 KV heads, head_dim 64, blocks of 16); a measurement,
+// not a check. Run with --gtest_also_run_disabled_tests
+// --gtest_filter=*AttentionBench*.
+TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
+  const AttentionShape s{9, 3, 64, 0.125f};
+  const int64_t stride = s.n_head_kv * s.head_dim;
+  for (int64_t n_kv : {64, 512, 2048}) {
+    const auto keys = random_halves(n_kv * stride, 1), values = random_halves(n_kv * stride, 2);
+    std::vector<KvRun> runs;
+    for (int64_t p = 0; p < n_kv; p += 16) runs.push_back({keys.data() + p * stride, values.data() + p * stride, 16});
+    const auto q = random_floats(s.n_head * s.head_dim, 3);
+    std::vector<float> scores(static_cast<size_t>(s.n_head * n_kv)), out(static_cast<size_t>(s.n_head * s.head_dim));
+    double best = 1e9;
+    for (int rep = 0; rep < 50; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      attention_row_paged(s, q.data(), runs, stride, scores.data(), out.data(), 0, s.n_head);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double fmas = 2.0 * s.n_head * n_kv * s.head_dim;
+    std::printf("n_kv %5lld: %8.1f us for 9 heads, %.2f GFLOP/s\n", static_cast<long long>(n_kv), best * 1e6,
+                2 * fmas / best / 1e9);
   }
 }
 

@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_test_util.h"
+#include "kernels/weight_interleave.h"
 
 namespace omnibus {
 namespace {
@@ -39,7 +41,8 @@ TEST(MatmulBench, DISABLED_DecodeAndPrefillThroughput) {
       {DType::kQ4_1, 576, 1536, 1},   {DType::kQ4_1, 1536, 576, 1},   {DType::kQ4_1, 49152, 576, 1},
       {DType::kQ8_0, 49152, 576, 1},  {DType::kF16, 576, 1536, 1},    {DType::kF32, 576, 1536, 1},
       {DType::kQ4_1, 1536, 576, 8},   {DType::kQ4_1, 1536, 576, 512}, {DType::kQ4_1, 576, 1536, 512},
-      {DType::kQ4_K, 1536, 768, 512}, {DType::kF32, 1536, 576, 512},
+      {DType::kQ4_K, 1536, 768, 512}, {DType::kF32, 1536, 576, 512}, {DType::kQ4_0, 1536, 576, 512},
+      {DType::kQ8_0, 1536, 576, 512},
   };
   std::printf("path: %s\n", matmul_path_name());
   for (int threads : {1, 2}) {
@@ -48,12 +51,22 @@ TEST(MatmulBench, DISABLED_DecodeAndPrefillThroughput) {
       const auto w = testing_util::random_weights(s.type, s.rows, s.cols, 1);
       const auto x = testing_util::random_floats(s.n_x * s.cols, 2);
       std::vector<float> y(static_cast<size_t>(s.n_x * s.rows));
-      const double t = best_seconds(w.view, x.data(), s.n_x, y.data(), &pool);
-      const double bytes = static_cast<double>(s.rows) * static_cast<double>(w.view.row_bytes);
-      const double flops = 2.0 * static_cast<double>(s.rows * s.cols * s.n_x);
-      std::printf("%-5s %6lldx%-5lld n_x=%-4lld threads=%d %9.1f us %7.2f GB/s %7.1f GFLOP/s\n",
-                  dtype_name(s.type).c_str(), static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-                  static_cast<long long>(s.n_x), threads, t * 1e6, bytes / t / 1e9, flops / t / 1e9);
+      AlignedBuffer<uint8_t> copy;
+      for (bool interleaved : {false, true}) {
+        WeightMatrix view = w.view;
+        if (interleaved) {
+          if (!can_interleave8(s.type)) continue;
+          copy.resize(interleaved8_bytes(w.view));
+          view = interleave8(w.view, copy.data());
+        }
+        const double t = best_seconds(view, x.data(), s.n_x, y.data(), &pool);
+        const double bytes = static_cast<double>(s.rows) * static_cast<double>(w.view.row_bytes);
+        const double flops = 2.0 * static_cast<double>(s.rows * s.cols * s.n_x);
+        std::printf("%-5s %-4s %6lldx%-5lld n_x=%-4lld threads=%d %9.1f us %7.2f GB/s %7.1f GFLOP/s\n",
+                    dtype_name(s.type).c_str(), interleaved ? "il8" : "rows", static_cast<long long>(s.rows),
+                    static_cast<long long>(s.cols), static_cast<long long>(s.n_x), threads, t * 1e6, bytes / t / 1e9,
+                    flops / t / 1e9);
+      }
     }
   }
 }

@@ -181,7 +181,7 @@ void legacy_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
   __m128 acc[kGroups], acc_m[kGroups];
 #pragma GCC unroll 4
   for (int g = 0; g < kGroups; ++g) acc[g] = acc_m[g] = _mm_setzero_ps();
-  const NextTilePrefetch prefetch(rows, NR * row_bytes, blocks);
+  const NextTilePrefetch prefetch(rows, NR * row_bytes, blocks, 1);
   for (int64_t b = 0; b < blocks; ++b) {
     if constexpr (MR == 1) prefetch.part(b);
     const RowScales rs = row_scales<K, NR>(rows, row_bytes, b);
@@ -375,7 +375,7 @@ void k_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
-  const NextTilePrefetch prefetch(rows, NR * row_bytes, blocks);
+  const NextTilePrefetch prefetch(rows, NR * row_bytes, blocks, 1);
   for (int64_t b = 0; b < blocks; ++b) {
     if constexpr (MR == 1) prefetch.part(b);
     const int8_t* xrow[MR];

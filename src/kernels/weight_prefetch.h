@@ -9,14 +9,16 @@
 namespace omnibus::matmul_detail {
 
 // Decode (one x row) reads every weight once, straight from DRAM, and the
-// hardware prefetcher alone leaves the core waiting: software prefetch of
-// the next weight tile (the NR rows after this tile's, contiguous with them),
-// spread over this tile's block steps, took decode on the dev box from 75 to
-// 104 tokens/s (2 threads). One tile ahead measured best (two: -3%).
+// hardware prefetcher alone leaves the core waiting: software prefetch of a
+// weight tile a little ahead (tiles are contiguous), spread over this tile's
+// block steps, took decode on the dev box from 75 to 104 tokens/s (2
+// threads, row layout, one 4-row tile ahead; two was 3% slower). For the
+// interleaved kernels one 8-row group ahead measured no worse than two or
+// three (the machine's noise hid any difference under ~5%).
 class NextTilePrefetch {
  public:
-  NextTilePrefetch(const uint8_t* tile, size_t tile_bytes, int64_t blocks)
-      : next_(tile + tile_bytes),
+  NextTilePrefetch(const uint8_t* tile, size_t tile_bytes, int64_t blocks, int tiles_ahead)
+      : next_(tile + tile_bytes * tiles_ahead),
         step_((static_cast<int64_t>(tile_bytes) + blocks * kLine - 1) / (blocks * kLine) * kLine) {}
   // Block step b of `blocks` fetches its share of the next tile's lines.
   void part(int64_t b) const {
