@@ -28,18 +28,18 @@
 namespace omnibus::avx2 {
 namespace {
 
-// Lane p of the result = the sum of the 8 lanes of acc[p], as
-// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
-inline __m256 transpose_sum8(const __m256 (&acc)[8]) {
+// out[p] = the sum of the 8 lanes of acc[p], as
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)), for p < 8. The halves are added
+// with 128-bit ops (vperm2f128 is slow on Zen 1); same sums, same order.
+inline void transpose_sum8(const __m256 (&acc)[8], __m128* lo4, __m128* hi4) {
   const __m256 t01 = _mm256_hadd_ps(acc[0], acc[1]);
   const __m256 t23 = _mm256_hadd_ps(acc[2], acc[3]);
   const __m256 t45 = _mm256_hadd_ps(acc[4], acc[5]);
   const __m256 t67 = _mm256_hadd_ps(acc[6], acc[7]);
   const __m256 u = _mm256_hadd_ps(t01, t23);  // p0..p3: (l0+l1)+(l2+l3) | (l4+l5)+(l6+l7)
   const __m256 v = _mm256_hadd_ps(t45, t67);  // p4..p7
-  const __m256 lo = _mm256_permute2f128_ps(u, v, 0x20);
-  const __m256 hi = _mm256_permute2f128_ps(u, v, 0x31);
-  return _mm256_add_ps(lo, hi);
+  *lo4 = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+  *hi4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
 }
 
 // 8 f16 values widened to f32.
@@ -68,12 +68,18 @@ inline void score_group(const float* qh, const float* k, int64_t stride, int cou
       default: acc[0] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + d), acc[0]);
     }
   }
-  const __m256 s = _mm256_mul_ps(transpose_sum8(acc), _mm256_set1_ps(scale));
+  __m128 lo4, hi4;
+  transpose_sum8(acc, &lo4, &hi4);
+  const __m128 sc = _mm_set1_ps(scale);
+  lo4 = _mm_mul_ps(lo4, sc);
+  hi4 = _mm_mul_ps(hi4, sc);
   if (count == 8) {
-    _mm256_storeu_ps(out, s);
+    _mm_storeu_ps(out, lo4);
+    _mm_storeu_ps(out + 4, hi4);
   } else {
-    alignas(32) float tmp[8];
-    _mm256_store_ps(tmp, s);
+    alignas(16) float tmp[8];
+    _mm_store_ps(tmp, lo4);
+    _mm_store_ps(tmp + 4, hi4);
     std::copy(tmp, tmp + count, out);
   }
 }
