@@ -1,19 +1,20 @@
 // AVX2+FMA attention for one query row (see attention.h). Same two passes as
 // the reference, vectorised:
-//  * scores: eight positions at a time, each with an 8-lane accumulator over
-//    head_dim, reduced by one transposing add tree; every position's lanes
-//    are reduced in the same order whether it sits in a full group of eight,
-//    a short group at the end of a run, or another run, so the scores (and
-//    so the output) do not depend on how positions are split into runs;
+//  * scores: four positions at a time for up to three heads sharing a KV
+//    head (GQA), so each K vector is widened from f16 once for all of them;
+//    each score has an 8-lane accumulator over head_dim, reduced by one
+//    fixed add tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)); a position's
+//    score does not depend on the group of four, the run or the heads it is
+//    computed with, so results do not depend on how positions are split
+//    into runs (KV blocks);
 //  * softmax: a vector exp (Cephes-style range reduction and polynomial,
 //    under 1 ulp on the range used) over the contiguous score buffer, each
 //    numerator rounded to f16, summed in 8 lanes in position order;
-//  * values: accumulators for 64 output floats at a time, one FMA per value
-//    element in position order, scaled by 1/sum once at the end;
-//  * all heads of a call are served block by block, so GQA heads sharing a
-//    KV head reuse its block from L1.
-// K and V are f16 (the cache's format), widened with F16C as they load. Q
-// and the softmax numerators are rounded to f16 as llama.cpp's CPU
+//  * values: 32 output floats of up to three heads at a time, one FMA per
+//    value element in position order (each V vector widened once for the
+//    heads), scaled by 1/sum once at the end;
+//  * the next KV block is prefetched while one is computed.
+// Q and the softmax numerators are rounded to f16 as llama.cpp's CPU
 // attention does: the golden tests agree with llama.cpp a little better so
 // (docs/correctness.md).
 // Requires head_dim % 8 == 0; attention.cpp falls back to the reference
@@ -28,60 +29,9 @@
 namespace omnibus::avx2 {
 namespace {
 
-// out[p] = the sum of the 8 lanes of acc[p], as
-// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)), for p < 8. The halves are added
-// with 128-bit ops (vperm2f128 is slow on Zen 1); same sums, same order.
-inline void transpose_sum8(const __m256 (&acc)[8], __m128* lo4, __m128* hi4) {
-  const __m256 t01 = _mm256_hadd_ps(acc[0], acc[1]);
-  const __m256 t23 = _mm256_hadd_ps(acc[2], acc[3]);
-  const __m256 t45 = _mm256_hadd_ps(acc[4], acc[5]);
-  const __m256 t67 = _mm256_hadd_ps(acc[6], acc[7]);
-  const __m256 u = _mm256_hadd_ps(t01, t23);  // p0..p3: (l0+l1)+(l2+l3) | (l4+l5)+(l6+l7)
-  const __m256 v = _mm256_hadd_ps(t45, t67);  // p4..p7
-  *lo4 = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
-  *hi4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-}
-
 // 8 f16 values widened to f32.
 inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// Scores of `count` (1..8) consecutive positions starting at k (f32 rows
-// `stride` elements apart) against qh, times `scale`, into out[0..count).
-inline void score_group(const float* qh, const float* k, int64_t stride, int count, int head_dim, float scale,
-                        float* out) {
-  __m256 acc[8];
-  for (int p = 0; p < 8; ++p) acc[p] = _mm256_setzero_ps();
-  for (int d = 0; d < head_dim; d += 8) {
-    const __m256 qv = _mm256_loadu_ps(qh + d);
-    // Unused positions keep zero accumulators: their lanes of the sum are
-    // discarded and do not touch the others.
-    switch (count) {
-      case 8: acc[7] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 7 * stride + d), acc[7]); [[fallthrough]];
-      case 7: acc[6] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 6 * stride + d), acc[6]); [[fallthrough]];
-      case 6: acc[5] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 5 * stride + d), acc[5]); [[fallthrough]];
-      case 5: acc[4] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 4 * stride + d), acc[4]); [[fallthrough]];
-      case 4: acc[3] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 3 * stride + d), acc[3]); [[fallthrough]];
-      case 3: acc[2] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 2 * stride + d), acc[2]); [[fallthrough]];
-      case 2: acc[1] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + 1 * stride + d), acc[1]); [[fallthrough]];
-      default: acc[0] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + d), acc[0]);
-    }
-  }
-  __m128 lo4, hi4;
-  transpose_sum8(acc, &lo4, &hi4);
-  const __m128 sc = _mm_set1_ps(scale);
-  lo4 = _mm_mul_ps(lo4, sc);
-  hi4 = _mm_mul_ps(hi4, sc);
-  if (count == 8) {
-    _mm_storeu_ps(out, lo4);
-    _mm_storeu_ps(out + 4, hi4);
-  } else {
-    alignas(16) float tmp[8];
-    _mm_store_ps(tmp, lo4);
-    _mm_store_ps(tmp + 4, hi4);
-    std::copy(tmp, tmp + count, out);
-  }
 }
 
 // e^x for x <= 0 (softmax inputs after subtracting the max); below about
@@ -152,33 +102,101 @@ float softmax_numerators(float* scores, int64_t n) {
   return hsum(sum);
 }
 
-// out[0..width) += p_j * v_j[0..width) for the `count` positions of one run
-// starting at v and p, width <= 64 and a multiple of 8. The accumulators are
-// loaded from and stored back to `out`, exactly, so a head's sum is the same
-// chain of FMAs in position order whether or not other heads' runs are
-// interleaved with it.
-inline void accumulate_values(const float* p, const float* v, int64_t stride, int64_t count, int width,
-                              float* out) {
-  const int vecs = width / 8;
-  __m256 acc[8];
-  for (int c = 0; c < 8; ++c) acc[c] = c < vecs ? _mm256_loadu_ps(out + 8 * c) : _mm256_setzero_ps();
-  for (int64_t j = 0; j < count; ++j, v += stride) {
-    const __m256 w = _mm256_set1_ps(p[j]);
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) {
-      if (c < vecs) acc[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(v + 8 * c), acc[c]);
+// Scores of `count` (1..4) consecutive positions (f16 rows at k, `stride`
+// apart) against G heads' q vectors at once, so each K vector is widened
+// once for the G heads of a GQA group: out[g][p] for p < count. Per score
+// the arithmetic is score_group's (eight lanes over head_dim in order, the
+// same add tree, then times scale), so grouping changes nothing.
+template <int G>
+inline void score_heads4(const float* const* q, const uint16_t* k, int64_t stride, int count, int head_dim,
+                         float scale, float* const* out) {
+  __m256 acc[G][4];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) acc[g][p] = _mm256_setzero_ps();
+  for (int d = 0; d < head_dim; d += 8) {
+    __m256 qv[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) qv[g] = _mm256_loadu_ps(q[g] + d);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      if (p >= count) break;  // unused positions keep zero accumulators
+      const __m256 kv = load_f16x8(k + p * stride + d);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[g][p] = _mm256_fmadd_ps(qv[g], kv, acc[g][p]);
     }
   }
-  for (int c = 0; c < vecs; ++c) _mm256_storeu_ps(out + 8 * c, acc[c]);
+  const __m128 sc = _mm_set1_ps(scale);
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(acc[g][0], acc[g][1]), _mm256_hadd_ps(acc[g][2], acc[g][3]));
+    const __m128 sums = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)), sc);
+    if (count == 4) {
+      _mm_storeu_ps(out[g], sums);
+    } else {
+      alignas(16) float tmp[4];
+      _mm_store_ps(tmp, sums);
+      std::copy(tmp, tmp + count, out[g]);
+    }
+  }
 }
+
+// out[g][0..32) += p[g][j] * v_j[0..32) over `count` positions (f16 rows at
+// v, `stride` apart) for G heads sharing the V rows, each V vector widened
+// once. Per output float the chain is accumulate_values's: loaded from out,
+// one FMA per position in order, stored back.
+template <int G, int VECS>
+inline void accumulate_heads32(const float* const* p, const uint16_t* v, int64_t stride, int64_t count,
+                               float* const* out) {
+  __m256 acc[G][VECS];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
+  for (int64_t j = 0; j < count; ++j, v += stride) {
+    __m256 vv[VECS];
+#pragma GCC unroll 4
+    for (int c = 0; c < VECS; ++c) vv[c] = load_f16x8(v + 8 * c);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const __m256 w = _mm256_broadcast_ss(p[g] + j);
+#pragma GCC unroll 4
+      for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_fmadd_ps(w, vv[c], acc[g][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < VECS; ++c) _mm256_storeu_ps(out[g] + 8 * c, acc[g][c]);
+}
+
+// accumulate_heads32 for n (1..3) heads and width (8..32, a multiple of 8).
+inline void accumulate_heads(int n, int width, const float* const* p, const uint16_t* v, int64_t stride,
+                             int64_t count, float* const* out) {
+#define OMNIBUS_ACC_CASE(G)                                                        \
+  switch (width / 8) {                                                             \
+    case 4: return accumulate_heads32<G, 4>(p, v, stride, count, out);             \
+    case 3: return accumulate_heads32<G, 3>(p, v, stride, count, out);             \
+    case 2: return accumulate_heads32<G, 2>(p, v, stride, count, out);             \
+    default: return accumulate_heads32<G, 1>(p, v, stride, count, out);            \
+  }
+  switch (n) {
+    case 3: OMNIBUS_ACC_CASE(3)
+    case 2: OMNIBUS_ACC_CASE(2)
+    default: OMNIBUS_ACC_CASE(1)
+  }
+#undef OMNIBUS_ACC_CASE
+}
+
+// Heads of one GQA group sharing a KV head, at most this many per kernel call.
+constexpr int kHeadsPerKernel = 3;
 
 // Heads [head_begin, head_end), at most kMaxHeadsPerPass of them. Each
 // pass over a run (a KV block) serves every head before moving on, so the
 // heads that share a KV head (GQA) read its block from L1 rather than from
 // memory once each; each head's arithmetic is unchanged by the grouping.
 constexpr int kMaxHeadsPerPass = 16;
-// Positions widened to f32 at a time (a stack buffer of kSlice x head_dim).
-constexpr int64_t kSlice = 16;
 
 void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                   float* scores, float* out, int head_begin, int head_end) {
@@ -195,18 +213,10 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       _mm256_store_ps(qbuf[i] + d, _mm256_cvtph_ps(half));
     }
   }
-  // K and V are widened to f32 once per slice of kSlice positions and KV
-  // head, then read by every head of the call that shares that KV head
-  // (GQA). The widening is exact, so the scores and sums are the same as
-  // from the f16 rows directly.
+  // The heads of the call that share a KV head (GQA) go through the kernels
+  // together, up to kHeadsPerKernel at a time, so each K and V vector is
+  // widened from f16 once for all of them.
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
-  alignas(32) float wide[kSlice * kMaxHeadDim];
-  auto widen = [&](const uint16_t* src, int kv, int64_t count) {
-    for (int64_t j = 0; j < count; ++j) {
-      const uint16_t* row = src + j * row_stride + static_cast<int64_t>(kv) * s.head_dim;
-      for (int d = 0; d < s.head_dim; d += 8) _mm256_store_ps(wide + j * s.head_dim + d, load_f16x8(row + d));
-    }
-  };
   // At long context K and V come from DRAM: fetch the next run (a KV block,
   // contiguous) while this one is computed.
   auto prefetch_run = [&](size_t r, bool keys) {
@@ -215,24 +225,37 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     const int64_t bytes = runs[r].count * row_stride * static_cast<int64_t>(sizeof(uint16_t));
     for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
   };
+  // Calls fn(first head index i0 (relative to head_begin), heads n <= 3, kv)
+  // for each batch of heads sharing a KV head.
+  auto for_head_batches = [&](auto&& fn) {
+    for (int kv = kv_first; kv <= kv_last; ++kv) {
+      const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
+      for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
+        fn(i0, std::min(kHeadsPerKernel, i_end - i0), kv);
+    }
+  };
   // Scores: head i's go to scores[i * n_kv ...].
   int64_t first = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
     const KvRun& run = runs[r];
     prefetch_run(r + 1, true);
-    for (int64_t j0 = 0; j0 < run.count; j0 += kSlice) {
-      const int64_t count = std::min<int64_t>(kSlice, run.count - j0);
-      for (int kv = kv_first; kv <= kv_last; ++kv) {
-        widen(run.k + j0 * row_stride, kv, count);
-        for (int i = std::max(head_begin, kv * group) - head_begin; i < std::min(head_end, (kv + 1) * group) - head_begin;
-             ++i) {
-          for (int64_t j = 0; j < count; j += 8) {
-            score_group(qbuf[i], wide + j * s.head_dim, s.head_dim, static_cast<int>(std::min<int64_t>(8, count - j)),
-                        s.head_dim, s.scale, scores + i * n_kv + first + j0 + j);
-          }
+    for_head_batches([&](int i0, int n, int kv) {
+      const float* qs[kHeadsPerKernel];
+      float* outs[kHeadsPerKernel];
+      for (int64_t j = 0; j < run.count; j += 4) {
+        for (int g = 0; g < n; ++g) {
+          qs[g] = qbuf[i0 + g];
+          outs[g] = scores + (i0 + g) * n_kv + first + j;
+        }
+        const uint16_t* k = run.k + j * row_stride + static_cast<int64_t>(kv) * s.head_dim;
+        const int count = static_cast<int>(std::min<int64_t>(4, run.count - j));
+        switch (n) {
+          case 3: score_heads4<3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+          case 2: score_heads4<2>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+          default: score_heads4<1>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
         }
       }
-    }
+    });
     first += run.count;
   }
   float inv_sum[kMaxHeadsPerPass];
@@ -242,25 +265,24 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     inv_sum[i] = n_kv == 0 ? 0.0f : 1.0f / softmax_numerators(scores + i * n_kv, n_kv);
   }
   if (n_kv == 0) return;
-  // Values: each output float's sum runs over positions in order, 64 floats
-  // (eight accumulators) at a time.
+  // Values: each output float's sum runs over positions in order, 32 floats
+  // of each head at a time.
   first = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
     const KvRun& run = runs[r];
     prefetch_run(r + 1, false);
-    for (int64_t j0 = 0; j0 < run.count; j0 += kSlice) {
-      const int64_t count = std::min<int64_t>(kSlice, run.count - j0);
-      for (int kv = kv_first; kv <= kv_last; ++kv) {
-        widen(run.v + j0 * row_stride, kv, count);
-        for (int i = std::max(head_begin, kv * group) - head_begin; i < std::min(head_end, (kv + 1) * group) - head_begin;
-             ++i) {
-          for (int d = 0; d < s.head_dim; d += 64) {
-            accumulate_values(scores + i * n_kv + first + j0, wide + d, s.head_dim, count, std::min(64, s.head_dim - d),
-                              out + static_cast<int64_t>(head_begin + i) * s.head_dim + d);
-          }
+    for_head_batches([&](int i0, int n, int kv) {
+      const float* ps[kHeadsPerKernel];
+      float* outs[kHeadsPerKernel];
+      for (int d = 0; d < s.head_dim; d += 32) {
+        for (int g = 0; g < n; ++g) {
+          ps[g] = scores + (i0 + g) * n_kv + first;
+          outs[g] = out + static_cast<int64_t>(head_begin + i0 + g) * s.head_dim + d;
         }
+        const uint16_t* v = run.v + static_cast<int64_t>(kv) * s.head_dim + d;
+        accumulate_heads(n, std::min(32, s.head_dim - d), ps, v, row_stride, run.count, outs);
       }
-    }
+    });
     first += run.count;
   }
   for (int i = 0; i < heads; ++i) {
