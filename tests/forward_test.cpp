@@ -128,6 +128,27 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen2", DType::kQ8_0, 4}),
     case_name);
 
+// MQA with more heads than one attention call takes (ForwardPass::
+// kHeadsPerCall = 16): prefill splits each row's 24 heads into items of 16
+// and 8, and every head must still be computed, as in the reference.
+TEST(ForwardBatchTest, ManyHeadsPerKvHeadMatchTheReference) {
+  TinyModelSpec spec;
+  spec.n_embd = 192;  // 24 heads of 8
+  spec.n_head = 24;
+  spec.n_head_kv = 1;
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = load_tiny_model(bytes);
+  const auto tokens = random_tokens(12, model->config().vocab_size, 3);
+  const auto want = reference_logits(*model, tokens);
+  const auto got = engine_logits(model, tokens, 12, 2);
+  double max_abs = 0, max_err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(double(want[i])));
+    max_err = std::max(max_err, std::fabs(double(want[i]) - got[i]));
+  }
+  EXPECT_LT(max_err, 2e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
+}
+
 // Two sequences sharing batches, their blocks interleaved and out of order in
 // one store, give exactly what each gives alone in contiguous blocks.
 TEST(ForwardBatchTest, InterleavedPagedSequencesMatchSoloRuns) {

@@ -104,9 +104,10 @@ float softmax_numerators(float* scores, int64_t n) {
 
 // Scores of `count` (1..4) consecutive positions (f16 rows at k, `stride`
 // apart) against G heads' q vectors at once, so each K vector is widened
-// once for the G heads of a GQA group: out[g][p] for p < count. Per score
-// the arithmetic is score_group's (eight lanes over head_dim in order, the
-// same add tree, then times scale), so grouping changes nothing.
+// once for the G heads of a GQA group: out[g][p] for p < count. Each score
+// has its own eight lanes over head_dim in order, one fixed add tree
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)), then times scale, so which
+// positions and heads share a call changes nothing.
 template <int G>
 inline void score_heads4(const float* const* q, const uint16_t* k, int64_t stride, int count, int head_dim,
                          float scale, float* const* out) {
@@ -144,8 +145,8 @@ inline void score_heads4(const float* const* q, const uint16_t* k, int64_t strid
 
 // out[g][0..32) += p[g][j] * v_j[0..32) over `count` positions (f16 rows at
 // v, `stride` apart) for G heads sharing the V rows, each V vector widened
-// once. Per output float the chain is accumulate_values's: loaded from out,
-// one FMA per position in order, stored back.
+// once. Per output float: loaded from out, one FMA per position in order,
+// stored back, so splitting positions into runs changes nothing.
 template <int G, int VECS>
 inline void accumulate_heads32(const float* const* p, const uint16_t* v, int64_t stride, int64_t count,
                                float* const* out) {
@@ -171,22 +172,26 @@ inline void accumulate_heads32(const float* const* p, const uint16_t* v, int64_t
     for (int c = 0; c < VECS; ++c) _mm256_storeu_ps(out[g] + 8 * c, acc[g][c]);
 }
 
+// accumulate_heads32 for G heads and `vecs` (1..4) vectors of 8 floats.
+template <int G>
+inline void accumulate_heads_g(int vecs, const float* const* p, const uint16_t* v, int64_t stride, int64_t count,
+                               float* const* out) {
+  switch (vecs) {
+    case 4: return accumulate_heads32<G, 4>(p, v, stride, count, out);
+    case 3: return accumulate_heads32<G, 3>(p, v, stride, count, out);
+    case 2: return accumulate_heads32<G, 2>(p, v, stride, count, out);
+    default: return accumulate_heads32<G, 1>(p, v, stride, count, out);
+  }
+}
+
 // accumulate_heads32 for n (1..3) heads and width (8..32, a multiple of 8).
 inline void accumulate_heads(int n, int width, const float* const* p, const uint16_t* v, int64_t stride,
                              int64_t count, float* const* out) {
-#define OMNIBUS_ACC_CASE(G)                                                        \
-  switch (width / 8) {                                                             \
-    case 4: return accumulate_heads32<G, 4>(p, v, stride, count, out);             \
-    case 3: return accumulate_heads32<G, 3>(p, v, stride, count, out);             \
-    case 2: return accumulate_heads32<G, 2>(p, v, stride, count, out);             \
-    default: return accumulate_heads32<G, 1>(p, v, stride, count, out);            \
-  }
   switch (n) {
-    case 3: OMNIBUS_ACC_CASE(3)
-    case 2: OMNIBUS_ACC_CASE(2)
-    default: OMNIBUS_ACC_CASE(1)
+    case 3: return accumulate_heads_g<3>(width / 8, p, v, stride, count, out);
+    case 2: return accumulate_heads_g<2>(width / 8, p, v, stride, count, out);
+    default: return accumulate_heads_g<1>(width / 8, p, v, stride, count, out);
   }
-#undef OMNIBUS_ACC_CASE
 }
 
 // Heads of one GQA group sharing a KV head, at most this many per kernel call.
@@ -225,39 +230,39 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     const int64_t bytes = runs[r].count * row_stride * static_cast<int64_t>(sizeof(uint16_t));
     for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
   };
-  // Calls fn(first head index i0 (relative to head_begin), heads n <= 3, kv)
-  // for each batch of heads sharing a KV head.
-  auto for_head_batches = [&](auto&& fn) {
-    for (int kv = kv_first; kv <= kv_last; ++kv) {
-      const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
-      for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
-        fn(i0, std::min(kHeadsPerKernel, i_end - i0), kv);
+  // For each run r (positions first .. first + count) and each batch of at
+  // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
+  // i0 counted from head_begin. The next run's K (or V) is prefetched.
+  auto for_runs_and_head_batches = [&](bool keys, auto&& fn) {
+    int64_t first = 0;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      prefetch_run(r + 1, keys);
+      for (int kv = kv_first; kv <= kv_last; ++kv) {
+        const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
+        for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
+          fn(runs[r], first, i0, std::min(kHeadsPerKernel, i_end - i0), kv);
+      }
+      first += runs[r].count;
     }
   };
   // Scores: head i's go to scores[i * n_kv ...].
-  int64_t first = 0;
-  for (size_t r = 0; r < runs.size(); ++r) {
-    const KvRun& run = runs[r];
-    prefetch_run(r + 1, true);
-    for_head_batches([&](int i0, int n, int kv) {
-      const float* qs[kHeadsPerKernel];
-      float* outs[kHeadsPerKernel];
-      for (int64_t j = 0; j < run.count; j += 4) {
-        for (int g = 0; g < n; ++g) {
-          qs[g] = qbuf[i0 + g];
-          outs[g] = scores + (i0 + g) * n_kv + first + j;
-        }
-        const uint16_t* k = run.k + j * row_stride + static_cast<int64_t>(kv) * s.head_dim;
-        const int count = static_cast<int>(std::min<int64_t>(4, run.count - j));
-        switch (n) {
-          case 3: score_heads4<3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-          case 2: score_heads4<2>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-          default: score_heads4<1>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-        }
+  for_runs_and_head_batches(true, [&](const KvRun& run, int64_t first, int i0, int n, int kv) {
+    const float* qs[kHeadsPerKernel];
+    float* outs[kHeadsPerKernel];
+    for (int64_t j = 0; j < run.count; j += 4) {
+      for (int g = 0; g < n; ++g) {
+        qs[g] = qbuf[i0 + g];
+        outs[g] = scores + (i0 + g) * n_kv + first + j;
       }
-    });
-    first += run.count;
-  }
+      const uint16_t* k = run.k + j * row_stride + static_cast<int64_t>(kv) * s.head_dim;
+      const int count = static_cast<int>(std::min<int64_t>(4, run.count - j));
+      switch (n) {
+        case 3: score_heads4<3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+        case 2: score_heads4<2>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+        default: score_heads4<1>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+      }
+    }
+  });
   float inv_sum[kMaxHeadsPerPass];
   for (int i = 0; i < heads; ++i) {
     float* oh = out + static_cast<int64_t>(head_begin + i) * s.head_dim;
@@ -267,24 +272,18 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   if (n_kv == 0) return;
   // Values: each output float's sum runs over positions in order, 32 floats
   // of each head at a time.
-  first = 0;
-  for (size_t r = 0; r < runs.size(); ++r) {
-    const KvRun& run = runs[r];
-    prefetch_run(r + 1, false);
-    for_head_batches([&](int i0, int n, int kv) {
-      const float* ps[kHeadsPerKernel];
-      float* outs[kHeadsPerKernel];
-      for (int d = 0; d < s.head_dim; d += 32) {
-        for (int g = 0; g < n; ++g) {
-          ps[g] = scores + (i0 + g) * n_kv + first;
-          outs[g] = out + static_cast<int64_t>(head_begin + i0 + g) * s.head_dim + d;
-        }
-        const uint16_t* v = run.v + static_cast<int64_t>(kv) * s.head_dim + d;
-        accumulate_heads(n, std::min(32, s.head_dim - d), ps, v, row_stride, run.count, outs);
+  for_runs_and_head_batches(false, [&](const KvRun& run, int64_t first, int i0, int n, int kv) {
+    const float* ps[kHeadsPerKernel];
+    float* outs[kHeadsPerKernel];
+    for (int d = 0; d < s.head_dim; d += 32) {
+      for (int g = 0; g < n; ++g) {
+        ps[g] = scores + (i0 + g) * n_kv + first;
+        outs[g] = out + static_cast<int64_t>(head_begin + i0 + g) * s.head_dim + d;
       }
-    });
-    first += run.count;
-  }
+      const uint16_t* v = run.v + static_cast<int64_t>(kv) * s.head_dim + d;
+      accumulate_heads(n, std::min(32, s.head_dim - d), ps, v, row_stride, run.count, outs);
+    }
+  });
   for (int i = 0; i < heads; ++i) {
     float* oh = out + static_cast<int64_t>(head_begin + i) * s.head_dim;
     const __m256 scale = _mm256_set1_ps(inv_sum[i]);

@@ -20,6 +20,7 @@
 
 #include "kernels/matmul_avx2_common.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/weight_interleave.h"
 #include "kernels/weight_prefetch.h"
 #include "tensor/quant_blocks.h"
 
@@ -28,10 +29,6 @@ namespace {
 
 using namespace matmul_avx2;
 
-constexpr int kGroupRows = 8;
-
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
 // An empty asm that claims to change v: the compiler must keep the running
 // sum in a register in program order. Without it GCC reassociates the int16
 // adds into a tree, computes every product first and spills them to the
@@ -39,7 +36,9 @@ inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<co
 inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
 
 // Four int8 activations repeated in every 32-bit lane.
-inline __m256i broadcast4(const int8_t* x) { return _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x)))); }
+inline __m256i broadcast4(const int8_t* x) {
+  return _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x))));
+}
 
 struct IlQ4_0 {
   static constexpr bool kAffine = false, kBias = true, kSigned = false;
@@ -67,8 +66,8 @@ inline void block_sums(const uint8_t* codes, const int8_t* const* xb, __m256i* s
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m256i packed = load256(codes + 32 * j);
-      const __m256i lo = _mm256_and_si256(packed, low);                          // elements 4j..4j+3
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);    // 16+4j..16+4j+3
+      const __m256i lo = _mm256_and_si256(packed, low);                        // elements 4j..4j+3
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);  // 16+4j..16+4j+3
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         p[i] = _mm256_add_epi16(p[i], _mm256_maddubs_epi16(lo, broadcast4(xb[i] + 4 * j)));
@@ -111,6 +110,8 @@ void group_tile(const MatmulArgs& a, const uint8_t* group, int64_t r0, float* ou
     if constexpr (MR == 1) prefetch.part(b);
     const uint8_t* blk = group + b * kBlockBytes;
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+    const __m256 m =
+        K::kAffine ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16))) : _mm256_setzero_ps();
     const int8_t* xb[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xb[i] = qx.q.data() + (r0 + i) * qx.cols + b * kQK;
@@ -121,14 +122,12 @@ void group_tile(const MatmulArgs& a, const uint8_t* group, int64_t r0, float* ou
       const int64_t xi = (r0 + i) * blocks + b;
       if constexpr (K::kBias) sums[i] = _mm256_sub_epi32(sums[i], _mm256_set1_epi32(qx.bias_sum[xi]));
       acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(d, _mm256_set1_ps(qx.scale[xi])), acc[i]);
-      if constexpr (K::kAffine) {
-        const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
-        acc_m[i] = _mm256_fmadd_ps(m, _mm256_set1_ps(qx.scaled_sum[xi]), acc_m[i]);
-      }
+      if constexpr (K::kAffine) acc_m[i] = _mm256_fmadd_ps(m, _mm256_set1_ps(qx.scaled_sum[xi]), acc_m[i]);
     }
   }
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out + i * kGroupRows, K::kAffine ? _mm256_add_ps(acc[i], acc_m[i]) : acc[i]);
+  for (int i = 0; i < MR; ++i)
+    _mm256_storeu_ps(out + i * kInterleaveRows, K::kAffine ? _mm256_add_ps(acc[i], acc_m[i]) : acc[i]);
 }
 
 // Batches: MR x rows share each unpacked block.
@@ -138,14 +137,15 @@ template <class K>
 void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
   const WeightMatrix& w = *a.w;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  alignas(32) float out[kBatchRows * kGroupRows];
+  alignas(32) float out[kBatchRows * kInterleaveRows];
   // begin is a multiple of 8 (matmul() splits rows in units of 16); end may
   // cut the last, padded group.
-  for (int64_t o = begin; o < end; o += kGroupRows) {
-    const uint8_t* group = base + (o / kGroupRows) * kGroupRows * w.row_bytes;
-    const int64_t n_out = std::min<int64_t>(kGroupRows, end - o);
+  for (int64_t o = begin; o < end; o += kInterleaveRows) {
+    const uint8_t* group = base + (o / kInterleaveRows) * kInterleaveRows * w.row_bytes;
+    const int64_t n_out = std::min<int64_t>(kInterleaveRows, end - o);
     auto emit = [&](int64_t r0, int mr) {
-      for (int i = 0; i < mr; ++i) std::copy(out + i * kGroupRows, out + i * kGroupRows + n_out, a.y + (r0 + i) * w.rows + o);
+      for (int i = 0; i < mr; ++i)
+        std::copy(out + i * kInterleaveRows, out + i * kInterleaveRows + n_out, a.y + (r0 + i) * w.rows + o);
     };
     int64_t r = 0;
     for (; r + kBatchRows <= a.n_x; r += kBatchRows) {
@@ -163,10 +163,14 @@ void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
 
 void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   switch (a.w->dtype) {
-    case DType::kQ4_0: return interleaved_rows<IlQ4_0>(a, row_begin, row_end);
-    case DType::kQ4_1: return interleaved_rows<IlQ4_1>(a, row_begin, row_end);
-    case DType::kQ8_0: return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
-    default: break;  // interleave8() makes no other type
+    case DType::kQ4_0:
+      return interleaved_rows<IlQ4_0>(a, row_begin, row_end);
+    case DType::kQ4_1:
+      return interleaved_rows<IlQ4_1>(a, row_begin, row_end);
+    case DType::kQ8_0:
+      return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
+    default:
+      break;  // interleave8() makes no other type
   }
 }
 

@@ -35,8 +35,6 @@ using namespace matmul_avx2;
 
 inline float f16_at(const uint8_t* p) { return _cvtsh_ss(load_u16le(p)); }
 
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
 // 16 bytes of nibbles as 32 codes in element order: low nibbles of qs[0..16)
 // then high nibbles (the layout of every legacy 4-bit block).
 inline __m256i legacy_nibbles(const uint8_t* qs) {

@@ -28,6 +28,9 @@
 
 namespace omnibus {
 
+// Rows side by side in the interleaved layout.
+inline constexpr int kInterleaveRows = 8;
+
 // True when matmul() has an interleaved kernel for t on this CPU (and the
 // build multiplies int8 activations).
 bool can_interleave8(DType t);

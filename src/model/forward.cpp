@@ -173,7 +173,8 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
     int64_t items_per_row, items;
     std::atomic<int64_t> next{0};
   };
-  Job job{c, shape, rows, layer, kv, many_rows, heads_per_item, c.n_head / heads_per_item, 0};
+  // A row's last item may hold fewer heads (when kHeadsPerCall cuts a group).
+  Job job{c, shape, rows, layer, kv, many_rows, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
   job.items = static_cast<int64_t>(rows.size()) * job.items_per_row;
   // Two captures keep the callable inside std::function's small buffer: no
   // heap allocation per call (tests/decode_alloc_test.cpp).
@@ -202,7 +203,7 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
       if (taken >= job.items) break;
       const int64_t item = job.items - 1 - taken;
       const int h = static_cast<int>(item % job.items_per_row) * job.heads_per_item;
-      attend_item_heads(static_cast<int>(item / job.items_per_row), h, h + job.heads_per_item);
+      attend_item_heads(static_cast<int>(item / job.items_per_row), h, std::min(job.c.n_head, h + job.heads_per_item));
     }
   });
 }

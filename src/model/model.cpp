@@ -146,7 +146,7 @@ void Model::interleave_matrices() {
     file_->release_pages({static_cast<const uint8_t*>(original.data), original.row_bytes * original.rows});
   };
   for (LayerWeights& l : weights_.layers)
-    for (WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) repack(*w);
+    for (WeightMatrix* w : l.matrices()) repack(*w);
   repack(weights_.output);
 }
 
@@ -159,7 +159,7 @@ uint64_t Model::repacked_bytes() const {
 uint64_t Model::weight_bytes_per_token() const {
   uint64_t bytes = weights_.token_embd.row_bytes + weights_.output.row_bytes * weights_.output.rows;
   for (const auto& l : weights_.layers)
-    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+    for (const WeightMatrix* w : l.matrices())
       bytes += w->row_bytes * w->rows;
   return bytes;
 }

@@ -6,6 +6,7 @@
 // so the resident size stays about the file's.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct LayerWeights {
   const float* bv = nullptr;
   const float* ffn_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
+
+  // The seven matrices of the layer, for code that treats them alike.
+  std::array<WeightMatrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
+  std::array<const WeightMatrix*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
 };
 
 struct ModelWeights {

@@ -12,7 +12,7 @@ TokenCost token_cost(const Model& model) {
   cost.weight_bytes = static_cast<double>(model.weight_bytes_per_token());
   double params = static_cast<double>(w.output.rows * w.output.cols);
   for (const LayerWeights& l : w.layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+    for (const WeightMatrix* m : l.matrices())
       params += static_cast<double>(m->rows * m->cols);
   cost.matmul_flops = 2 * params;
   cost.kv_bytes_per_position = static_cast<double>(PagedKvStore::bytes_per_token(c));
