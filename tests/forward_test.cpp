@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "model/forward.h"
 #include "tiny_model.h"
@@ -56,9 +57,9 @@ std::vector<int32_t> contiguous_table(int n) {
 // Logits of every position, running the tokens in chunks of `chunk` rows,
 // with the sequence in blocks 0, 1, ... of `block_size` positions.
 std::vector<float> engine_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens, int chunk,
-                                 int threads, int block_size = 16) {
-  ForwardPass fp(model, chunk, 64, threads);
-  const int blocks = (64 + block_size - 1) / block_size;
+                                 int threads, int block_size = 16, int max_positions = 64) {
+  ForwardPass fp(model, chunk, max_positions, threads);
+  const int blocks = (max_positions + block_size - 1) / block_size;
   auto kv = PagedKvStore::create(model->config(), blocks, block_size);
   EXPECT_TRUE(kv.is_ok());
   const auto table = contiguous_table(blocks);
@@ -194,6 +195,32 @@ TEST(ForwardBatchTest, LogitsDoNotDependOnBlockSize) {
     const auto got = engine_logits(model, tokens, 5, 2, block_size);
     ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "block size " << block_size;
   }
+}
+
+// Rows longer than one softmax chunk (kAttentionChunk = 256 positions):
+// decode steps spread a row's chunks over the threads and merge them after,
+// a prefill chunk runs whole rows per item; the logits are bit-identical
+// either way, and match the reference forward (one softmax over the row).
+TEST(ForwardBatchTest, LongRowsSplitIntoSoftmaxChunksAreBatchInvariant) {
+  TinyModelSpec spec;
+  spec.matrix_type = DType::kQ8_0;
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = load_tiny_model(bytes);
+  const int n = 600;  // three chunks, the last partial
+  const auto tokens = random_tokens(n, model->config().vocab_size, 9);
+  const auto whole = engine_logits(model, tokens, n, 2, 16, 640);
+  for (auto [chunk, threads, block_size] : {std::tuple{1, 2, 16}, {1, 3, 3}, {7, 2, 100}, {1, 1, 16}}) {
+    const auto other = engine_logits(model, tokens, chunk, threads, block_size, 640);
+    ASSERT_EQ(0, std::memcmp(whole.data(), other.data(), whole.size() * sizeof(float)))
+        << "chunk " << chunk << " threads " << threads << " block size " << block_size;
+  }
+  const auto want = reference_logits(*model, tokens);
+  double max_abs = 0, max_err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(double(want[i])));
+    max_err = std::max(max_err, std::fabs(double(want[i]) - whole[i]));
+  }
+  EXPECT_LT(max_err, 2e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
 }
 
 TEST(ForwardBatchTest, RejectsBadTokenIdsPositionsAndBlocks) {

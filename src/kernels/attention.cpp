@@ -1,7 +1,9 @@
 #include "kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "base/cpu_features.h"
 #include "tensor/quant.h"
@@ -14,32 +16,127 @@ void attention_row(const AttentionShape& s, const float* q, const uint16_t* k, c
   attention_row_paged(s, q, std::span(&whole, 1), row_stride, scores, out, head_begin, head_end);
 }
 
-void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                         float* scores, float* out, int head_begin, int head_end) {
+void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   static const bool use_avx2 = cpu_features().has_avx2_fma();
   if (use_avx2 && s.head_dim % 8 == 0 && s.head_dim <= kMaxHeadDim) {
-    avx2::attention_row_paged(s, q, runs, row_stride, scores, out, head_begin, head_end);
+    avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
   } else {
-    ref::attention_row_paged(s, q, runs, row_stride, scores, out, head_begin, head_end);
+    ref::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+  }
+}
+
+void attention_merge(int head_dim, int heads, const AttentionPartial& next, const AttentionPartial& state) {
+  for (int i = 0; i < heads; ++i) {
+    const float m = std::max(state.max[i], next.max[i]);
+    const float keep = std::exp(state.max[i] - m);
+    const float add = std::exp(next.max[i] - m);
+    float* acc = state.acc + static_cast<int64_t>(i) * head_dim;
+    const float* more = next.acc + static_cast<int64_t>(i) * head_dim;
+    for (int d = 0; d < head_dim; ++d) {
+      const float kept = acc[d] * keep;
+      acc[d] = kept + more[d] * add;
+    }
+    const float kept_sum = state.sum[i] * keep;
+    state.sum[i] = kept_sum + next.sum[i] * add;
+    state.max[i] = m;
+  }
+}
+
+void attention_finish(int head_dim, int heads, const AttentionPartial& state, float* out) {
+  for (int i = 0; i < heads; ++i) {
+    const float inv_sum = 1.0f / state.sum[i];
+    const float* acc = state.acc + static_cast<int64_t>(i) * head_dim;
+    float* o = out + static_cast<int64_t>(i) * head_dim;
+    for (int d = 0; d < head_dim; ++d) o[d] = acc[d] * inv_sum;
+  }
+}
+
+size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t row_stride, KvRun* out) {
+  size_t n = 0;
+  int64_t run_first = 0;  // position of the current run's first row
+  for (const KvRun& run : runs) {
+    const int64_t begin = std::max(first, run_first), end = std::min(first + count, run_first + run.count);
+    if (begin < end) {
+      const int64_t skip = (begin - run_first) * row_stride;
+      out[n++] = {run.k + skip, run.v + skip, end - begin};
+    }
+    run_first += run.count;
+    if (run_first >= first + count) break;
+  }
+  return n;
+}
+
+namespace {
+
+// attention_row_paged keeps one chunk's partial on the stack: this many
+// floats of it (16 heads of 256), this many heads' maxima and sums.
+constexpr int kPassFloats = 16 * kMaxHeadDim;
+constexpr int kMaxHeadsPerPass = 16;
+
+}  // namespace
+
+void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                         float* scores, float* out, int head_begin, int head_end) {
+  attention_row_paged_with(attention_chunk, s, q, runs, row_stride, scores, out, head_begin, head_end);
+}
+
+void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, const float* q,
+                              std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out,
+                              int head_begin, int head_end) {
+  int64_t n_kv = 0;
+  for (const KvRun& run : runs) n_kv += run.count;
+  if (n_kv == 0) {
+    std::fill(out + static_cast<int64_t>(head_begin) * s.head_dim, out + static_cast<int64_t>(head_end) * s.head_dim,
+              0.0f);
+    return;
+  }
+  // A chunk of kAttentionChunk positions spans at most that many runs.
+  KvRun chunk_runs[kAttentionChunk];
+  float state_max[kMaxHeadsPerPass], state_sum[kMaxHeadsPerPass], next_max[kMaxHeadsPerPass],
+      next_sum[kMaxHeadsPerPass];
+  alignas(32) float next_acc_stack[kPassFloats];
+  std::vector<float> next_acc_heap;  // only for head_dim > kPassFloats (no such model is known)
+  float* next_acc = next_acc_stack;
+  if (s.head_dim > kPassFloats) {
+    next_acc_heap.resize(s.head_dim);
+    next_acc = next_acc_heap.data();
+  }
+  const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
+  for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
+    const int h1 = std::min(head_end, h0 + per_pass);
+    const int heads = h1 - h0;
+    // The state accumulates in the output itself.
+    const AttentionPartial state{out + static_cast<int64_t>(h0) * s.head_dim, state_max, state_sum};
+    const AttentionPartial next{next_acc, next_max, next_sum};
+    for (int64_t first = 0; first < n_kv; first += kAttentionChunk) {
+      const int64_t count = std::min(kAttentionChunk, n_kv - first);
+      const size_t n = slice_runs(runs, first, count, row_stride, chunk_runs);
+      chunk(s, q, std::span(chunk_runs, n), row_stride, scores, first == 0 ? state : next, h0, h1);
+      if (first > 0) attention_merge(s.head_dim, heads, next, state);
+    }
+    attention_finish(s.head_dim, heads, state, state.acc);
   }
 }
 
 namespace ref {
 
-// The plain loops: one scalar dot per position, libm exp, one scaled add
-// per position; f16 elements widened one at a time. Q and the softmax
-// numerators are rounded to f16 (as llama.cpp's CPU attention does).
-void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                         float* scores, float* out, int head_begin, int head_end) {
+// The plain loops: one scalar dot per position, libm exp, one multiply-add
+// per position and value element; f16 elements widened one at a time. Q and
+// the softmax numerators are rounded to f16 (as llama.cpp's CPU attention
+// does).
+void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   const int group = s.n_head / s.n_head_kv;
   for (int h = head_begin; h < head_end; ++h) {
+    const int i = h - head_begin;
     const int64_t kv_offset = static_cast<int64_t>(h / group) * s.head_dim;
-    // Q rounded to f16 once per head, into this head's output slice (free
+    // Q rounded to f16 once per head, into this head's accumulator (free
     // until the value pass below).
     const float* qsrc = q + static_cast<int64_t>(h) * s.head_dim;
-    float* oh = out + static_cast<int64_t>(h) * s.head_dim;
-    for (int d = 0; d < s.head_dim; ++d) oh[d] = f16_to_f32(f32_to_f16(qsrc[d]));
-    const float* qh = oh;
+    float* acc = out.acc + static_cast<int64_t>(i) * s.head_dim;
+    for (int d = 0; d < s.head_dim; ++d) acc[d] = f16_to_f32(f32_to_f16(qsrc[d]));
+    const float* qh = acc;
     float max_score = -INFINITY;
     int64_t n_kv = 0;
     for (const KvRun& run : runs) {
@@ -56,14 +153,14 @@ void attention_row_paged(const AttentionShape& s, const float* q, std::span<cons
       scores[j] = f16_to_f32(f32_to_f16(std::exp(scores[j] - max_score)));
       sum += scores[j];
     }
-    std::memset(oh, 0, sizeof(float) * s.head_dim);
-    const float inv_sum = 1.0f / sum;
+    out.max[i] = max_score;
+    out.sum[i] = sum;
+    std::memset(acc, 0, sizeof(float) * s.head_dim);
     const float* p = scores;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++p) {
         const uint16_t* vj = run.v + j * row_stride + kv_offset;
-        const float w = *p * inv_sum;
-        for (int d = 0; d < s.head_dim; ++d) oh[d] += w * f16_to_f32(vj[d]);
+        for (int d = 0; d < s.head_dim; ++d) acc[d] += *p * f16_to_f32(vj[d]);
       }
     }
   }

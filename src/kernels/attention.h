@@ -1,8 +1,17 @@
 // Causal attention of one query row against the cached keys and values of
-// its sequence. Two-pass softmax over positions in order: the result for a
-// row depends only on that row and its sequence's cache, never on the rest
-// of the batch, on how the prompt was chunked, or on how its positions are
-// split into KV blocks. A scalar reference and an AVX2+FMA version
+// its sequence. A row's positions are cut into chunks of kAttentionChunk,
+// counted from position 0; each chunk gets a two-pass softmax of its own
+// (attention_chunk: scores, max, f16-rounded numerators, their sum and the
+// unnormalised weighted sum of V), and the chunks are merged in position
+// order (attention_merge, the flash-decoding rescale), then divided by the
+// sum (attention_finish). The cut depends only on positions, so the result
+// for a row depends only on that row and its sequence's cache: never on the
+// rest of the batch, on how the prompt was chunked, on how its positions are
+// split into KV blocks, or on which thread computed which chunk. A decode
+// step can so hand one row's chunks to different threads and still match
+// the prefill of the same row bit for bit. A row of at most kAttentionChunk
+// positions is one chunk: the plain two-pass softmax.
+// A scalar reference and an AVX2+FMA version of attention_chunk
 // (attention_avx2.cpp: vectorised scores, exp and value sums; head_dim a
 // multiple of 8) are picked once from the CPU's features.
 #pragma once
@@ -21,11 +30,17 @@ struct AttentionShape {
 
 // q: n_head*head_dim floats. k, v: n_kv rows of IEEE f16 (raw bits, as the
 // KV cache stores them), `row_stride` elements apart, each
-// n_head_kv*head_dim. scores: scratch for (head_end - head_begin) * n_kv
-// floats. out: n_head*head_dim.
+// n_head_kv*head_dim. scores: scratch for (head_end - head_begin) *
+// min(n_kv, kAttentionChunk) floats. out: n_head*head_dim.
 // Heads [head_begin, head_end) only, so callers can split heads over threads.
 void attention_row(const AttentionShape& shape, const float* q, const uint16_t* k, const uint16_t* v,
                    int64_t row_stride, int64_t n_kv, float* scores, float* out, int head_begin, int head_end);
+
+// Positions per softmax chunk (see the top of this file). 256 keeps one
+// chunk's scores of 16 heads (16 KB) in L1 and leaves a 2,048-position
+// decode row eight chunks to share out over threads; rows up to 256
+// positions (most of the golden tests) are a single chunk.
+inline constexpr int64_t kAttentionChunk = 256;
 
 // `count` consecutive cached positions whose key and value rows start at k
 // and v (f16 bits), `row_stride` elements apart: one block of a paged KV
@@ -37,19 +52,60 @@ struct KvRun {
 };
 
 // attention_row over positions split into runs, in position order (the
-// positions are run 0's, then run 1's, ...). The arithmetic and its order are
-// exactly attention_row's, so the result is bit-identical to attention_row on
-// the same positions laid out contiguously, and a head's output does not
-// depend on which other heads the call covers. scores: scratch for
-// (head_end - head_begin) x the total count of positions. Covering a whole
-// GQA group in one call lets the heads share each KV block's reads.
+// positions are run 0's, then run 1's, ...): the chunks of the row one after
+// another, each merged into the output as it is done. The arithmetic and its
+// order are exactly attention_row's, so the result is bit-identical to
+// attention_row on the same positions laid out contiguously, and a head's
+// output does not depend on which other heads the call covers. scores:
+// scratch for (head_end - head_begin) x min(positions, kAttentionChunk)
+// floats. Covering a whole GQA group in one call lets the heads share each
+// KV block's reads.
 void attention_row_paged(const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
                          int64_t row_stride, float* scores, float* out, int head_begin, int head_end);
 
-// The two implementations behind attention_row_paged, for tests.
+// One chunk's softmax state for heads [head_begin, head_end), head i of
+// the call (counted from head_begin) at acc + i * head_dim, max[i], sum[i]:
+// max is the chunk's largest score, p_j = e^(s_j - max) rounded to f16,
+// sum = sum of p_j, acc = sum of p_j * v_j (not yet divided by sum).
+struct AttentionPartial {
+  float* acc = nullptr;
+  float* max = nullptr;
+  float* sum = nullptr;
+};
+
+// The chunk's partial for heads [head_begin, head_end). runs: the chunk's
+// positions (1..kAttentionChunk of them) in order. scores: scratch for
+// (head_end - head_begin) x the chunk's positions.
+void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+
+// Folds `next`, the partial of the chunk after those already in `state`, into
+// `state`, for `heads` heads: M = max of the two maxima, each side scaled by
+// e^(its max - M). One function for every caller, so every path merges with
+// the same arithmetic.
+void attention_merge(int head_dim, int heads, const AttentionPartial& next, const AttentionPartial& state);
+
+// out[i * head_dim + d] = state.acc[i * head_dim + d] * (1 / state.sum[i]).
+// out may be state.acc.
+void attention_finish(int head_dim, int heads, const AttentionPartial& state, float* out);
+
+// The runs covering positions [first, first + count) of `runs` (positions
+// in run order), cut at both ends; writes them to `out` (room for
+// runs.size() entries) and returns how many.
+size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t row_stride, KvRun* out);
+
+// attention_row_paged with `chunk` computing each chunk (tests run it on
+// each implementation); attention_row_paged passes attention_chunk.
+using AttentionChunkFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*,
+                                  const AttentionPartial&, int, int);
+void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& shape, const float* q,
+                              std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out,
+                              int head_begin, int head_end);
+
+// The two implementations behind attention_chunk, for tests.
 namespace ref {
-void attention_row_paged(const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
-                         int64_t row_stride, float* scores, float* out, int head_begin, int head_end);
+void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
 }  // namespace ref
 // The AVX2 path's limit on head_dim (Q is copied to a stack buffer).
 inline constexpr int kMaxHeadDim = 256;
@@ -57,8 +113,8 @@ inline constexpr int kMaxHeadDim = 256;
 // Only call when cpu_features().has_avx2_fma(), head_dim % 8 == 0 and
 // head_dim <= kMaxHeadDim.
 namespace avx2 {
-void attention_row_paged(const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
-                         int64_t row_stride, float* scores, float* out, int head_begin, int head_end);
+void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
 }  // namespace avx2
 
 }  // namespace omnibus

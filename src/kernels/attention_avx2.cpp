@@ -1,5 +1,5 @@
-// AVX2+FMA attention for one query row (see attention.h). Same two passes as
-// the reference, vectorised:
+// AVX2+FMA attention_chunk: one chunk of one query row (see attention.h).
+// Same two passes as the reference, vectorised:
 //  * scores: four positions at a time for up to three heads sharing a KV
 //    head (GQA), so each K vector is widened from f16 once for all of them;
 //    each score has an 8-lane accumulator over head_dim, reduced by one
@@ -12,7 +12,7 @@
 //    numerator rounded to f16, summed in 8 lanes in position order;
 //  * values: 32 output floats of up to three heads at a time, one FMA per
 //    value element in position order (each V vector widened once for the
-//    heads), scaled by 1/sum once at the end;
+//    heads), left unnormalised (attention_finish divides by the sum);
 //  * the next KV block is prefetched while one is computed.
 // Q and the softmax numerators are rounded to f16 as llama.cpp's CPU
 // attention does: the golden tests agree with llama.cpp a little better so
@@ -68,8 +68,9 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// scores[j] = e^(scores[j] - max); returns the sum, 8 lanes in order then hsum.
-float softmax_numerators(float* scores, int64_t n) {
+// scores[j] = e^(scores[j] - max), rounded to f16; returns the sum (8 lanes
+// in order, then hsum) and stores the max in *max_out.
+float softmax_numerators(float* scores, int64_t n, float* max_out) {
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(scores + j));
@@ -78,6 +79,7 @@ float softmax_numerators(float* scores, int64_t n) {
   _mm256_store_ps(lanes, vmax);
   for (float l : lanes) max_score = std::max(max_score, l);
   for (; j < n; ++j) max_score = std::max(max_score, scores[j]);
+  *max_out = max_score;
 
   const __m256 m = _mm256_set1_ps(max_score);
   __m256 sum = _mm256_setzero_ps();
@@ -204,7 +206,7 @@ constexpr int kHeadsPerKernel = 3;
 constexpr int kMaxHeadsPerPass = 16;
 
 void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                  float* scores, float* out, int head_begin, int head_end) {
+                  float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   const int group = s.n_head / s.n_head_kv;
   const int heads = head_end - head_begin;
   int64_t n_kv = 0;
@@ -228,7 +230,9 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     if (r >= runs.size()) return;
     const auto* p = reinterpret_cast<const char*>(keys ? runs[r].k : runs[r].v);
     const int64_t bytes = runs[r].count * row_stride * static_cast<int64_t>(sizeof(uint16_t));
-    for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+    // asm, not _mm_prefetch: GCC 12 drops the builtin's calls from this
+    // lambda (none were in the object code).
+    for (int64_t off = 0; off < bytes; off += 64) asm volatile("prefetcht0 %0" : : "m"(p[off]));
   };
   // For each run r (positions first .. first + count) and each batch of at
   // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
@@ -263,11 +267,10 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       }
     }
   });
-  float inv_sum[kMaxHeadsPerPass];
   for (int i = 0; i < heads; ++i) {
-    float* oh = out + static_cast<int64_t>(head_begin + i) * s.head_dim;
+    float* oh = out.acc + static_cast<int64_t>(i) * s.head_dim;
     std::fill(oh, oh + s.head_dim, 0.0f);
-    inv_sum[i] = n_kv == 0 ? 0.0f : 1.0f / softmax_numerators(scores + i * n_kv, n_kv);
+    out.sum[i] = n_kv == 0 ? 0.0f : softmax_numerators(scores + i * n_kv, n_kv, &out.max[i]);
   }
   if (n_kv == 0) return;
   // Values: each output float's sum runs over positions in order, 32 floats
@@ -278,25 +281,22 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     for (int d = 0; d < s.head_dim; d += 32) {
       for (int g = 0; g < n; ++g) {
         ps[g] = scores + (i0 + g) * n_kv + first;
-        outs[g] = out + static_cast<int64_t>(head_begin + i0 + g) * s.head_dim + d;
+        outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
       }
       const uint16_t* v = run.v + static_cast<int64_t>(kv) * s.head_dim + d;
       accumulate_heads(n, std::min(32, s.head_dim - d), ps, v, row_stride, run.count, outs);
     }
   });
-  for (int i = 0; i < heads; ++i) {
-    float* oh = out + static_cast<int64_t>(head_begin + i) * s.head_dim;
-    const __m256 scale = _mm256_set1_ps(inv_sum[i]);
-    for (int d = 0; d < s.head_dim; d += 8) _mm256_storeu_ps(oh + d, _mm256_mul_ps(_mm256_loadu_ps(oh + d), scale));
-  }
 }
 
 }  // namespace
 
-void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                         float* scores, float* out, int head_begin, int head_end) {
+void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   for (int h = head_begin; h < head_end; h += kMaxHeadsPerPass) {
-    attend_heads(s, q, runs, row_stride, scores, out, h, std::min(head_end, h + kMaxHeadsPerPass));
+    const int i = h - head_begin;
+    const AttentionPartial part{out.acc + static_cast<int64_t>(i) * s.head_dim, out.max + i, out.sum + i};
+    attend_heads(s, q, runs, row_stride, scores, part, h, std::min(head_end, h + kMaxHeadsPerPass));
   }
 }
 

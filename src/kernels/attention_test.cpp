@@ -91,21 +91,32 @@ TEST(AttentionPagedTest, EmptyRunsAreSkipped) {
 using PagedFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*, float*, int,
                         int);
 
+// attention_row_paged on one implementation of attention_chunk.
+void ref_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
+             float* out, int h0, int h1) {
+  attention_row_paged_with(ref::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+void avx2_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
+              float* out, int h0, int h1) {
+  attention_row_paged_with(avx2::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+
 // Every implementation with the same paged layout invariance.
 TEST(AttentionPagedTest, EachPathIsBitIdenticalAcrossBlockLayouts) {
-  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref::attention_row_paged}};
-  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2::attention_row_paged});
+  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref_row}};
+  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2_row});
   for (const auto& [name, fn] : paths) {
     for (int head_dim : {8, 64, 128}) {
       const AttentionShape shape{6, 2, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
       const int64_t stride = 2 * head_dim + 8;
-      for (int64_t n_kv : {1, 8, 9, 37, 130}) {
+      // 300 and 600: rows of two and three softmax chunks.
+      for (int64_t n_kv : {1, 8, 9, 37, 130, 300, 600}) {
         const auto q = random_floats(6 * head_dim, 41 + n_kv);
         const auto k = random_halves(n_kv * stride, 42 + n_kv), v = random_halves(n_kv * stride, 43 + n_kv);
         std::vector<float> want(6 * head_dim), scores(6 * n_kv);
         const KvRun whole{k.data(), v.data(), n_kv};
         fn(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 6);
-        for (int64_t block_size : {1, 3, 16}) {
+        for (int64_t block_size : {1, 3, 16, 100}) {  // 100: blocks straddle chunk boundaries
           std::vector<uint16_t> key_store, value_store;
           const auto runs = scatter(k, v, stride, n_kv, block_size, key_store, value_store);
           std::vector<float> got(6 * head_dim, NAN);
@@ -136,6 +147,77 @@ TEST(AttentionPagedTest, HeadsTogetherEqualHeadsAlone) {
   EXPECT_EQ(0, std::memcmp(together.data(), alone.data(), sizeof(float) * together.size()));
 }
 
+// What a decode step does with a long row: each chunk's partial computed on
+// its own (any thread, any order), then merged in position order and
+// divided by the sum, gives attention_row_paged's bits.
+TEST(AttentionChunkTest, ChunksComputedApartThenMergedEqualTheRow) {
+  const AttentionShape shape{9, 3, 64, 0.125f};
+  const int64_t stride = 3 * 64;
+  for (int64_t n_kv : {200, 256, 257, 700}) {
+    const auto q = random_floats(9 * 64, 71 + n_kv);
+    const auto k = random_halves(n_kv * stride, 72 + n_kv), v = random_halves(n_kv * stride, 73 + n_kv);
+    std::vector<uint16_t> key_store, value_store;
+    const auto runs = scatter(k, v, stride, n_kv, 16, key_store, value_store);
+    std::vector<float> want(9 * 64), scores(9 * n_kv);
+    attention_row_paged(shape, q.data(), runs, stride, scores.data(), want.data(), 0, 9);
+
+    const int64_t chunks = (n_kv + kAttentionChunk - 1) / kAttentionChunk;
+    std::vector<float> acc(chunks * 9 * 64), max(chunks * 9), sum(chunks * 9);
+    std::vector<KvRun> chunk_runs(runs.size());
+    for (int64_t c = chunks - 1; c >= 0; --c) {  // last first: order does not matter
+      const int64_t first = c * kAttentionChunk;
+      const size_t n =
+          slice_runs(runs, first, std::min(kAttentionChunk, n_kv - first), stride, chunk_runs.data());
+      // Heads in two calls that cut a GQA group.
+      for (auto [h0, h1] : {std::pair{0, 4}, std::pair{4, 9}}) {
+        const AttentionPartial part{acc.data() + (c * 9 + h0) * 64, max.data() + c * 9 + h0, sum.data() + c * 9 + h0};
+        attention_chunk(shape, q.data(), std::span(chunk_runs.data(), n), stride, scores.data(), part, h0, h1);
+      }
+    }
+    const AttentionPartial state{acc.data(), max.data(), sum.data()};
+    for (int64_t c = 1; c < chunks; ++c)
+      attention_merge(64, 9, {acc.data() + c * 9 * 64, max.data() + c * 9, sum.data() + c * 9}, state);
+    std::vector<float> got(9 * 64);
+    attention_finish(64, 9, state, got.data());
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size())) << "n_kv " << n_kv;
+  }
+}
+
+// The chunked softmax against one softmax over the whole row in double
+// precision: the merge rescales correctly. Scores spread wide enough that
+// the chunks' maxima differ by a lot.
+TEST(AttentionChunkTest, ChunkedRowMatchesOneSoftmaxInDouble) {
+  const AttentionShape shape{4, 2, 16, 0.25f};
+  const int64_t stride = 2 * 16, n_kv = 900;
+  auto q = random_floats(4 * 16, 81);
+  for (auto& x : q) x *= 3.0f;
+  const auto k = random_halves(n_kv * stride, 82), v = random_halves(n_kv * stride, 83);
+  std::vector<float> got(4 * 16), scores(4 * n_kv);
+  const KvRun whole{k.data(), v.data(), n_kv};
+  attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 4);
+  for (int h = 0; h < 4; ++h) {
+    const int64_t kv_off = (h / 2) * 16;
+    std::vector<double> s(n_kv);
+    double m = -1e300;
+    for (int64_t j = 0; j < n_kv; ++j) {
+      double dot = 0;
+      for (int d = 0; d < 16; ++d) dot += static_cast<double>(f16_to_f32(f32_to_f16(q[h * 16 + d]))) *
+                                          f16_to_f32(k[j * stride + kv_off + d]);
+      s[j] = dot * 0.25;
+      m = std::max(m, s[j]);
+    }
+    double total = 0;
+    std::vector<double> out(16, 0.0);
+    for (int64_t j = 0; j < n_kv; ++j) {
+      const double p = std::exp(s[j] - m);
+      total += p;
+      for (int d = 0; d < 16; ++d) out[d] += p * f16_to_f32(v[j * stride + kv_off + d]);
+    }
+    // Numerators are rounded to f16 (relative 2^-11) in the kernels.
+    for (int d = 0; d < 16; ++d) EXPECT_NEAR(got[h * 16 + d], out[d] / total, 2e-3) << "head " << h << " dim " << d;
+  }
+}
+
 // The AVX2 path (vector exp, other summation order) agrees with the scalar
 // reference to f16 rounding of the softmax numerators, on sharply peaked and
 // flat score distributions.
@@ -151,8 +233,8 @@ TEST(AttentionAvx2Test, MatchesReference) {
         const auto k = random_halves(n_kv * stride, 52 + n_kv), v = random_halves(n_kv * stride, 53 + n_kv);
         std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
         const KvRun whole{k.data(), v.data(), n_kv};
-        ref::attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 9);
-        avx2::attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 9);
+        ref_row(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 9);
+        avx2_row(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 9);
         for (size_t i = 0; i < want.size(); ++i) {
           // Both round each softmax numerator to f16; the vector exp and
           // libm's may land on neighbouring f16 values (2^-11 apart), so
@@ -194,6 +276,41 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
     const double fmas = 2.0 * s.n_head * n_kv * s.head_dim;
     std::printf("n_kv %5lld: %8.1f us for 9 heads, %.2f GFLOP/s\n", static_cast<long long>(n_kv), best * 1e6,
                 2 * fmas / best / 1e9);
+  }
+}
+
+// The same row against 30 layers' worth of cache (47 MB at 2,048 positions,
+// more than the last-level cache), one layer after another as a decode step
+// reads them: K and V come from DRAM, as in a real long-context step;
+// microseconds per layer, one thread.
+TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
+  const AttentionShape s{9, 3, 64, 0.125f};
+  const int64_t stride = s.n_head_kv * s.head_dim;
+  constexpr int kLayers = 30;
+  for (int64_t n_kv : {512, 2048}) {
+    std::vector<std::vector<uint16_t>> keys, values;
+    std::vector<std::vector<KvRun>> runs(kLayers);
+    for (int l = 0; l < kLayers; ++l) {
+      keys.push_back(random_halves(n_kv * stride, 10 + l));
+      values.push_back(random_halves(n_kv * stride, 100 + l));
+      for (int64_t p = 0; p < n_kv; p += 16)
+        runs[l].push_back({keys[l].data() + p * stride, values[l].data() + p * stride, 16});
+    }
+    const auto q = random_floats(s.n_head * s.head_dim, 3);
+    std::vector<float> scores(static_cast<size_t>(s.n_head * n_kv)), out(static_cast<size_t>(s.n_head * s.head_dim));
+    std::vector<double> per_layer;
+    for (int rep = 0; rep < 15; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int l = 0; l < kLayers; ++l)
+        attention_row_paged(s, q.data(), runs[l], stride, scores.data(), out.data(), 0, s.n_head);
+      per_layer.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kLayers);
+    }
+    std::sort(per_layer.begin(), per_layer.end());
+    const double median = per_layer[per_layer.size() / 2];
+    std::printf("cold n_kv %5lld: median %7.1f us per layer (best %7.1f), the layer's K and V at %.1f GB/s\n",
+                static_cast<long long>(n_kv), median * 1e6, per_layer[0] * 1e6,
+                2.0 * n_kv * stride * sizeof(uint16_t) / median / 1e9);
   }
 }
 

@@ -27,12 +27,21 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   rope_cos_.resize(b * (c.rope.rot_dims / 2 + 1));
   rope_sin_.resize(b * (c.rope.rot_dims / 2 + 1));
   max_positions_ = max_positions;
-  scores_stride_ = (max_positions + 15) / 16 * 16;
-  // Per thread: scores of up to kHeadsPerCall heads at once (attend()).
+  // Per thread: scores of one softmax chunk of up to kHeadsPerCall heads.
+  scores_stride_ = (std::min(max_positions, kAttentionChunk) + 15) / 16 * 16;
   scores_.resize(static_cast<size_t>(pool_.size()) * kHeadsPerCall * scores_stride_);
   // A row attends to at most max_positions positions, so at most that many
-  // blocks even with block_size 1.
-  runs_.resize(static_cast<size_t>(pool_.size()) * scores_stride_);
+  // runs even with block_size 1.
+  runs_stride_ = max_positions;
+  runs_.resize(static_cast<size_t>(pool_.size()) * runs_stride_);
+  // Chunk partials of decode rows: room for two rows at full context, and
+  // at least 16 chunks per thread.
+  const int64_t chunks_per_row = (max_positions + kAttentionChunk - 1) / kAttentionChunk;
+  max_chunk_partials_ = std::max<int64_t>(2 * chunks_per_row, 16 * pool_.size());
+  partial_acc_.resize(static_cast<size_t>(max_chunk_partials_) * c.q_dim());
+  partial_max_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
+  partial_sum_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
+  row_first_chunk_.resize(b + 1);
 }
 
 Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv) const {
@@ -131,81 +140,157 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
   }
 }
 
-// The runs of positions 0..row.pos of the row's sequence in `layer`: whole
-// blocks, then the part of the last block up to row.pos. Returns their count.
-size_t ForwardPass::block_runs(const BatchRow& row, int layer, PagedKvStore& kv, KvRun* runs) {
+// The runs of positions [first, first + count) of the row's sequence in
+// `layer`, one per KV block touched. Returns their count.
+size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
+                                  KvRun* runs) {
   const int bs = kv.block_size();
-  const int64_t n_kv = static_cast<int64_t>(row.pos) + 1;
   size_t n = 0;
-  for (int64_t first = 0; first < n_kv; first += bs, ++n) {
-    const int block = row.block_table[first / bs];
-    runs[n] = {kv.key_row(layer, block, 0), kv.value_row(layer, block, 0), std::min<int64_t>(bs, n_kv - first)};
+  for (int64_t p = first, end = first + count; p < end;) {
+    const int block = row.block_table[p / bs];
+    const int offset = static_cast<int>(p % bs);
+    const int64_t here = std::min<int64_t>(bs - offset, end - p);
+    runs[n++] = {kv.key_row(layer, block, offset), kv.value_row(layer, block, offset), here};
+    p += here;
   }
   return n;
 }
 
 void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   ProfileScope scope(profiler_, ProfileOp::kAttention);
+  // Few rows (decode): each row's softmax chunks are shared out over the
+  // threads, when their partials fit. Many rows (prefill), or rows too long
+  // for the partial buffers: whole rows per work item. Both give each row
+  // the same bits (attention.h), so which path a row takes changes nothing.
+  if (static_cast<int64_t>(rows.size()) < 4 * pool_.size()) {
+    int64_t chunks = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      row_first_chunk_[i] = chunks;
+      chunks += (rows[i].pos + kAttentionChunk) / kAttentionChunk;  // pos + 1 positions
+    }
+    row_first_chunk_[rows.size()] = chunks;
+    if (chunks <= max_chunk_partials_) {
+      attend_chunks(layer, rows, kv);
+      return;
+    }
+  }
+  attend_rows(layer, rows, kv);
+}
+
+// Work items are (row, GQA group) pairs, whose heads share each KV block's
+// reads, taken from a shared counter latest rows first: a causal row's cost
+// grows with its position, so a fixed split of a prompt chunk left the
+// thread with the early rows idle (thread wait was 38% of a 771-token
+// prefill; now 3%).
+void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
   const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-  // Work items are (row, heads) pairs. A head's result does not depend on
-  // the item it is in or the thread that runs it, so any split is exact.
-  //  * Many rows (prefill): an item is a whole GQA group, whose heads share
-  //    each KV block's reads, taken from a shared counter latest rows first.
-  //    A causal row's cost grows with its position, so a fixed split of a
-  //    prompt chunk left the thread with the early rows idle (thread wait
-  //    was 38% of a 771-token prefill; now 3%).
-  //  * Few rows (decode): the (row, head) pairs are cut into one contiguous
-  //    range per thread, and a thread's heads of one row go into one call
-  //    so GQA heads still share their KV reads (single-head items read each
-  //    KV block once per head: 1.5x slower at 2,048 tokens of context).
-  const int group = c.n_head / c.n_head_kv;
-  const bool many_rows = static_cast<int64_t>(rows.size()) >= 4 * pool_.size();
-  const int heads_per_item = many_rows ? std::min(group, kHeadsPerCall) : 1;
+  const int heads_per_item = std::min(c.n_head / c.n_head_kv, kHeadsPerCall);
   struct Job {
     const ModelConfig& c;
     AttentionShape shape;
     std::span<const BatchRow> rows;
     int layer;
     PagedKvStore& kv;
-    bool dynamic;
     int heads_per_item;
     int64_t items_per_row, items;
     std::atomic<int64_t> next{0};
   };
   // A row's last item may hold fewer heads (when kHeadsPerCall cuts a group).
-  Job job{c, shape, rows, layer, kv, many_rows, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
+  Job job{c, shape, rows, layer, kv, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
   job.items = static_cast<int64_t>(rows.size()) * job.items_per_row;
   // Two captures keep the callable inside std::function's small buffer: no
   // heap allocation per call (tests/decode_alloc_test.cpp).
-  pool_.run([this, &job](int t, int count) {
+  pool_.run([this, &job](int t, int) {
     float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
-    KvRun* runs = runs_.data() + t * scores_stride_;
-    auto attend_item_heads = [&](int i, int h_begin, int h_end) {
-      const size_t n_runs = block_runs(job.rows[i], job.layer, job.kv, runs);
-      attention_row_paged(job.shape, q_.data() + static_cast<int64_t>(i) * job.c.q_dim(), std::span(runs, n_runs),
-                          job.kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * job.c.q_dim(), h_begin,
-                          h_end);
-    };
-    if (!job.dynamic) {
-      const int64_t end = job.items * (t + 1) / count;
-      for (int64_t it = job.items * t / count; it < end;) {
-        const int i = static_cast<int>(it / job.c.n_head);
-        const int h = static_cast<int>(it % job.c.n_head);
-        const int h_end = static_cast<int>(std::min<int64_t>({job.c.n_head, h + kHeadsPerCall, h + (end - it)}));
-        attend_item_heads(i, h, h_end);
-        it += h_end - h;
-      }
-      return;
-    }
+    KvRun* runs = runs_.data() + t * runs_stride_;
     for (;;) {
       const int64_t taken = job.next.fetch_add(1, std::memory_order_relaxed);
       if (taken >= job.items) break;
       const int64_t item = job.items - 1 - taken;
+      const int i = static_cast<int>(item / job.items_per_row);
       const int h = static_cast<int>(item % job.items_per_row) * job.heads_per_item;
-      attend_item_heads(static_cast<int>(item / job.items_per_row), h, std::min(job.c.n_head, h + job.heads_per_item));
+      const BatchRow& row = job.rows[i];
+      const size_t n_runs = position_runs(row, job.layer, job.kv, 0, static_cast<int64_t>(row.pos) + 1, runs);
+      attention_row_paged(job.shape, q_.data() + static_cast<int64_t>(i) * job.c.q_dim(), std::span(runs, n_runs),
+                          job.kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * job.c.q_dim(), h,
+                          std::min(job.c.n_head, h + job.heads_per_item));
     }
   });
+}
+
+// Work units are (row, chunk, head), cut into one contiguous range per
+// thread, balanced by the positions each unit reads; a thread's heads of
+// one chunk go into one call, so the heads of a GQA group share their KV
+// reads. Each unit writes its chunk's partial; a row of one chunk is
+// finished on the spot, longer rows are merged in position order after the
+// job. At 2,048 positions this splits one row's KV reads evenly between the
+// threads (a head split left each thread reading two of SmolLM2's three KV
+// heads).
+void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
+  const ModelConfig& c = model_->config();
+  const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  struct Job {
+    const ModelConfig& c;
+    AttentionShape shape;
+    std::span<const BatchRow> rows;
+    int layer;
+    PagedKvStore& kv;
+    int64_t total_cost;
+  };
+  // A unit costs its chunk's positions plus a fixed overhead.
+  constexpr int64_t kUnitOverhead = 16;
+  int64_t total = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t n_chunks = row_first_chunk_[i + 1] - row_first_chunk_[i];
+    total += (static_cast<int64_t>(rows[i].pos) + 1 + kUnitOverhead * n_chunks) * c.n_head;
+  }
+  Job job{c, shape, rows, layer, kv, total};
+  pool_.run([this, &job](int t, int count) {
+    const ModelConfig& c = job.c;
+    float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
+    KvRun* runs = runs_.data() + t * runs_stride_;
+    // This thread's units start in [lo, hi) of the cost line.
+    const int64_t lo = job.total_cost * t / count, hi = job.total_cost * (t + 1) / count;
+    int64_t at = 0;  // cost before the current chunk
+    for (size_t i = 0; i < job.rows.size() && at < hi; ++i) {
+      const BatchRow& row = job.rows[i];
+      const int64_t first_chunk = row_first_chunk_[i], n_chunks = row_first_chunk_[i + 1] - first_chunk;
+      for (int64_t ch = 0; ch < n_chunks && at < hi; ++ch) {
+        const int64_t positions = std::min(kAttentionChunk, static_cast<int64_t>(row.pos) + 1 - ch * kAttentionChunk);
+        const int64_t unit = positions + kUnitOverhead;
+        // Heads h whose units start in [lo, hi): at + h * unit in range.
+        const int h_begin = static_cast<int>(std::clamp<int64_t>((lo - at + unit - 1) / unit, 0, c.n_head));
+        const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
+        at += unit * c.n_head;
+        if (h_begin >= h_end) continue;
+        const size_t n_runs = position_runs(row, job.layer, job.kv, ch * kAttentionChunk, positions, runs);
+        const int64_t partial = first_chunk + ch;
+        for (int h = h_begin; h < h_end; h += kHeadsPerCall) {
+          const int h1 = std::min(h_end, h + kHeadsPerCall);
+          const AttentionPartial part{partial_acc_.data() + partial * c.q_dim() + static_cast<int64_t>(h) * c.head_dim,
+                                      partial_max_.data() + partial * c.n_head + h,
+                                      partial_sum_.data() + partial * c.n_head + h};
+          attention_chunk(job.shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
+                          job.kv.row_stride(), scores, part, h, h1);
+          if (n_chunks == 1)
+            attention_finish(c.head_dim, h1 - h, part,
+                             attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);
+        }
+      }
+    }
+  });
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t first = row_first_chunk_[i], n_chunks = row_first_chunk_[i + 1] - first;
+    if (n_chunks == 1) continue;
+    auto partial = [&](int64_t chunk) {
+      return AttentionPartial{partial_acc_.data() + chunk * c.q_dim(), partial_max_.data() + chunk * c.n_head,
+                              partial_sum_.data() + chunk * c.n_head};
+    };
+    const AttentionPartial state = partial(first);
+    for (int64_t ch = 1; ch < n_chunks; ++ch) attention_merge(c.head_dim, c.n_head, partial(first + ch), state);
+    attention_finish(c.head_dim, c.n_head, state, attn_.data() + static_cast<int64_t>(i) * c.q_dim());
+  }
 }
 
 void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {

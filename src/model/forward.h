@@ -59,8 +59,11 @@ class ForwardPass {
   void run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
   void attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void qkv_rope_store(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
-  static size_t block_runs(const BatchRow& row, int layer, PagedKvStore& kv, KvRun* runs);
+  static size_t position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
+                              KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  void attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  void attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void mlp_block(int layer, int n);
   void norm_rows(const float* weight, int n);
   void project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y);
@@ -72,9 +75,16 @@ class ForwardPass {
   Profiler* profiler_ = nullptr;
   AlignedBuffer<float> x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
   AlignedBuffer<float> rope_cos_, rope_sin_, scores_;
-  std::vector<KvRun> runs_;  // per thread, scores_stride_ each: one run per block
+  std::vector<KvRun> runs_;  // per thread, runs_stride_ each: one run per block
+  // attend_chunks: chunk partials (acc: q_dim floats, max and sum: n_head
+  // each) of the rows' chunks in row order; row i's are
+  // [row_first_chunk_[i], row_first_chunk_[i + 1]).
+  AlignedBuffer<float> partial_acc_, partial_max_, partial_sum_;
+  std::vector<int64_t> row_first_chunk_;
+  int64_t max_chunk_partials_;
   int64_t max_positions_;
   int64_t scores_stride_;
+  int64_t runs_stride_;
   static constexpr int kHeadsPerCall = 16;  // heads per attention call (scratch: this many score rows)
 };
 
