@@ -130,7 +130,7 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
   const int group = s.n_head / s.n_head_kv;
   for (int h = head_begin; h < head_end; ++h) {
     const int i = h - head_begin;
-    const int64_t kv_offset = static_cast<int64_t>(h / group) * s.head_dim;
+    const int64_t kv_offset = (h / group) * s.kv_head_step();
     // Q rounded to f16 once per head, into this head's accumulator (free
     // until the value pass below).
     const float* qsrc = q + static_cast<int64_t>(h) * s.head_dim;

@@ -26,11 +26,17 @@ struct AttentionShape {
   int n_head_kv = 0;  // n_head must be a multiple (GQA; 1 = MQA)
   int head_dim = 0;
   float scale = 1.0f;  // usually 1/sqrt(head_dim)
+  // Elements from KV head h's vector of a position to head h + 1's. 0: the
+  // heads sit side by side in one row of n_head_kv * head_dim (head_dim
+  // apart). The paged KV store keeps each head's positions of a block
+  // together instead (PagedKvStore::head_stride()).
+  int64_t kv_head_stride = 0;
+  int64_t kv_head_step() const { return kv_head_stride != 0 ? kv_head_stride : head_dim; }
 };
 
-// q: n_head*head_dim floats. k, v: n_kv rows of IEEE f16 (raw bits, as the
-// KV cache stores them), `row_stride` elements apart, each
-// n_head_kv*head_dim. scores: scratch for (head_end - head_begin) *
+// q: n_head*head_dim floats. k, v: n_kv positions of IEEE f16 (raw bits, as
+// the KV cache stores them), `row_stride` elements apart, KV head h of a
+// position at + h * shape.kv_head_step(). scores: scratch for (head_end - head_begin) *
 // min(n_kv, kAttentionChunk) floats. out: n_head*head_dim.
 // Heads [head_begin, head_end) only, so callers can split heads over threads.
 void attention_row(const AttentionShape& shape, const float* q, const uint16_t* k, const uint16_t* v,
@@ -42,9 +48,10 @@ void attention_row(const AttentionShape& shape, const float* q, const uint16_t* 
 // positions (most of the golden tests) are a single chunk.
 inline constexpr int64_t kAttentionChunk = 256;
 
-// `count` consecutive cached positions whose key and value rows start at k
-// and v (f16 bits), `row_stride` elements apart: one block of a paged KV
-// store.
+// `count` consecutive cached positions whose keys and values start at k
+// and v (f16 bits), `row_stride` elements apart (KV heads
+// shape.kv_head_step() apart): one block of a paged KV store, or part of
+// one.
 struct KvRun {
   const uint16_t* k = nullptr;
   const uint16_t* v = nullptr;

@@ -224,15 +224,21 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // together, up to kHeadsPerKernel at a time, so each K and V vector is
   // widened from f16 once for all of them.
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
-  // At long context K and V come from DRAM: fetch the next run (a KV block,
-  // contiguous) while this one is computed.
+  // At long context K and V come from DRAM: fetch the next run (a KV block)
+  // while this one is computed.
+  auto prefetch = [](const uint16_t* from, int64_t elements) {
+    const auto* p = reinterpret_cast<const char*>(from);
+    const int64_t bytes = elements * static_cast<int64_t>(sizeof(uint16_t));
+    // asm, not _mm_prefetch: GCC 12 dropped the builtin's calls from this
+    // function's lambdas (none were in the object code).
+    for (int64_t off = 0; off < bytes; off += 64) asm volatile("prefetcht0 %0" : : "m"(p[off]));
+  };
   auto prefetch_run = [&](size_t r, bool keys) {
     if (r >= runs.size()) return;
-    const auto* p = reinterpret_cast<const char*>(keys ? runs[r].k : runs[r].v);
-    const int64_t bytes = runs[r].count * row_stride * static_cast<int64_t>(sizeof(uint16_t));
-    // asm, not _mm_prefetch: GCC 12 drops the builtin's calls from this
-    // lambda (none were in the object code).
-    for (int64_t off = 0; off < bytes; off += 64) asm volatile("prefetcht0 %0" : : "m"(p[off]));
+    const uint16_t* base = keys ? runs[r].k : runs[r].v;
+    const int64_t span = runs[r].count * row_stride;  // one head's positions, or whole rows
+    if (s.kv_head_stride == 0) return prefetch(base, span);
+    for (int kv = kv_first; kv <= kv_last; ++kv) prefetch(base + kv * s.kv_head_stride, span);
   };
   // For each run r (positions first .. first + count) and each batch of at
   // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
@@ -258,7 +264,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         qs[g] = qbuf[i0 + g];
         outs[g] = scores + (i0 + g) * n_kv + first + j;
       }
-      const uint16_t* k = run.k + j * row_stride + static_cast<int64_t>(kv) * s.head_dim;
+      const uint16_t* k = run.k + j * row_stride + kv * s.kv_head_step();
       const int count = static_cast<int>(std::min<int64_t>(4, run.count - j));
       switch (n) {
         case 3: score_heads4<3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
@@ -283,7 +289,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         ps[g] = scores + (i0 + g) * n_kv + first;
         outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
       }
-      const uint16_t* v = run.v + static_cast<int64_t>(kv) * s.head_dim + d;
+      const uint16_t* v = run.v + kv * s.kv_head_step() + d;
       accumulate_heads(n, std::min(32, s.head_dim - d), ps, v, row_stride, run.count, outs);
     }
   });

@@ -130,6 +130,60 @@ TEST(AttentionPagedTest, EachPathIsBitIdenticalAcrossBlockLayouts) {
   }
 }
 
+// Rows [0, n_kv) of `rows` (n_head_kv heads of head_dim side by side)
+// rearranged as the paged store keeps them: blocks of `block_size`
+// positions, in order, each [kv_head][offset][head_dim]. Returns the runs
+// (one per block); KV heads are block_size * head_dim apart.
+std::vector<KvRun> head_major(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values, int n_head_kv,
+                              int head_dim, int64_t n_kv, int64_t block_size, std::vector<uint16_t>& key_store,
+                              std::vector<uint16_t>& value_store) {
+  const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
+  key_store.assign(blocks * block_size * kv_dim, 0x7E00);  // f16 NaN: unread slots must stay unread
+  value_store.assign(blocks * block_size * kv_dim, 0x7E00);
+  std::vector<KvRun> runs;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t count = std::min(block_size, n_kv - b * block_size);
+    for (int64_t o = 0; o < count; ++o)
+      for (int h = 0; h < n_head_kv; ++h)
+        for (int d = 0; d < head_dim; ++d) {
+          const int64_t from = (b * block_size + o) * kv_dim + h * head_dim + d;
+          const int64_t to = ((b * n_head_kv + h) * block_size + o) * head_dim + d;
+          key_store[to] = keys[from];
+          value_store[to] = values[from];
+        }
+    runs.push_back({key_store.data() + b * block_size * kv_dim, value_store.data() + b * block_size * kv_dim, count});
+  }
+  return runs;
+}
+
+// The paged store's layout (each KV head's positions of a block together)
+// gives the bits of the row layout, on every path, with blocks that cut the
+// softmax chunks.
+TEST(AttentionPagedTest, HeadMajorBlocksGiveTheRowLayoutsBits) {
+  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref_row}};
+  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2_row});
+  for (const auto& [name, fn] : paths) {
+    const AttentionShape rows_shape{9, 3, 64, 0.125f};
+    const int64_t stride = 3 * 64;
+    for (int64_t n_kv : {5, 300}) {
+      const auto q = random_floats(9 * 64, 91 + n_kv);
+      const auto k = random_halves(n_kv * stride, 92 + n_kv), v = random_halves(n_kv * stride, 93 + n_kv);
+      std::vector<float> want(9 * 64), got(9 * 64), scores(9 * n_kv);
+      const KvRun whole{k.data(), v.data(), n_kv};
+      fn(rows_shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 9);
+      for (int64_t block_size : {1, 16, 100}) {
+        std::vector<uint16_t> key_store, value_store;
+        const auto runs = head_major(k, v, 3, 64, n_kv, block_size, key_store, value_store);
+        AttentionShape shape = rows_shape;
+        shape.kv_head_stride = block_size * 64;
+        fn(shape, q.data(), runs, 64, scores.data(), got.data(), 0, 9);
+        EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
+            << name << " n_kv " << n_kv << " block_size " << block_size;
+      }
+    }
+  }
+}
+
 // One call over many heads (GQA groups sharing KV reads) gives each head
 // exactly what a call for that head alone gives.
 TEST(AttentionPagedTest, HeadsTogetherEqualHeadsAlone) {
@@ -285,32 +339,42 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
 // microseconds per layer, one thread.
 TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
   if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
-  const AttentionShape s{9, 3, 64, 0.125f};
-  const int64_t stride = s.n_head_kv * s.head_dim;
+  const AttentionShape rows_shape{9, 3, 64, 0.125f};
+  const int64_t stride = 3 * 64;
   constexpr int kLayers = 30;
   for (int64_t n_kv : {512, 2048}) {
-    std::vector<std::vector<uint16_t>> keys, values;
-    std::vector<std::vector<KvRun>> runs(kLayers);
+    std::vector<std::vector<uint16_t>> keys, values, head_keys(kLayers), head_values(kLayers);
+    std::vector<std::vector<KvRun>> row_runs(kLayers), head_runs(kLayers);
     for (int l = 0; l < kLayers; ++l) {
       keys.push_back(random_halves(n_kv * stride, 10 + l));
       values.push_back(random_halves(n_kv * stride, 100 + l));
       for (int64_t p = 0; p < n_kv; p += 16)
-        runs[l].push_back({keys[l].data() + p * stride, values[l].data() + p * stride, 16});
+        row_runs[l].push_back({keys[l].data() + p * stride, values[l].data() + p * stride, 16});
+      head_runs[l] = head_major(keys[l], values[l], 3, 64, n_kv, 16, head_keys[l], head_values[l]);
     }
-    const auto q = random_floats(s.n_head * s.head_dim, 3);
-    std::vector<float> scores(static_cast<size_t>(s.n_head * n_kv)), out(static_cast<size_t>(s.n_head * s.head_dim));
-    std::vector<double> per_layer;
-    for (int rep = 0; rep < 15; ++rep) {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int l = 0; l < kLayers; ++l)
-        attention_row_paged(s, q.data(), runs[l], stride, scores.data(), out.data(), 0, s.n_head);
-      per_layer.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kLayers);
+    const auto q = random_floats(9 * 64, 3);
+    std::vector<float> scores(static_cast<size_t>(9 * n_kv)), out(9 * 64);
+    AttentionShape head_shape = rows_shape;
+    head_shape.kv_head_stride = 16 * 64;
+    for (bool by_head : {false, true}) {
+      std::vector<double> per_layer;
+      for (int rep = 0; rep < 15; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int l = 0; l < kLayers; ++l) {
+          if (by_head) {
+            attention_row_paged(head_shape, q.data(), head_runs[l], 64, scores.data(), out.data(), 0, 9);
+          } else {
+            attention_row_paged(rows_shape, q.data(), row_runs[l], stride, scores.data(), out.data(), 0, 9);
+          }
+        }
+        per_layer.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kLayers);
+      }
+      std::sort(per_layer.begin(), per_layer.end());
+      const double median = per_layer[per_layer.size() / 2];
+      std::printf("cold n_kv %5lld, %s: median %7.1f us per layer (best %7.1f), the layer's K and V at %.1f GB/s\n",
+                  static_cast<long long>(n_kv), by_head ? "head-major blocks" : "rows of all heads",
+                  median * 1e6, per_layer[0] * 1e6, 2.0 * n_kv * stride * sizeof(uint16_t) / median / 1e9);
     }
-    std::sort(per_layer.begin(), per_layer.end());
-    const double median = per_layer[per_layer.size() / 2];
-    std::printf("cold n_kv %5lld: median %7.1f us per layer (best %7.1f), the layer's K and V at %.1f GB/s\n",
-                static_cast<long long>(n_kv), median * 1e6, per_layer[0] * 1e6,
-                2.0 * n_kv * stride * sizeof(uint16_t) / median / 1e9);
   }
 }
 

@@ -135,8 +135,13 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
   for (int i = 0; i < n; ++i) {
     const int block = rows[i].block_table[rows[i].pos / bs];
     const int offset = rows[i].pos % bs;
-    f32_to_f16_row(k_.data() + static_cast<int64_t>(i) * c.kv_dim(), kv.key_row(layer, block, offset), c.kv_dim());
-    f32_to_f16_row(v_.data() + static_cast<int64_t>(i) * c.kv_dim(), kv.value_row(layer, block, offset), c.kv_dim());
+    uint16_t* key = kv.key_at(layer, block, offset);
+    uint16_t* value = kv.value_at(layer, block, offset);
+    for (int h = 0; h < c.n_head_kv; ++h) {
+      const int64_t from = static_cast<int64_t>(i) * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
+      f32_to_f16_row(k_.data() + from, key + h * kv.head_stride(), c.head_dim);
+      f32_to_f16_row(v_.data() + from, value + h * kv.head_stride(), c.head_dim);
+    }
   }
 }
 
@@ -150,11 +155,19 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
     const int block = row.block_table[p / bs];
     const int offset = static_cast<int>(p % bs);
     const int64_t here = std::min<int64_t>(bs - offset, end - p);
-    runs[n++] = {kv.key_row(layer, block, offset), kv.value_row(layer, block, offset), here};
+    runs[n++] = {kv.key_at(layer, block, offset), kv.value_at(layer, block, offset), here};
     p += here;
   }
   return n;
 }
+
+namespace {
+
+AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
+  return {c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), kv.head_stride()};
+}
+
+}  // namespace
 
 void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   ProfileScope scope(profiler_, ProfileOp::kAttention);
@@ -184,7 +197,7 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
 // prefill; now 3%).
 void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
-  const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  const AttentionShape shape = attention_shape(c, kv);
   const int heads_per_item = std::min(c.n_head / c.n_head_kv, kHeadsPerCall);
   struct Job {
     const ModelConfig& c;
@@ -213,7 +226,7 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
       const BatchRow& row = job.rows[i];
       const size_t n_runs = position_runs(row, job.layer, job.kv, 0, static_cast<int64_t>(row.pos) + 1, runs);
       attention_row_paged(job.shape, q_.data() + static_cast<int64_t>(i) * job.c.q_dim(), std::span(runs, n_runs),
-                          job.kv.row_stride(), scores, attn_.data() + static_cast<int64_t>(i) * job.c.q_dim(), h,
+                          job.kv.position_stride(), scores, attn_.data() + static_cast<int64_t>(i) * job.c.q_dim(), h,
                           std::min(job.c.n_head, h + job.heads_per_item));
     }
   });
@@ -229,7 +242,7 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
 // heads).
 void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
-  const AttentionShape shape{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  const AttentionShape shape = attention_shape(c, kv);
   struct Job {
     const ModelConfig& c;
     AttentionShape shape;
@@ -272,7 +285,7 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
                                       partial_max_.data() + partial * c.n_head + h,
                                       partial_sum_.data() + partial * c.n_head + h};
           attention_chunk(job.shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
-                          job.kv.row_stride(), scores, part, h, h1);
+                          job.kv.position_stride(), scores, part, h, h1);
           if (n_chunks == 1)
             attention_finish(c.head_dim, h1 - h, part,
                              attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);

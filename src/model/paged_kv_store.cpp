@@ -18,6 +18,7 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   kv.num_blocks_ = num_blocks;
   kv.block_size_ = block_size;
   kv.kv_dim_ = config.kv_dim();
+  kv.head_dim_ = config.head_dim;
   kv.keys_.resize(elements);
   kv.values_.resize(elements);
   return kv;
