@@ -157,15 +157,18 @@ inline void accumulate_heads32(const float* const* p, const uint16_t* v, int64_t
   for (int g = 0; g < G; ++g)
 #pragma GCC unroll 4
     for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
+  // Weights first, then one V vector at a time: G * VECS accumulators + G
+  // weights + 1 vector fit the 16 ymm registers at G = 3, VECS = 4 (all
+  // four V vectors live at once spilled one register every position).
   for (int64_t j = 0; j < count; ++j, v += stride) {
-    __m256 vv[VECS];
+    __m256 w[G];
 #pragma GCC unroll 4
-    for (int c = 0; c < VECS; ++c) vv[c] = load_f16x8(v + 8 * c);
+    for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(p[g] + j);
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-      const __m256 w = _mm256_broadcast_ss(p[g] + j);
+    for (int c = 0; c < VECS; ++c) {
+      const __m256 vv = load_f16x8(v + 8 * c);
 #pragma GCC unroll 4
-      for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_fmadd_ps(w, vv[c], acc[g][c]);
+      for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
     }
   }
 #pragma GCC unroll 4
