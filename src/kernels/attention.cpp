@@ -52,19 +52,42 @@ void attention_finish(int head_dim, int heads, const AttentionPartial& state, fl
   }
 }
 
-size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t row_stride, KvRun* out) {
-  size_t n = 0;
-  int64_t run_first = 0;  // position of the current run's first row
-  for (const KvRun& run : runs) {
-    const int64_t begin = std::max(first, run_first), end = std::min(first + count, run_first + run.count);
-    if (begin < end) {
-      const int64_t skip = (begin - run_first) * row_stride;
-      out[n++] = {run.k + skip, run.v + skip, end - begin};
+namespace {
+
+// Walks a row's runs chunk after chunk, so cutting a row into chunks is
+// linear in its runs (a rescan from run 0 per chunk was quadratic: millions
+// of steps per row at block size 1 and long contexts).
+class RunCursor {
+ public:
+  RunCursor(std::span<const KvRun> runs, int64_t row_stride) : runs_(runs), row_stride_(row_stride) {}
+  // The non-empty runs of positions [first, first + count) into out; first
+  // must not be below the previous call's first.
+  size_t slice(int64_t first, int64_t count, KvRun* out) {
+    // Skip the runs that end at or before first, for good.
+    while (next_ < runs_.size() && next_first_ + runs_[next_].count <= first) next_first_ += runs_[next_++].count;
+    size_t n = 0;
+    const int64_t end = first + count;
+    int64_t at = next_first_;  // position of run r's first row
+    for (size_t r = next_; r < runs_.size() && at < end; at += runs_[r++].count) {
+      const int64_t begin = std::max(first, at), stop = std::min(end, at + runs_[r].count);
+      if (begin >= stop) continue;
+      const int64_t skip = (begin - at) * row_stride_;
+      out[n++] = {runs_[r].k + skip, runs_[r].v + skip, stop - begin};
     }
-    run_first += run.count;
-    if (run_first >= first + count) break;
+    return n;
   }
-  return n;
+
+ private:
+  std::span<const KvRun> runs_;
+  int64_t row_stride_;
+  size_t next_ = 0;          // first run that may hold positions at or after the last `first`
+  int64_t next_first_ = 0;   // position of run next_'s first row
+};
+
+}  // namespace
+
+size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t row_stride, KvRun* out) {
+  return RunCursor(runs, row_stride).slice(first, count, out);
 }
 
 namespace {
@@ -104,6 +127,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
   }
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
+    RunCursor cursor(runs, row_stride);
     const int h1 = std::min(head_end, h0 + per_pass);
     const int heads = h1 - h0;
     // The state accumulates in the output itself.
@@ -111,7 +135,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
     const AttentionPartial next{next_acc, next_max, next_sum};
     for (int64_t first = 0; first < n_kv; first += kAttentionChunk) {
       const int64_t count = std::min(kAttentionChunk, n_kv - first);
-      const size_t n = slice_runs(runs, first, count, row_stride, chunk_runs);
+      const size_t n = cursor.slice(first, count, chunk_runs);
       chunk(s, q, std::span(chunk_runs, n), row_stride, scores, first == 0 ? state : next, h0, h1);
       if (first > 0) attention_merge(s.head_dim, heads, next, state);
     }

@@ -10,7 +10,9 @@
 // split into KV blocks, or on which thread computed which chunk. A decode
 // step can so hand one row's chunks to different threads and still match
 // the prefill of the same row bit for bit. A row of at most kAttentionChunk
-// positions is one chunk: the plain two-pass softmax.
+// positions is one chunk: the plain two-pass softmax (on the AVX2 path the
+// same bits as before chunking; the reference now divides by the sum once
+// at the end instead of scaling each weight).
 // A scalar reference and an AVX2+FMA version of attention_chunk
 // (attention_avx2.cpp: vectorised scores, exp and value sums; head_dim a
 // multiple of 8) are picked once from the CPU's features.
@@ -96,9 +98,9 @@ void attention_merge(int head_dim, int heads, const AttentionPartial& next, cons
 // out may be state.acc.
 void attention_finish(int head_dim, int heads, const AttentionPartial& state, float* out);
 
-// The runs covering positions [first, first + count) of `runs` (positions
-// in run order), cut at both ends; writes them to `out` (room for
-// runs.size() entries) and returns how many.
+// The non-empty runs covering positions [first, first + count) of `runs`
+// (positions in run order), cut at both ends; writes them to `out` (room
+// for min(runs.size(), count) entries) and returns how many.
 size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t row_stride, KvRun* out);
 
 // attention_row_paged with `chunk` computing each chunk (tests run it on

@@ -279,6 +279,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   for (int i = 0; i < heads; ++i) {
     float* oh = out.acc + static_cast<int64_t>(i) * s.head_dim;
     std::fill(oh, oh + s.head_dim, 0.0f);
+    out.max[i] = -INFINITY;  // an empty chunk (no caller sends one): max -inf, sum 0
     out.sum[i] = n_kv == 0 ? 0.0f : softmax_numerators(scores + i * n_kv, n_kv, &out.max[i]);
   }
   if (n_kv == 0) return;

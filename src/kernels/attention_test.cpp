@@ -201,6 +201,40 @@ TEST(AttentionPagedTest, HeadsTogetherEqualHeadsAlone) {
   EXPECT_EQ(0, std::memcmp(together.data(), alone.data(), sizeof(float) * together.size()));
 }
 
+// slice_runs cuts runs (empty ones among them) at any positions, and a long
+// row over such runs gives the contiguous row's bits.
+TEST(AttentionChunkTest, SliceRunsCutsAtAnyPosition) {
+  const int64_t stride = 8;
+  const std::vector<int64_t> sizes = {0, 5, 0, 300, 1, 0, 250};
+  const int64_t n_kv = 556;
+  const auto k = random_halves(n_kv * stride, 5), v = random_halves(n_kv * stride, 6);
+  std::vector<KvRun> runs;
+  int64_t at = 0;
+  for (int64_t size : sizes) {
+    runs.push_back({k.data() + at * stride, v.data() + at * stride, size});
+    at += size;
+  }
+  std::vector<KvRun> out(runs.size());
+  for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 256}, {256, 256}, {512, 44}, {3, 3}, {305, 2}, {0, 556}}) {
+    const size_t n = slice_runs(runs, first, count, stride, out.data());
+    int64_t pos = first;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_GT(out[i].count, 0);
+      EXPECT_EQ(out[i].k, k.data() + pos * stride) << "first " << first << " run " << i;
+      EXPECT_EQ(out[i].v, v.data() + pos * stride);
+      pos += out[i].count;
+    }
+    EXPECT_EQ(pos, first + count) << "first " << first;
+  }
+  const AttentionShape shape{2, 1, 8, 0.3f};
+  const auto q = random_floats(16, 7);
+  std::vector<float> want(16), got(16), scores(2 * n_kv);
+  const KvRun whole{k.data(), v.data(), n_kv};
+  attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 2);
+  attention_row_paged(shape, q.data(), runs, stride, scores.data(), got.data(), 0, 2);
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()));
+}
+
 // What a decode step does with a long row: each chunk's partial computed on
 // its own (any thread, any order), then merged in position order and
 // divided by the sum, gives attention_row_paged's bits.

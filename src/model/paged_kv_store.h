@@ -12,8 +12,8 @@
 // a block as one sequential run and a whole block in order. (Rows of all
 // heads side by side, [offset][kv_head][head_dim], made each head's read a
 // strided one: at 2,048 positions, with K and V coming from DRAM, the
-// attention microbenchmark took ~450 us per layer against ~330 us in this
-// layout, docs/profiling.md.) Sized once at construction: nothing grows at
+// attention microbenchmark took 445-477 us per layer against 373-392 us in
+// this layout, docs/profiling.md.) Sized once at construction: nothing grows at
 // run time. Not thread-safe; owned by the engine thread.
 #pragma once
 
