@@ -59,7 +59,7 @@ namespace {
 // of steps per row at block size 1 and long contexts).
 class RunCursor {
  public:
-  RunCursor(std::span<const KvRun> runs, int64_t row_stride) : runs_(runs), row_stride_(row_stride) {}
+  RunCursor(std::span<const KvRun> runs, int64_t k_step, int64_t v_step) : runs_(runs), k_step_(k_step), v_step_(v_step) {}
   // The non-empty runs of positions [first, first + count) into out; first
   // must not be below the previous call's first.
   size_t slice(int64_t first, int64_t count, KvRun* out) {
@@ -71,23 +71,24 @@ class RunCursor {
     for (size_t r = next_; r < runs_.size() && at < end; at += runs_[r++].count) {
       const int64_t begin = std::max(first, at), stop = std::min(end, at + runs_[r].count);
       if (begin >= stop) continue;
-      const int64_t skip = (begin - at) * row_stride_;
-      out[n++] = {runs_[r].k + skip, runs_[r].v + skip, stop - begin};
+      const int64_t skip = begin - at;
+      out[n++] = {runs_[r].k + skip * k_step_, runs_[r].v + skip * v_step_, stop - begin};
     }
     return n;
   }
 
  private:
   std::span<const KvRun> runs_;
-  int64_t row_stride_;
+  int64_t k_step_, v_step_;
   size_t next_ = 0;          // first run that may hold positions at or after the last `first`
   int64_t next_first_ = 0;   // position of run next_'s first row
 };
 
 }  // namespace
 
-size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t row_stride, KvRun* out) {
-  return RunCursor(runs, row_stride).slice(first, count, out);
+size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t k_step, int64_t v_step,
+                  KvRun* out) {
+  return RunCursor(runs, k_step, v_step).slice(first, count, out);
 }
 
 namespace {
@@ -127,7 +128,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
   }
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
-    RunCursor cursor(runs, row_stride);
+    RunCursor cursor(runs, s.k_position_step(row_stride), row_stride);
     const int h1 = std::min(head_end, h0 + per_pass);
     const int heads = h1 - h0;
     // The state accumulates in the output itself.
@@ -165,9 +166,10 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
     int64_t n_kv = 0;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++n_kv) {
-        const uint16_t* kj = run.k + j * row_stride + kv_offset;
+        const uint16_t* kj = run.k + j * s.k_position_step(row_stride) + kv_offset;
+        const int64_t k_dim_step = s.k_dim_stride != 0 ? s.k_dim_stride : 1;
         float dot = 0.0f;
-        for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * f16_to_f32(kj[d]);
+        for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * f16_to_f32(kj[d * k_dim_step]);
         scores[n_kv] = dot * s.scale;
         if (scores[n_kv] > max_score) max_score = scores[n_kv];
       }

@@ -33,8 +33,24 @@ struct AttentionShape {
   // apart). The paged KV store keeps each head's positions of a block
   // together instead (PagedKvStore::head_stride()).
   int64_t kv_head_stride = 0;
+  // K's layout. 0: like V, a position's head_dim values are contiguous and
+  // positions are `row_stride` apart. Otherwise K is stored transposed: a
+  // run's positions of one (head, dimension) are contiguous and dimension d
+  // is d * k_dim_stride further (the paged store keeps each block's K as
+  // [kv_head][head_dim][offset]: k_dim_stride = block_size). Transposed K
+  // lets the AVX2 scores put eight positions in one vector (a chain of FMAs
+  // over d per score, no horizontal adds). The two layouts sum each score
+  // in a different order, so they do not give the same bits.
+  int64_t k_dim_stride = 0;
   int64_t kv_head_step() const { return kv_head_stride != 0 ? kv_head_stride : head_dim; }
+  // Elements from a position's K to the next position's.
+  int64_t k_position_step(int64_t row_stride) const { return k_dim_stride != 0 ? 1 : row_stride; }
 };
+
+// Reads of transposed K may run up to this many elements past a run's last
+// position (whole vectors of eight positions); buffers holding transposed
+// K must have that much readable memory after their last element.
+inline constexpr int64_t kTransposedKeyOverread = 16;
 
 // q: n_head*head_dim floats. k, v: n_kv positions of IEEE f16 (raw bits, as
 // the KV cache stores them), `row_stride` elements apart, KV head h of a
@@ -100,8 +116,10 @@ void attention_finish(int head_dim, int heads, const AttentionPartial& state, fl
 
 // The non-empty runs covering positions [first, first + count) of `runs`
 // (positions in run order), cut at both ends; writes them to `out` (room
-// for min(runs.size(), count) entries) and returns how many.
-size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t row_stride, KvRun* out);
+// for min(runs.size(), count) entries) and returns how many. K and V
+// pointers move k_step and v_step elements per position.
+size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t k_step, int64_t v_step,
+                  KvRun* out);
 
 // attention_row_paged with `chunk` computing each chunk (tests run it on
 // each implementation); attention_row_paged passes attention_chunk.

@@ -1,7 +1,11 @@
 // AVX2+FMA attention_chunk: one chunk of one query row (see attention.h).
 // Same two passes as the reference, vectorised:
-//  * scores: four positions at a time for up to three heads sharing a KV
-//    head (GQA), so each K vector is widened from f16 once for all of them;
+//  * scores from transposed K (the paged store's layout): sixteen positions
+//    at a time in two vectors for up to three heads sharing a KV head, one
+//    FMA chain over d per score, q broadcast;
+//  * scores from row-major K: four positions at a time for up to three heads
+//    sharing a KV head (GQA), so each K vector is widened from f16 once for
+//    all of them;
 //    each score has an 8-lane accumulator over head_dim, reduced by one
 //    fixed add tree ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)); a position's
 //    score does not depend on the group of four, the run or the heads it is
@@ -145,6 +149,56 @@ inline void score_heads4(const float* const* q, const uint16_t* k, int64_t strid
   }
 }
 
+// Scores of `count` positions against G heads' q vectors from transposed K
+// (k: dimension d of position j at k + d * dim_stride + j): sixteen
+// positions per step, two vectors of eight, each score one FMA chain over
+// d = 0 .. head_dim - 1 in order with q[g][d] broadcast, then times scale.
+// A position's score does not depend on the step, run or heads it is
+// computed with. Vectors may read up to 15 elements past the last position
+// (kTransposedKeyOverread); those lanes are computed and dropped.
+template <int G>
+inline void score_heads_transposed(const float* const* q, const uint16_t* k, int64_t dim_stride, int64_t count,
+                                   int head_dim, float scale, float* const* out) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < count; j += 16) {
+    __m256 acc[G][2];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+    const uint16_t* kj = k + j;
+    if (count - j > 8) {
+      for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
+        const __m256 k0 = load_f16x8(kj), k1 = load_f16x8(kj + 8);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m256 qd = _mm256_broadcast_ss(q[g] + d);
+          acc[g][0] = _mm256_fmadd_ps(qd, k0, acc[g][0]);
+          acc[g][1] = _mm256_fmadd_ps(qd, k1, acc[g][1]);
+        }
+      }
+    } else {
+      for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
+        const __m256 k0 = load_f16x8(kj);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) acc[g][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[g] + d), k0, acc[g][0]);
+      }
+    }
+    const int64_t left = count - j;
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const __m256 s0 = _mm256_mul_ps(acc[g][0], sc), s1 = _mm256_mul_ps(acc[g][1], sc);
+      if (left >= 16) {
+        _mm256_storeu_ps(out[g] + j, s0);
+        _mm256_storeu_ps(out[g] + j + 8, s1);
+      } else {
+        alignas(32) float tmp[16];
+        _mm256_store_ps(tmp, s0);
+        _mm256_store_ps(tmp + 8, s1);
+        std::copy(tmp, tmp + left, out[g] + j);
+      }
+    }
+  }
+}
+
 // out[g][0..32) += p[g][j] * v_j[0..32) over `count` positions (f16 rows at
 // v, `stride` apart) for G heads sharing the V rows, each V vector widened
 // once. Per output float: loaded from out, one FMA per position in order,
@@ -239,7 +293,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   auto prefetch_run = [&](size_t r, bool keys) {
     if (r >= runs.size()) return;
     const uint16_t* base = keys ? runs[r].k : runs[r].v;
-    const int64_t span = runs[r].count * row_stride;  // one head's positions, or whole rows
+    // One head's positions (or whole rows); transposed K: one head's block.
+    const int64_t span = keys && s.k_dim_stride != 0 ? s.head_dim * s.k_dim_stride : runs[r].count * row_stride;
     if (s.kv_head_stride == 0) return prefetch(base, span);
     for (int kv = kv_first; kv <= kv_last; ++kv) prefetch(base + kv * s.kv_head_stride, span);
   };
@@ -262,6 +317,19 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   for_runs_and_head_batches(true, [&](const KvRun& run, int64_t first, int i0, int n, int kv) {
     const float* qs[kHeadsPerKernel];
     float* outs[kHeadsPerKernel];
+    if (s.k_dim_stride != 0) {
+      for (int g = 0; g < n; ++g) {
+        qs[g] = qbuf[i0 + g];
+        outs[g] = scores + (i0 + g) * n_kv + first;
+      }
+      const uint16_t* k = run.k + kv * s.kv_head_step();
+      switch (n) {
+        case 3: score_heads_transposed<3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+        case 2: score_heads_transposed<2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+        default: score_heads_transposed<1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+      }
+      return;
+    }
     for (int64_t j = 0; j < run.count; j += 4) {
       for (int g = 0; g < n; ++g) {
         qs[g] = qbuf[i0 + g];

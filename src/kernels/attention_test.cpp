@@ -156,6 +156,67 @@ std::vector<KvRun> head_major(const std::vector<uint16_t>& keys, const std::vect
   return runs;
 }
 
+// The paged store's layout: blocks of `block_size` positions, V as
+// [kv_head][offset][head_dim] and K transposed, [kv_head][head_dim][offset]
+// (plus kTransposedKeyOverread readable elements after the last block).
+// Sets shape's strides; returns one run per block.
+std::vector<KvRun> transposed_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
+                                     AttentionShape& shape, int64_t n_kv, int64_t block_size,
+                                     std::vector<uint16_t>& key_store, std::vector<uint16_t>& value_store) {
+  const int n_head_kv = shape.n_head_kv, head_dim = shape.head_dim;
+  const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
+  key_store.assign(blocks * block_size * kv_dim + kTransposedKeyOverread, 0x7E00);  // f16 NaN: unread slots
+  value_store.assign(blocks * block_size * kv_dim, 0x7E00);
+  std::vector<KvRun> runs;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t count = std::min(block_size, n_kv - b * block_size), base = b * block_size * kv_dim;
+    for (int64_t o = 0; o < count; ++o)
+      for (int h = 0; h < n_head_kv; ++h)
+        for (int d = 0; d < head_dim; ++d) {
+          const int64_t from = (b * block_size + o) * kv_dim + h * head_dim + d;
+          key_store[base + (h * head_dim + d) * block_size + o] = keys[from];
+          value_store[base + (h * block_size + o) * head_dim + d] = values[from];
+        }
+    runs.push_back({key_store.data() + base, value_store.data() + base, count});
+  }
+  shape.kv_head_stride = block_size * head_dim;
+  shape.k_dim_stride = block_size;
+  return runs;
+}
+
+// Transposed K (the paged store's layout) gives the same bits however the
+// positions are cut into blocks, on every path, and agrees with row-major K
+// to rounding.
+TEST(AttentionPagedTest, TransposedKeysAreBitIdenticalAcrossBlockLayouts) {
+  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref_row}};
+  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2_row});
+  for (const auto& [name, fn] : paths) {
+    for (int64_t n_kv : {1, 9, 17, 300, 600}) {
+      const AttentionShape rows_shape{9, 3, 64, 0.125f};
+      const auto q = random_floats(9 * 64, 101 + n_kv);
+      const auto k = random_halves(n_kv * 192, 102 + n_kv), v = random_halves(n_kv * 192, 103 + n_kv);
+      std::vector<float> rows(9 * 64), want(9 * 64), scores(9 * n_kv);
+      const KvRun whole{k.data(), v.data(), n_kv};
+      fn(rows_shape, q.data(), std::span(&whole, 1), 192, scores.data(), rows.data(), 0, 9);
+      std::vector<uint16_t> key_store, value_store;
+      AttentionShape one = rows_shape;
+      const auto one_block = transposed_blocks(k, v, one, n_kv, n_kv, key_store, value_store);
+      fn(one, q.data(), one_block, 64, scores.data(), want.data(), 0, 9);
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(want[i], rows[i], 1e-4f) << name << " n_kv " << n_kv;
+      for (int64_t block_size : {1, 5, 16, 100}) {
+        AttentionShape shape = rows_shape;
+        std::vector<uint16_t> ks, vs;
+        const auto runs = transposed_blocks(k, v, shape, n_kv, block_size, ks, vs);
+        std::vector<float> got(9 * 64, NAN);
+        fn(shape, q.data(), runs, 64, scores.data(), got.data(), 0, 4);  // heads cut across a GQA group
+        fn(shape, q.data(), runs, 64, scores.data(), got.data(), 4, 9);
+        EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
+            << name << " n_kv " << n_kv << " block_size " << block_size;
+      }
+    }
+  }
+}
+
 // The paged store's layout (each KV head's positions of a block together)
 // gives the bits of the row layout, on every path, with blocks that cut the
 // softmax chunks.
@@ -216,7 +277,7 @@ TEST(AttentionChunkTest, SliceRunsCutsAtAnyPosition) {
   }
   std::vector<KvRun> out(runs.size());
   for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 256}, {256, 256}, {512, 44}, {3, 3}, {305, 2}, {0, 556}}) {
-    const size_t n = slice_runs(runs, first, count, stride, out.data());
+    const size_t n = slice_runs(runs, first, count, stride, stride, out.data());
     int64_t pos = first;
     for (size_t i = 0; i < n; ++i) {
       ASSERT_GT(out[i].count, 0);
@@ -255,7 +316,7 @@ TEST(AttentionChunkTest, ChunksComputedApartThenMergedEqualTheRow) {
     for (int64_t c = chunks - 1; c >= 0; --c) {  // last first: order does not matter
       const int64_t first = c * kAttentionChunk;
       const size_t n =
-          slice_runs(runs, first, std::min(kAttentionChunk, n_kv - first), stride, chunk_runs.data());
+          slice_runs(runs, first, std::min(kAttentionChunk, n_kv - first), stride, stride, chunk_runs.data());
       // Heads in two calls that cut a GQA group.
       for (auto [h0, h1] : {std::pair{0, 4}, std::pair{4, 9}}) {
         const AttentionPartial part{acc.data() + (c * 9 + h0) * 64, max.data() + c * 9 + h0, sum.data() + c * 9 + h0};
@@ -355,15 +416,25 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
     for (int64_t p = 0; p < n_kv; p += 16) runs.push_back({keys.data() + p * stride, values.data() + p * stride, 16});
     const auto q = random_floats(s.n_head * s.head_dim, 3);
     std::vector<float> scores(static_cast<size_t>(s.n_head * n_kv)), out(static_cast<size_t>(s.n_head * s.head_dim));
-    double best = 1e9;
-    for (int rep = 0; rep < 400; ++rep) {
-      const auto t0 = std::chrono::steady_clock::now();
-      attention_row_paged(s, q.data(), runs, stride, scores.data(), out.data(), 0, s.n_head);
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    AttentionShape t_shape = s;
+    std::vector<uint16_t> t_keys, t_values;
+    const auto t_runs = transposed_blocks(keys, values, t_shape, n_kv, 16, t_keys, t_values);
+    for (bool transposed : {false, true}) {
+      double best = 1e9;
+      for (int rep = 0; rep < 400; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (transposed) {
+          attention_row_paged(t_shape, q.data(), t_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
+        } else {
+          attention_row_paged(s, q.data(), runs, stride, scores.data(), out.data(), 0, s.n_head);
+        }
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      const double fmas = 2.0 * s.n_head * n_kv * s.head_dim;
+      std::printf("n_kv %5lld, %s: %8.1f us for 9 heads, %.2f GFLOP/s\n", static_cast<long long>(n_kv),
+                  transposed ? "head-major, K transposed (the store)" : "rows of all heads", best * 1e6,
+                  2 * fmas / best / 1e9);
     }
-    const double fmas = 2.0 * s.n_head * n_kv * s.head_dim;
-    std::printf("n_kv %5lld: %8.1f us for 9 heads, %.2f GFLOP/s\n", static_cast<long long>(n_kv), best * 1e6,
-                2 * fmas / best / 1e9);
   }
 }
 
@@ -390,12 +461,19 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
     std::vector<float> scores(static_cast<size_t>(9 * n_kv)), out(9 * 64);
     AttentionShape head_shape = rows_shape;
     head_shape.kv_head_stride = 16 * 64;
-    for (bool by_head : {false, true}) {
+    std::vector<std::vector<uint16_t>> t_keys(kLayers), t_values(kLayers);
+    std::vector<std::vector<KvRun>> t_runs(kLayers);
+    AttentionShape t_shape = rows_shape;
+    for (int l = 0; l < kLayers; ++l) t_runs[l] = transposed_blocks(keys[l], values[l], t_shape, n_kv, 16, t_keys[l], t_values[l]);
+    for (int layout : {0, 1, 2}) {
+      const bool by_head = layout != 0;
       std::vector<double> per_layer;
       for (int rep = 0; rep < 15; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int l = 0; l < kLayers; ++l) {
-          if (by_head) {
+          if (layout == 2) {
+            attention_row_paged(t_shape, q.data(), t_runs[l], 64, scores.data(), out.data(), 0, 9);
+          } else if (by_head) {
             attention_row_paged(head_shape, q.data(), head_runs[l], 64, scores.data(), out.data(), 0, 9);
           } else {
             attention_row_paged(rows_shape, q.data(), row_runs[l], stride, scores.data(), out.data(), 0, 9);
@@ -406,7 +484,8 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
       std::sort(per_layer.begin(), per_layer.end());
       const double median = per_layer[per_layer.size() / 2];
       std::printf("cold n_kv %5lld, %s: median %7.1f us per layer (best %7.1f), the layer's K and V at %.1f GB/s\n",
-                  static_cast<long long>(n_kv), by_head ? "head-major blocks" : "rows of all heads",
+                  static_cast<long long>(n_kv),
+                  layout == 2 ? "head-major, K transposed (the store)" : by_head ? "head-major blocks" : "rows of all heads",
                   median * 1e6, per_layer[0] * 1e6, 2.0 * n_kv * stride * sizeof(uint16_t) / median / 1e9);
     }
   }

@@ -42,6 +42,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   partial_max_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
   partial_sum_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
   row_first_chunk_.resize(b + 1);
+  key_half_.resize(c.head_dim);
 }
 
 Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv) const {
@@ -139,7 +140,10 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
     uint16_t* value = kv.value_at(layer, block, offset);
     for (int h = 0; h < c.n_head_kv; ++h) {
       const int64_t from = static_cast<int64_t>(i) * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
-      f32_to_f16_row(k_.data() + from, key + h * kv.head_stride(), c.head_dim);
+      // K is stored transposed: one element per dimension row of the block.
+      f32_to_f16_row(k_.data() + from, key_half_.data(), c.head_dim);
+      uint16_t* key_head = key + h * kv.head_stride();
+      for (int d = 0; d < c.head_dim; ++d) key_head[d * kv.key_dim_stride()] = key_half_[d];
       f32_to_f16_row(v_.data() + from, value + h * kv.head_stride(), c.head_dim);
     }
   }
@@ -164,7 +168,8 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
 namespace {
 
 AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
-  return {c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), kv.head_stride()};
+  return {c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), kv.head_stride(),
+          kv.key_dim_stride()};
 }
 
 }  // namespace

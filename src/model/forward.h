@@ -81,6 +81,7 @@ class ForwardPass {
   // [row_first_chunk_[i], row_first_chunk_[i + 1]).
   AlignedBuffer<float> partial_acc_, partial_max_, partial_sum_;
   std::vector<int64_t> row_first_chunk_;
+  std::vector<uint16_t> key_half_;  // one head's key in f16, before its transposed store
   int64_t max_chunk_partials_;
   int64_t max_positions_;
   int64_t scores_stride_;

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kernels/attention.h"
+
 namespace omnibus {
 
 Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size) {
@@ -19,7 +21,9 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   kv.block_size_ = block_size;
   kv.kv_dim_ = config.kv_dim();
   kv.head_dim_ = config.head_dim;
-  kv.keys_.resize(elements);
+  // Transposed K is read in whole vectors of positions, up to
+  // kTransposedKeyOverread elements past a block's last one.
+  kv.keys_.resize(elements + kTransposedKeyOverread);
   kv.values_.resize(elements);
   return kv;
 }

@@ -6,10 +6,13 @@
 // block_size] at offset p % block_size. Blocks need not be contiguous or in
 // order, so kv/'s KvManager can hand them out and share them between
 // sequences.
-// Layout [layer][block][kv_head][offset][head_dim], K and V in separate
-// buffers: a block's positions of one KV head are contiguous (head_dim
-// apart) and its heads follow one another, so attention reads each head of
-// a block as one sequential run and a whole block in order. (Rows of all
+// Layout, K and V in separate buffers: V as [layer][block][kv_head][offset]
+// [head_dim], K transposed as [layer][block][kv_head][head_dim][offset]. A
+// block's data of one KV head is contiguous and its heads follow one
+// another, so attention reads each head of a block as one sequential run and
+// a whole block in order; transposed K puts eight positions of one
+// dimension in a vector, which is how the AVX2 kernel computes scores
+// (kernels/attention.h, AttentionShape::k_dim_stride). (Rows of all
 // heads side by side, [offset][kv_head][head_dim], made each head's read a
 // strided one: at 2,048 positions, with K and V coming from DRAM, the
 // attention microbenchmark took 445-477 us per layer against 373-392 us in
@@ -31,15 +34,23 @@ class PagedKvStore {
 
   int num_blocks() const { return num_blocks_; }
   int block_size() const { return block_size_; }
-  // Elements from a position's vector of one KV head to the next position's.
+  // V: elements from a position's vector of one KV head to the next
+  // position's.
   int64_t position_stride() const { return head_dim_; }
-  // Elements from KV head h's vector to head h + 1's, same position.
+  // K: elements from dimension d of a position to dimension d + 1 (the next
+  // position's dimension d is the next element).
+  int64_t key_dim_stride() const { return block_size_; }
+  // K and V: elements from KV head h's data to head h + 1's, same position.
   int64_t head_stride() const { return static_cast<int64_t>(block_size_) * head_dim_; }
 
-  // KV head 0's head_dim f16 values (raw bits) of one position; head h's
-  // are head_stride() further.
-  uint16_t* key_at(int layer, int block, int offset) { return keys_.data() + index(layer, block, offset); }
-  uint16_t* value_at(int layer, int block, int offset) { return values_.data() + index(layer, block, offset); }
+  // KV head 0, dimension 0 of one position's key (f16 bits); dimension d
+  // of head h is h * head_stride() + d * key_dim_stride() further.
+  uint16_t* key_at(int layer, int block, int offset) { return keys_.data() + block_start(layer, block) + offset; }
+  // KV head 0's head_dim values of one position's value; head h's are
+  // head_stride() further.
+  uint16_t* value_at(int layer, int block, int offset) {
+    return values_.data() + block_start(layer, block) + static_cast<int64_t>(offset) * head_dim_;
+  }
   uint64_t bytes() const { return 2 * keys_.size() * sizeof(uint16_t); }
   // Bytes of K and V that one cached token takes, over all layers.
   static int64_t bytes_per_token(const ModelConfig& config) {
@@ -48,9 +59,8 @@ class PagedKvStore {
 
  private:
   PagedKvStore() = default;
-  int64_t index(int layer, int block, int offset) const {
-    return (static_cast<int64_t>(layer) * num_blocks_ + block) * block_size_ * kv_dim_ +
-           static_cast<int64_t>(offset) * head_dim_;
+  int64_t block_start(int layer, int block) const {
+    return (static_cast<int64_t>(layer) * num_blocks_ + block) * block_size_ * kv_dim_;
   }
   int num_blocks_ = 0;
   int block_size_ = 0;
