@@ -153,6 +153,8 @@ namespace ref {
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   const int group = s.n_head / s.n_head_kv;
+  const int64_t k_position_step = s.k_position_step(row_stride);
+  const int64_t k_dim_step = s.k_dim_stride != 0 ? s.k_dim_stride : 1;
   for (int h = head_begin; h < head_end; ++h) {
     const int i = h - head_begin;
     const int64_t kv_offset = (h / group) * s.kv_head_step();
@@ -166,8 +168,7 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
     int64_t n_kv = 0;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++n_kv) {
-        const uint16_t* kj = run.k + j * s.k_position_step(row_stride) + kv_offset;
-        const int64_t k_dim_step = s.k_dim_stride != 0 ? s.k_dim_stride : 1;
+        const uint16_t* kj = run.k + j * k_position_step + kv_offset;
         float dot = 0.0f;
         for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * f16_to_f32(kj[d * k_dim_step]);
         scores[n_kv] = dot * s.scale;

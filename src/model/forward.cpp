@@ -172,7 +172,25 @@ AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
           kv.key_dim_stride()};
 }
 
+// What every attention pool job reads; each job adds its own split state.
+// A job is passed by pointer so the callable keeps two captures (no heap
+// allocation per call, tests/decode_alloc_test.cpp).
+struct AttentionJob {
+  const ModelConfig& c;
+  AttentionShape shape;
+  std::span<const BatchRow> rows;
+  int layer;
+  PagedKvStore& kv;
+};
+
 }  // namespace
+
+// Chunk partial `chunk` (attend_chunks' numbering) from head h on.
+AttentionPartial ForwardPass::chunk_partial(int64_t chunk, int h) {
+  const ModelConfig& c = model_->config();
+  return {partial_acc_.data() + chunk * c.q_dim() + static_cast<int64_t>(h) * c.head_dim,
+          partial_max_.data() + chunk * c.n_head + h, partial_sum_.data() + chunk * c.n_head + h};
+}
 
 void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   ProfileScope scope(profiler_, ProfileOp::kAttention);
@@ -204,21 +222,14 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
   const ModelConfig& c = model_->config();
   const AttentionShape shape = attention_shape(c, kv);
   const int heads_per_item = std::min(c.n_head / c.n_head_kv, kHeadsPerCall);
-  struct Job {
-    const ModelConfig& c;
-    AttentionShape shape;
-    std::span<const BatchRow> rows;
-    int layer;
-    PagedKvStore& kv;
+  struct Job : AttentionJob {
     int heads_per_item;
     int64_t items_per_row, items;
     std::atomic<int64_t> next{0};
   };
   // A row's last item may hold fewer heads (when kHeadsPerCall cuts a group).
-  Job job{c, shape, rows, layer, kv, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
+  Job job{{c, shape, rows, layer, kv}, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
   job.items = static_cast<int64_t>(rows.size()) * job.items_per_row;
-  // Two captures keep the callable inside std::function's small buffer: no
-  // heap allocation per call (tests/decode_alloc_test.cpp).
   pool_.run([this, &job](int t, int) {
     float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
     KvRun* runs = runs_.data() + t * runs_stride_;
@@ -248,12 +259,7 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
 void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
   const AttentionShape shape = attention_shape(c, kv);
-  struct Job {
-    const ModelConfig& c;
-    AttentionShape shape;
-    std::span<const BatchRow> rows;
-    int layer;
-    PagedKvStore& kv;
+  struct Job : AttentionJob {
     int64_t total_cost;
   };
   // A unit costs its chunk's positions plus a fixed overhead.
@@ -263,7 +269,7 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
     const int64_t n_chunks = row_first_chunk_[i + 1] - row_first_chunk_[i];
     total += (static_cast<int64_t>(rows[i].pos) + 1 + kUnitOverhead * n_chunks) * c.n_head;
   }
-  Job job{c, shape, rows, layer, kv, total};
+  Job job{{c, shape, rows, layer, kv}, total};
   pool_.run([this, &job](int t, int count) {
     const ModelConfig& c = job.c;
     float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
@@ -286,9 +292,7 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
         const int64_t partial = first_chunk + ch;
         for (int h = h_begin; h < h_end; h += kHeadsPerCall) {
           const int h1 = std::min(h_end, h + kHeadsPerCall);
-          const AttentionPartial part{partial_acc_.data() + partial * c.q_dim() + static_cast<int64_t>(h) * c.head_dim,
-                                      partial_max_.data() + partial * c.n_head + h,
-                                      partial_sum_.data() + partial * c.n_head + h};
+          const AttentionPartial part = chunk_partial(partial, h);
           attention_chunk(job.shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
                           job.kv.position_stride(), scores, part, h, h1);
           if (n_chunks == 1)
@@ -301,12 +305,9 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t first = row_first_chunk_[i], n_chunks = row_first_chunk_[i + 1] - first;
     if (n_chunks == 1) continue;
-    auto partial = [&](int64_t chunk) {
-      return AttentionPartial{partial_acc_.data() + chunk * c.q_dim(), partial_max_.data() + chunk * c.n_head,
-                              partial_sum_.data() + chunk * c.n_head};
-    };
-    const AttentionPartial state = partial(first);
-    for (int64_t ch = 1; ch < n_chunks; ++ch) attention_merge(c.head_dim, c.n_head, partial(first + ch), state);
+    const AttentionPartial state = chunk_partial(first, 0);
+    for (int64_t ch = 1; ch < n_chunks; ++ch)
+      attention_merge(c.head_dim, c.n_head, chunk_partial(first + ch, 0), state);
     attention_finish(c.head_dim, c.n_head, state, attn_.data() + static_cast<int64_t>(i) * c.q_dim());
   }
 }

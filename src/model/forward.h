@@ -64,6 +64,7 @@ class ForwardPass {
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  AttentionPartial chunk_partial(int64_t chunk, int h);
   void mlp_block(int layer, int n);
   void norm_rows(const float* weight, int n);
   void project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y);

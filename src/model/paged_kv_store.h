@@ -51,7 +51,7 @@ class PagedKvStore {
   uint16_t* value_at(int layer, int block, int offset) {
     return values_.data() + block_start(layer, block) + static_cast<int64_t>(offset) * head_dim_;
   }
-  uint64_t bytes() const { return 2 * keys_.size() * sizeof(uint16_t); }
+  uint64_t bytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
   // Bytes of K and V that one cached token takes, over all layers.
   static int64_t bytes_per_token(const ModelConfig& config) {
     return 2 * static_cast<int64_t>(config.n_layer) * config.kv_dim() * static_cast<int64_t>(sizeof(uint16_t));
