@@ -57,10 +57,11 @@ std::vector<int32_t> contiguous_table(int n) {
 // Logits of every position, running the tokens in chunks of `chunk` rows,
 // with the sequence in blocks 0, 1, ... of `block_size` positions.
 std::vector<float> engine_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens, int chunk,
-                                 int threads, int block_size = 16, int max_positions = 64) {
+                                 int threads, int block_size = 16, int max_positions = 64,
+                                 KvCacheType kv_type = KvCacheType::kF16) {
   ForwardPass fp(model, chunk, max_positions, threads);
   const int blocks = (max_positions + block_size - 1) / block_size;
-  auto kv = PagedKvStore::create(model->config(), blocks, block_size);
+  auto kv = PagedKvStore::create(model->config(), blocks, block_size, kv_type);
   EXPECT_TRUE(kv.is_ok());
   const auto table = contiguous_table(blocks);
   const int vocab = model->config().vocab_size;
@@ -221,6 +222,42 @@ TEST(ForwardBatchTest, LongRowsSplitIntoSoftmaxChunksAreBatchInvariant) {
     max_err = std::max(max_err, std::fabs(double(want[i]) - whole[i]));
   }
   EXPECT_LT(max_err, 2e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
+}
+
+// The q8_0 KV cache (--kv-type q8_0): logits stay bit-identical however
+// rows are batched, chunked, threaded or cut into blocks (rows past one
+// softmax chunk included), and close to the f16 cache's.
+TEST(ForwardBatchTest, Q8KvCacheIsBatchInvariantAndCloseToF16) {
+  TinyModelSpec spec;
+  spec.matrix_type = DType::kQ8_0;
+  spec.n_embd = 128;  // head_dim 32: one q8_0 group per head vector
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = load_tiny_model(bytes);
+  const int n = 300;
+  const auto tokens = random_tokens(n, model->config().vocab_size, 13);
+  const auto whole = engine_logits(model, tokens, n, 2, 16, 320, KvCacheType::kQ8_0);
+  for (auto [chunk, threads, block_size] : {std::tuple{1, 2, 16}, {1, 3, 5}, {7, 2, 100}}) {
+    const auto other = engine_logits(model, tokens, chunk, threads, block_size, 320, KvCacheType::kQ8_0);
+    ASSERT_EQ(0, std::memcmp(whole.data(), other.data(), whole.size() * sizeof(float)))
+        << "chunk " << chunk << " threads " << threads << " block size " << block_size;
+  }
+  const auto f16 = engine_logits(model, tokens, n, 2, 16, 320, KvCacheType::kF16);
+  double max_abs = 0, max_err = 0;
+  for (size_t i = 0; i < f16.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(double(f16[i])));
+    max_err = std::max(max_err, std::fabs(double(f16[i]) - whole[i]));
+  }
+  EXPECT_GT(max_err, 0.0) << "the q8_0 cache was not used";
+  // Measured 0.18 at max |logit| 78 (0.23%).
+  EXPECT_LT(max_err, 5e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
+  std::printf("q8_0 vs f16 cache: max |logit difference| %.2e (max |logit| %.2f)\n", max_err, max_abs);
+}
+
+TEST(ForwardBatchTest, Q8KvCacheNeedsHeadSizeInGroupsOf32) {
+  auto model = load_tiny_model(make_tiny_model_bytes(TinyModelSpec{}));  // head_dim 16
+  auto kv = PagedKvStore::create(model->config(), 4, 16, KvCacheType::kQ8_0);
+  ASSERT_FALSE(kv.is_ok());
+  EXPECT_NE(std::string::npos, kv.status().message().find("--kv-type")) << kv.status().message();
 }
 
 TEST(ForwardBatchTest, RejectsBadTokenIdsPositionsAndBlocks) {

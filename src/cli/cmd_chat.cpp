@@ -34,7 +34,7 @@ int chat(ChatOptions& o) {
   if (!format.is_ok()) return fail(format.status());
   warn_if_unrecognised(*format);
   resolve_seed(o.gen);
-  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.gen.context);
+  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.gen.context, 256, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
 
   std::vector<ChatMessage> history;
@@ -85,6 +85,7 @@ CommandRunner add_chat_command(CLI::App& app) {
   o->gen.options.max_tokens = -1;
   CLI::App* cmd = app.add_subcommand("chat", "Interactive chat with the model's chat template; history is kept");
   add_model_options(*cmd, o->model);
+  add_kv_type_option(*cmd, o->model);
   cmd->add_option("--system", o->system, "System message");
   add_generation_flags(*cmd, o->gen);
   return [o] { return chat(*o); };

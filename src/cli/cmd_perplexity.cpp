@@ -29,7 +29,7 @@ int perplexity(const PerplexityOptions& o) {
   if (chunks == 0)
     return fail(Status::invalid_argument("the text has " + std::to_string(tokens.size()) +
                                          " tokens, fewer than one chunk of " + std::to_string(o.chunk)));
-  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.chunk, o.chunk);
+  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.chunk, o.chunk, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
   double total = 0;
   int count = 0;
@@ -52,6 +52,7 @@ CommandRunner add_perplexity_command(CLI::App& app) {
   auto o = std::make_shared<PerplexityOptions>();
   CLI::App* cmd = app.add_subcommand("perplexity", "Perplexity of a text file (chunks from a fresh context)");
   add_model_options(*cmd, o->model);
+  add_kv_type_option(*cmd, o->model);
   cmd->add_option("-f,--file", o->file, "Text file")->required();
   cmd->add_option("--chunk", o->chunk, "Tokens per chunk")->capture_default_str()->check(CLI::Range(2, 1 << 16));
   return [o] { return perplexity(*o); };

@@ -42,7 +42,7 @@ Result<Measured> measure_speed(const LoadedModel& loaded, const RooflineOptions&
   const int vocab = loaded.model->config().vocab_size;
   for (int rep = 0; rep < o.repeats; ++rep) {
     OMNIBUS_ASSIGN_OR_RETURN(auto gen, Generator::create(loaded.model, threads, o.prefill_tokens + o.decode_tokens + 8,
-                                                         o.prefill_tokens));
+                                                         o.prefill_tokens, o.model.kv_type));
     std::vector<int32_t> prompt;
     for (int i = 0; i < o.prefill_tokens; ++i) prompt.push_back((1000 + 7 * i + 131 * rep) % vocab);
     GenerationOptions g;
@@ -143,6 +143,7 @@ CommandRunner add_roofline_command(CLI::App& app) {
   auto o = std::make_shared<RooflineOptions>();
   CLI::App* cmd = app.add_subcommand("roofline", "Machine limits, a token's cost, and prefill/decode against them");
   add_model_options(*cmd, o->model);
+  add_kv_type_option(*cmd, o->model);
   cmd->add_option("--prefill-tokens", o->prefill_tokens, "Prompt length for the prefill figure (and decode context)")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--decode-tokens", o->decode_tokens, "Tokens to decode")->capture_default_str()->check(CLI::Range(2, 1 << 20));

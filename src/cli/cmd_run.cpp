@@ -85,7 +85,8 @@ int run(RunOptions& o) {
   const uint64_t seed = resolve_seed(o.gen);
   log_info("seed {}; prompt {} tokens", seed, prompt.size());
 
-  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.gen.context, o.batch);
+  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.gen.context, o.batch,
+                               o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
   Profiler profiler;
   if (o.profile) {
@@ -125,6 +126,7 @@ CommandRunner add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Complete a prompt (streamed to stdout; stats to stderr)");
   add_model_options(*cmd, o->model);
+  add_kv_type_option(*cmd, o->model);
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   cmd->add_flag("--chat", o->chat, "Wrap the prompt as one user message in the model's chat template");

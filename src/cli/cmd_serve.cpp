@@ -80,6 +80,7 @@ int serve(ServeOptions& o) {
   o.engine.prefix_caching = !o.no_prefix_cache;
   o.engine.slo = {o.slo_ttft_ms / 1e3, o.slo_tpot_ms / 1e3};
   o.engine.threads = resolve_threads(o.model.threads);
+  o.engine.kv_type = o.model.kv_type;
 
   const std::string path = o.model.model_path.empty() ? default_model_path() : o.model.model_path;
   o.engine.model_id = model_id_for(o, path);
@@ -143,6 +144,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (continuous batching, paged KV cache)");
   add_model_options(*cmd, o->model);
+  add_kv_type_option(*cmd, o->model);
   cmd->add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->http.port, "Port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->http.api_key, "Require 'Authorization: Bearer KEY' on every route but /health");

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "kernels/kv_quant.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -20,10 +21,13 @@ struct ModelOptions {
   int threads = 0;         // 0: number of cores
   bool verbose = false;
   bool interleave = true;  // --no-interleave: keep every matrix in the file's layout
+  KvCacheType kv_type = KvCacheType::kF16;  // --kv-type
 };
 
 // Adds -m/--model, -t/--threads, --verbose, --no-interleave to a subcommand.
 void add_model_options(CLI::App& cmd, ModelOptions& options);
+// Adds --kv-type, for the subcommands that run the model.
+void add_kv_type_option(CLI::App& cmd, ModelOptions& options);
 
 // The default model: $OMNIBUS_MODEL, else models/<default> under the current
 // directory or the source tree the binary was built in.

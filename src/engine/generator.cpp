@@ -7,12 +7,12 @@
 namespace omnibus {
 
 Result<std::unique_ptr<Generator>> Generator::create(std::shared_ptr<const Model> model, int threads, int context,
-                                                     int prefill_chunk) {
+                                                     int prefill_chunk, KvCacheType kv_type) {
   if (context <= 0) return Status::invalid_argument("context must be positive");
   if (prefill_chunk <= 0) return Status::invalid_argument("prefill chunk must be positive");
   std::unique_ptr<Generator> g(new Generator());
   const int blocks = (context + kBlockSize - 1) / kBlockSize;
-  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore kv, PagedKvStore::create(model->config(), blocks, kBlockSize));
+  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore kv, PagedKvStore::create(model->config(), blocks, kBlockSize, kv_type));
   g->kv_ = std::make_unique<PagedKvStore>(std::move(kv));
   g->block_table_.resize(blocks);
   for (int b = 0; b < blocks; ++b) g->block_table_[b] = b;

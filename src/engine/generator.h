@@ -45,7 +45,8 @@ class Generator {
   using TokenCallback = std::function<bool(int32_t token)>;
 
   static Result<std::unique_ptr<Generator>> create(std::shared_ptr<const Model> model, int threads, int context,
-                                                   int prefill_chunk = 256);
+                                                   int prefill_chunk = 256,
+                                                   KvCacheType kv_type = KvCacheType::kF16);
 
   // Generates after `prompt`. The end-of-generation ids stop generation
   // unless options.ignore_eos. The token that ends generation by EOS is not

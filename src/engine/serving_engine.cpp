@@ -56,7 +56,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->context_length_ = options.context_length > 0 ? options.context_length : config.n_ctx_train;
   if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
 
-  const int64_t block_bytes = PagedKvStore::bytes_per_token(config) * options.kv_block_size;
+  const int64_t block_bytes = PagedKvStore::bytes_per_token(config, options.kv_type) * options.kv_block_size;
   e->num_blocks_ = options.kv_cache_bytes / block_bytes;
   if (e->num_blocks_ < 1)
     return Status::invalid_argument("a KV cache of " + std::to_string(options.kv_cache_bytes) +
@@ -69,7 +69,8 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
              e->context_length_);
 
   OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore store,
-                           PagedKvStore::create(config, static_cast<int>(e->num_blocks_), options.kv_block_size));
+                           PagedKvStore::create(config, static_cast<int>(e->num_blocks_), options.kv_block_size,
+                                                                options.kv_type));
   e->kv_store_ = std::make_unique<PagedKvStore>(std::move(store));
   KvManagerOptions kv_options;
   kv_options.num_blocks = static_cast<int32_t>(e->num_blocks_);
@@ -99,9 +100,10 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->tokenizer_ = std::move(tokenizer);
   e->chat_format_ = std::move(chat_format);
   e->gauges_.kv_blocks_total = e->num_blocks_;
-  log_info("serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB), context {}, max {} tokens and {} "
+  log_info("serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB, {}), context {}, max {} tokens and {} "
            "sequences per step, prefix cache {}",
-           e->num_blocks_, options.kv_block_size, pool_tokens, e->kv_store_->bytes() / 1048576.0, e->context_length_,
+           e->num_blocks_, options.kv_block_size, pool_tokens, e->kv_store_->bytes() / 1048576.0,
+           kv_cache_type_name(options.kv_type), e->context_length_,
            options.scheduler.max_batched_tokens, options.scheduler.max_seqs, options.prefix_caching ? "on" : "off");
   e->thread_ = std::thread([raw = e.get()] { raw->loop(); });
   return e;

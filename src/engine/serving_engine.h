@@ -44,6 +44,7 @@ namespace omnibus {
 struct ServingEngineOptions {
   SchedulerConfig scheduler;
   int32_t kv_block_size = 16;
+  KvCacheType kv_type = KvCacheType::kF16;  // --kv-type
   int64_t kv_cache_bytes = int64_t{512} << 20;  // K/V pool size (--kv-cache-mib)
   bool prefix_caching = true;
   int threads = 1;

@@ -19,7 +19,8 @@ void attention_row(const AttentionShape& s, const float* q, const uint16_t* k, c
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   static const bool use_avx2 = cpu_features().has_avx2_fma();
-  if (use_avx2 && s.head_dim % 8 == 0 && s.head_dim <= kMaxHeadDim) {
+  if (use_avx2 && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0 &&
+      s.head_dim <= kMaxHeadDim) {
     avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
   } else {
     ref::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
@@ -72,7 +73,18 @@ class RunCursor {
       const int64_t begin = std::max(first, at), stop = std::min(end, at + runs_[r].count);
       if (begin >= stop) continue;
       const int64_t skip = begin - at;
-      out[n++] = {runs_[r].k + skip * k_step_, runs_[r].v + skip * v_step_, stop - begin};
+      const KvRun& run = runs_[r];
+      KvRun& cut = out[n++];
+      cut.count = stop - begin;
+      if (run.k_q == nullptr) {
+        cut.k = run.k + skip * k_step_;
+        cut.v = run.v + skip * v_step_;
+      } else {
+        cut.k_q = run.k_q + skip * k_step_;
+        cut.v_q = run.v_q + skip * v_step_;
+        cut.k_scale = run.k_scale + skip * k_step_;
+        cut.v_scale = run.v_scale + skip * (v_step_ / kKvQ8Group);
+      }
     }
     return n;
   }
@@ -147,7 +159,8 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
 namespace ref {
 
 // The plain loops: one scalar dot per position, libm exp, one multiply-add
-// per position and value element; f16 elements widened one at a time. Q and
+// per position and value element; f16 elements widened one at a time (q8_0
+// codes: see the loops for the order of the scale multiplies). Q and
 // the softmax numerators are rounded to f16 (as llama.cpp's CPU attention
 // does).
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
@@ -155,6 +168,9 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
   const int group = s.n_head / s.n_head_kv;
   const int64_t k_position_step = s.k_position_step(row_stride);
   const int64_t k_dim_step = s.k_dim_stride != 0 ? s.k_dim_stride : 1;
+  // q8_0: K transposed, head_dim a multiple of kKvQ8Group (AttentionShape).
+  const bool q8 = s.kv_type == KvCacheType::kQ8_0;
+  const int groups = s.head_dim / kKvQ8Group;
   for (int h = head_begin; h < head_end; ++h) {
     const int i = h - head_begin;
     const int64_t kv_offset = (h / group) * s.kv_head_step();
@@ -168,9 +184,22 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
     int64_t n_kv = 0;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++n_kv) {
-        const uint16_t* kj = run.k + j * k_position_step + kv_offset;
         float dot = 0.0f;
-        for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * f16_to_f32(kj[d * k_dim_step]);
+        if (q8) {
+          // Per group: the codes' dot in order over d, times the group's
+          // scale, added to the running score (the AVX2 path's order).
+          const int8_t* kj = run.k_q + j * k_position_step + kv_offset;
+          const uint16_t* sj = run.k_scale + j + (h / group) * s.scale_head_stride;
+          for (int g = 0; g < groups; ++g) {
+            float part = 0.0f;
+            for (int d = g * kKvQ8Group; d < (g + 1) * kKvQ8Group; ++d)
+              part = std::fma(qh[d], static_cast<float>(kj[d * k_dim_step]), part);
+            dot = std::fma(part, f16_to_f32(sj[g * s.k_dim_stride]), dot);
+          }
+        } else {
+          const uint16_t* kj = run.k + j * k_position_step + kv_offset;
+          for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * f16_to_f32(kj[d * k_dim_step]);
+        }
         scores[n_kv] = dot * s.scale;
         if (scores[n_kv] > max_score) max_score = scores[n_kv];
       }
@@ -186,8 +215,15 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
     const float* p = scores;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++p) {
-        const uint16_t* vj = run.v + j * row_stride + kv_offset;
-        for (int d = 0; d < s.head_dim; ++d) acc[d] += *p * f16_to_f32(vj[d]);
+        if (q8) {
+          const int8_t* vj = run.v_q + j * row_stride + kv_offset;
+          const uint16_t* sj = run.v_scale + j * groups + (h / group) * s.scale_head_stride;
+          for (int d = 0; d < s.head_dim; ++d)
+            acc[d] = std::fma(*p * f16_to_f32(sj[d / kKvQ8Group]), static_cast<float>(vj[d]), acc[d]);
+        } else {
+          const uint16_t* vj = run.v + j * row_stride + kv_offset;
+          for (int d = 0; d < s.head_dim; ++d) acc[d] += *p * f16_to_f32(vj[d]);
+        }
       }
     }
   }

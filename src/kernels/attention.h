@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/kv_quant.h"
+
 namespace omnibus {
 
 struct AttentionShape {
@@ -42,6 +44,14 @@ struct AttentionShape {
   // over d per score, no horizontal adds). The two layouts sum each score
   // in a different order, so they do not give the same bits.
   int64_t k_dim_stride = 0;
+  // q8_0 runs (KvRun::k_q etc.): K must be transposed (k_dim_stride != 0)
+  // and head_dim a multiple of kKvQ8Group. K's scales mirror its codes with
+  // one entry per group instead of per dimension: group g of KV head h,
+  // position j at k_scale + h * scale_head_stride + g * k_dim_stride + j. V's
+  // scales follow each position's codes: head h, position j, group g at
+  // v_scale + h * scale_head_stride + j * (head_dim / kKvQ8Group) + g.
+  KvCacheType kv_type = KvCacheType::kF16;
+  int64_t scale_head_stride = 0;
   int64_t kv_head_step() const { return kv_head_stride != 0 ? kv_head_stride : head_dim; }
   // Elements from a position's K to the next position's.
   int64_t k_position_step(int64_t row_stride) const { return k_dim_stride != 0 ? 1 : row_stride; }
@@ -70,10 +80,17 @@ inline constexpr int64_t kAttentionChunk = 256;
 // and v (f16 bits), `row_stride` elements apart (KV heads
 // shape.kv_head_step() apart): one block of a paged KV store, or part of
 // one.
+// A q8_0 cache fills k_q, v_q (codes, laid out as the f16 elements would
+// be) and k_scale, v_scale (AttentionShape says where each scale is) instead
+// of k and v.
 struct KvRun {
   const uint16_t* k = nullptr;
   const uint16_t* v = nullptr;
   int64_t count = 0;
+  const int8_t* k_q = nullptr;
+  const int8_t* v_q = nullptr;
+  const uint16_t* k_scale = nullptr;
+  const uint16_t* v_scale = nullptr;
 };
 
 // attention_row over positions split into runs, in position order (the
@@ -117,7 +134,9 @@ void attention_finish(int head_dim, int heads, const AttentionPartial& state, fl
 // The non-empty runs covering positions [first, first + count) of `runs`
 // (positions in run order), cut at both ends; writes them to `out` (room
 // for min(runs.size(), count) entries) and returns how many. K and V
-// pointers move k_step and v_step elements per position.
+// pointers (f16 or q8_0 codes) move k_step and v_step elements per
+// position; q8_0 scales move k_step (K is transposed, k_step 1) and
+// v_step / kKvQ8Group.
 size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t k_step, int64_t v_step,
                   KvRun* out);
 

@@ -21,8 +21,12 @@
 // Q and the softmax numerators are rounded to f16 as llama.cpp's CPU
 // attention does: the golden tests agree with llama.cpp a little better so
 // (docs/correctness.md).
-// Requires head_dim % 8 == 0; attention.cpp falls back to the reference
-// otherwise.
+// A q8_0 cache (int8 codes, f16 scale per 32 values) goes through its own
+// score and value kernels: codes widened to f32 in registers, each group's
+// partial dot scaled once (scores), the weight times the scale once per
+// position (values).
+// Requires head_dim % 8 == 0 (q8_0: % 32); attention.cpp falls back to the
+// reference otherwise.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -37,6 +41,9 @@ namespace {
 inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
+
+// 8 int8 codes (a q8_0 cache) widened to f32.
+inline __m256 widen_i8x8(__m128i codes) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)); }
 
 // e^x for x <= 0 (softmax inputs after subtracting the max); below about
 // -87.3 the result is the smallest normal float, ~1e-38, not 0: harmless
@@ -149,6 +156,21 @@ inline void score_heads4(const float* const* q, const uint16_t* k, int64_t strid
   }
 }
 
+// Sixteen scores (two accumulators of eight positions) times scale to out,
+// only the first `left` of them when fewer remain.
+inline void store_scores16(const __m256* acc, __m256 scale, int64_t left, float* out) {
+  const __m256 s0 = _mm256_mul_ps(acc[0], scale), s1 = _mm256_mul_ps(acc[1], scale);
+  if (left >= 16) {
+    _mm256_storeu_ps(out, s0);
+    _mm256_storeu_ps(out + 8, s1);
+    return;
+  }
+  alignas(32) float tmp[16];
+  _mm256_store_ps(tmp, s0);
+  _mm256_store_ps(tmp + 8, s1);
+  std::copy(tmp, tmp + left, out);
+}
+
 // Scores of `count` positions against G heads' q vectors from transposed K
 // (k: dimension d of position j at k + d * dim_stride + j): sixteen
 // positions per step, two vectors of eight, each score one FMA chain over
@@ -182,20 +204,50 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
         for (int g = 0; g < G; ++g) acc[g][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[g] + d), k0, acc[g][0]);
       }
     }
-    const int64_t left = count - j;
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-      const __m256 s0 = _mm256_mul_ps(acc[g][0], sc), s1 = _mm256_mul_ps(acc[g][1], sc);
-      if (left >= 16) {
-        _mm256_storeu_ps(out[g] + j, s0);
-        _mm256_storeu_ps(out[g] + j + 8, s1);
-      } else {
-        alignas(32) float tmp[16];
-        _mm256_store_ps(tmp, s0);
-        _mm256_store_ps(tmp + 8, s1);
-        std::copy(tmp, tmp + left, out[g] + j);
+    for (int g = 0; g < G; ++g) store_scores16(acc[g], sc, count - j, out[g] + j);
+  }
+}
+
+// score_heads_transposed for q8_0 K: codes transposed like f16 K, one f16
+// scale per group of kKvQ8Group dimensions and position (group g's scales
+// of these positions at k_scale + g * dim_stride). Per score: each group's
+// codes dotted with q in one FMA chain over d, then added to the score as
+// part * scale (FMA), groups in order. Reads of codes and scales may run up
+// to 15 elements past the last position.
+template <int G>
+inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_t* k_scale, int64_t dim_stride,
+                           int64_t count, int head_dim, float scale, float* const* out) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < count; j += 16) {
+    __m256 acc[G][2];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+    const int8_t* kj = k + j;
+    const uint16_t* sj = k_scale + j;
+    for (int d0 = 0; d0 < head_dim; d0 += kKvQ8Group, sj += dim_stride) {
+      __m256 part[G][2];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) part[g][0] = part[g][1] = _mm256_setzero_ps();
+      for (int d = d0; d < d0 + kKvQ8Group; ++d, kj += dim_stride) {
+        const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kj));
+        const __m256 k0 = widen_i8x8(codes), k1 = widen_i8x8(_mm_unpackhi_epi64(codes, codes));
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m256 qd = _mm256_broadcast_ss(q[g] + d);
+          part[g][0] = _mm256_fmadd_ps(qd, k0, part[g][0]);
+          part[g][1] = _mm256_fmadd_ps(qd, k1, part[g][1]);
+        }
+      }
+      const __m256 s0 = load_f16x8(sj), s1 = load_f16x8(sj + 8);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        acc[g][0] = _mm256_fmadd_ps(part[g][0], s0, acc[g][0]);
+        acc[g][1] = _mm256_fmadd_ps(part[g][1], s1, acc[g][1]);
       }
     }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) store_scores16(acc[g], sc, count - j, out[g] + j);
   }
 }
 
@@ -253,6 +305,39 @@ inline void accumulate_heads(int n, int width, const float* const* p, const uint
   }
 }
 
+// accumulate_heads32 for one q8_0 group of V (32 codes per position at v,
+// `stride` apart; the group's f16 scale at v_scale, `scale_stride` apart):
+// per position and head the weight is p * scale (one rounding), then one
+// FMA per value element in position order.
+template <int G>
+inline void accumulate_heads_q8(const float* const* p, const int8_t* v, const uint16_t* v_scale, int64_t stride,
+                                int64_t scale_stride, int64_t count, float* const* out) {
+  __m256 acc[G][4];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
+  for (int64_t j = 0; j < count; ++j, v += stride, v_scale += scale_stride) {
+    const float scale = _cvtsh_ss(*v_scale);
+    __m256 w[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) w[g] = _mm256_set1_ps(p[g][j] * scale);
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16));
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m128i half = c < 2 ? lo : hi;
+      const __m256 vv = widen_i8x8(c % 2 == 0 ? half : _mm_unpackhi_epi64(half, half));
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(out[g] + 8 * c, acc[g][c]);
+}
+
 // Heads of one GQA group sharing a KV head, at most this many per kernel call.
 constexpr int kHeadsPerKernel = 3;
 
@@ -283,20 +368,24 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
   // At long context K and V come from DRAM: fetch the next run (a KV block)
   // while this one is computed.
-  auto prefetch = [](const uint16_t* from, int64_t elements) {
-    const auto* p = reinterpret_cast<const char*>(from);
-    const int64_t bytes = elements * static_cast<int64_t>(sizeof(uint16_t));
+  const bool q8 = s.kv_type == KvCacheType::kQ8_0;
+  const int64_t element_bytes = q8 ? 1 : 2;
+  auto prefetch = [element_bytes](const void* from, int64_t elements) {
+    const auto* p = static_cast<const char*>(from);
+    const int64_t bytes = elements * element_bytes;
     // asm, not _mm_prefetch: GCC 12 dropped the builtin's calls from this
     // function's lambdas (none were in the object code).
     for (int64_t off = 0; off < bytes; off += 64) asm volatile("prefetcht0 %0" : : "m"(p[off]));
   };
   auto prefetch_run = [&](size_t r, bool keys) {
     if (r >= runs.size()) return;
-    const uint16_t* base = keys ? runs[r].k : runs[r].v;
+    const void* base = q8 ? static_cast<const void*>(keys ? runs[r].k_q : runs[r].v_q)
+                          : static_cast<const void*>(keys ? runs[r].k : runs[r].v);
     // One head's positions (or whole rows); transposed K: one head's block.
     const int64_t span = keys && s.k_dim_stride != 0 ? s.head_dim * s.k_dim_stride : runs[r].count * row_stride;
     if (s.kv_head_stride == 0) return prefetch(base, span);
-    for (int kv = kv_first; kv <= kv_last; ++kv) prefetch(base + kv * s.kv_head_stride, span);
+    for (int kv = kv_first; kv <= kv_last; ++kv)
+      prefetch(static_cast<const char*>(base) + kv * s.kv_head_stride * element_bytes, span);
   };
   // For each run r (positions first .. first + count) and each batch of at
   // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
@@ -317,6 +406,20 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   for_runs_and_head_batches(true, [&](const KvRun& run, int64_t first, int i0, int n, int kv) {
     const float* qs[kHeadsPerKernel];
     float* outs[kHeadsPerKernel];
+    if (q8) {
+      for (int g = 0; g < n; ++g) {
+        qs[g] = qbuf[i0 + g];
+        outs[g] = scores + (i0 + g) * n_kv + first;
+      }
+      const int8_t* k = run.k_q + kv * s.kv_head_step();
+      const uint16_t* ks = run.k_scale + kv * s.scale_head_stride;
+      switch (n) {
+        case 3: score_heads_q8<3>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+        case 2: score_heads_q8<2>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+        default: score_heads_q8<1>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+      }
+      return;
+    }
     if (s.k_dim_stride != 0) {
       for (int g = 0; g < n; ++g) {
         qs[g] = qbuf[i0 + g];
@@ -360,6 +463,17 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       for (int g = 0; g < n; ++g) {
         ps[g] = scores + (i0 + g) * n_kv + first;
         outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
+      }
+      if (q8) {
+        const int8_t* v = run.v_q + kv * s.kv_head_step() + d;
+        const uint16_t* vs = run.v_scale + kv * s.scale_head_stride + d / kKvQ8Group;
+        const int64_t scale_stride = row_stride / kKvQ8Group;
+        switch (n) {
+          case 3: accumulate_heads_q8<3>(ps, v, vs, row_stride, scale_stride, run.count, outs); break;
+          case 2: accumulate_heads_q8<2>(ps, v, vs, row_stride, scale_stride, run.count, outs); break;
+          default: accumulate_heads_q8<1>(ps, v, vs, row_stride, scale_stride, run.count, outs); break;
+        }
+        continue;
       }
       const uint16_t* v = run.v + kv * s.kv_head_step() + d;
       accumulate_heads(n, std::min(32, s.head_dim - d), ps, v, row_stride, run.count, outs);

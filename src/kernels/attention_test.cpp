@@ -14,26 +14,14 @@
 
 #include "base/cpu_features.h"
 #include "kernels/attention.h"
+#include "kernels/attention_test_util.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
 namespace {
 
-std::vector<float> random_floats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using namespace attention_test_util;
 
-// Random K or V rows in the cache's f16 format.
-std::vector<uint16_t> random_halves(int64_t n, uint32_t seed) {
-  std::vector<uint16_t> h(n);
-  const auto f = random_floats(n, seed);
-  for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(f[i]);
-  return h;
-}
 
 // Copies rows [0, n_kv) of `rows` into blocks of `block_size` rows placed in
 // reverse order in `store`, and returns the runs that read them back in
@@ -88,18 +76,6 @@ TEST(AttentionPagedTest, EmptyRunsAreSkipped) {
   EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()));
 }
 
-using PagedFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*, float*, int,
-                        int);
-
-// attention_row_paged on one implementation of attention_chunk.
-void ref_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
-             float* out, int h0, int h1) {
-  attention_row_paged_with(ref::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
-}
-void avx2_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
-              float* out, int h0, int h1) {
-  attention_row_paged_with(avx2::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
-}
 
 // Every implementation with the same paged layout invariance.
 TEST(AttentionPagedTest, EachPathIsBitIdenticalAcrossBlockLayouts) {
@@ -156,33 +132,6 @@ std::vector<KvRun> head_major(const std::vector<uint16_t>& keys, const std::vect
   return runs;
 }
 
-// The paged store's layout: blocks of `block_size` positions, V as
-// [kv_head][offset][head_dim] and K transposed, [kv_head][head_dim][offset]
-// (plus kTransposedKeyOverread readable elements after the last block).
-// Sets shape's strides; returns one run per block.
-std::vector<KvRun> transposed_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
-                                     AttentionShape& shape, int64_t n_kv, int64_t block_size,
-                                     std::vector<uint16_t>& key_store, std::vector<uint16_t>& value_store) {
-  const int n_head_kv = shape.n_head_kv, head_dim = shape.head_dim;
-  const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
-  key_store.assign(blocks * block_size * kv_dim + kTransposedKeyOverread, 0x7E00);  // f16 NaN: unread slots
-  value_store.assign(blocks * block_size * kv_dim, 0x7E00);
-  std::vector<KvRun> runs;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t count = std::min(block_size, n_kv - b * block_size), base = b * block_size * kv_dim;
-    for (int64_t o = 0; o < count; ++o)
-      for (int h = 0; h < n_head_kv; ++h)
-        for (int d = 0; d < head_dim; ++d) {
-          const int64_t from = (b * block_size + o) * kv_dim + h * head_dim + d;
-          key_store[base + (h * head_dim + d) * block_size + o] = keys[from];
-          value_store[base + (h * block_size + o) * head_dim + d] = values[from];
-        }
-    runs.push_back({key_store.data() + base, value_store.data() + base, count});
-  }
-  shape.kv_head_stride = block_size * head_dim;
-  shape.k_dim_stride = block_size;
-  return runs;
-}
 
 // Transposed K (the paged store's layout) gives the same bits however the
 // positions are cut into blocks, on every path, and agrees with row-major K
@@ -419,11 +368,17 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
     AttentionShape t_shape = s;
     std::vector<uint16_t> t_keys, t_values;
     const auto t_runs = transposed_blocks(keys, values, t_shape, n_kv, 16, t_keys, t_values);
-    for (bool transposed : {false, true}) {
+    AttentionShape q8_shape = s;
+    Q8Store q8_store;
+    const auto q8_runs = q8_blocks(keys, values, q8_shape, n_kv, 16, q8_store);
+    for (int layout : {0, 1, 2}) {
+      const bool transposed = layout == 1;
       double best = 1e9;
       for (int rep = 0; rep < 400; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
-        if (transposed) {
+        if (layout == 2) {
+          attention_row_paged(q8_shape, q.data(), q8_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
+        } else if (transposed) {
           attention_row_paged(t_shape, q.data(), t_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
         } else {
           attention_row_paged(s, q.data(), runs, stride, scores.data(), out.data(), 0, s.n_head);
@@ -432,7 +387,10 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
       }
       const double fmas = 2.0 * s.n_head * n_kv * s.head_dim;
       std::printf("n_kv %5lld, %s: %8.1f us for 9 heads, %.2f GFLOP/s\n", static_cast<long long>(n_kv),
-                  transposed ? "head-major, K transposed (the store)" : "rows of all heads", best * 1e6,
+                  layout == 2  ? "q8_0 cache (the store's layout)"
+                  : transposed ? "head-major, K transposed (the store)"
+                               : "rows of all heads",
+                  best * 1e6,
                   2 * fmas / best / 1e9);
     }
   }
@@ -465,13 +423,19 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
     std::vector<std::vector<KvRun>> t_runs(kLayers);
     AttentionShape t_shape = rows_shape;
     for (int l = 0; l < kLayers; ++l) t_runs[l] = transposed_blocks(keys[l], values[l], t_shape, n_kv, 16, t_keys[l], t_values[l]);
-    for (int layout : {0, 1, 2}) {
+    std::vector<Q8Store> q8_stores(kLayers);
+    std::vector<std::vector<KvRun>> q8_runs(kLayers);
+    AttentionShape q8_shape = rows_shape;
+    for (int l = 0; l < kLayers; ++l) q8_runs[l] = q8_blocks(keys[l], values[l], q8_shape, n_kv, 16, q8_stores[l]);
+    for (int layout : {0, 1, 2, 3}) {
       const bool by_head = layout != 0;
       std::vector<double> per_layer;
       for (int rep = 0; rep < 15; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int l = 0; l < kLayers; ++l) {
-          if (layout == 2) {
+          if (layout == 3) {
+            attention_row_paged(q8_shape, q.data(), q8_runs[l], 64, scores.data(), out.data(), 0, 9);
+          } else if (layout == 2) {
             attention_row_paged(t_shape, q.data(), t_runs[l], 64, scores.data(), out.data(), 0, 9);
           } else if (by_head) {
             attention_row_paged(head_shape, q.data(), head_runs[l], 64, scores.data(), out.data(), 0, 9);
@@ -485,8 +449,12 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
       const double median = per_layer[per_layer.size() / 2];
       std::printf("cold n_kv %5lld, %s: median %7.1f us per layer (best %7.1f), the layer's K and V at %.1f GB/s\n",
                   static_cast<long long>(n_kv),
-                  layout == 2 ? "head-major, K transposed (the store)" : by_head ? "head-major blocks" : "rows of all heads",
-                  median * 1e6, per_layer[0] * 1e6, 2.0 * n_kv * stride * sizeof(uint16_t) / median / 1e9);
+                  layout == 3   ? "q8_0 cache (the store's layout)"
+                  : layout == 2 ? "head-major, K transposed (the store)"
+                  : by_head     ? "head-major blocks"
+                                : "rows of all heads",
+                  median * 1e6, per_layer[0] * 1e6,
+                  2.0 * n_kv * stride * (layout == 3 ? 34.0 / 32 : 2.0) / median / 1e9);
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/attention.h"
+#include "kernels/kv_quant.h"
 #include "kernels/ops.h"
 #include "tensor/quant.h"
 
@@ -136,6 +137,19 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
   for (int i = 0; i < n; ++i) {
     const int block = rows[i].block_table[rows[i].pos / bs];
     const int offset = rows[i].pos % bs;
+    if (kv.type() == KvCacheType::kQ8_0) {
+      // K's codes and scales transposed (one element per dimension or group
+      // row of the block), V's in order.
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        const int64_t from = static_cast<int64_t>(i) * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
+        quantize_kv_q8(k_.data() + from, c.head_dim, kv.key_codes_at(layer, block, offset) + h * kv.head_stride(),
+                       kv.key_dim_stride(), kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
+                       kv.key_dim_stride());
+        quantize_kv_q8(v_.data() + from, c.head_dim, kv.value_codes_at(layer, block, offset) + h * kv.head_stride(),
+                       1, kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), 1);
+      }
+      continue;
+    }
     uint16_t* key = kv.key_at(layer, block, offset);
     uint16_t* value = kv.value_at(layer, block, offset);
     for (int h = 0; h < c.n_head_kv; ++h) {
@@ -159,7 +173,17 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
     const int block = row.block_table[p / bs];
     const int offset = static_cast<int>(p % bs);
     const int64_t here = std::min<int64_t>(bs - offset, end - p);
-    runs[n++] = {kv.key_at(layer, block, offset), kv.value_at(layer, block, offset), here};
+    if (kv.type() == KvCacheType::kQ8_0) {
+      runs[n++] = {nullptr,
+                   nullptr,
+                   here,
+                   kv.key_codes_at(layer, block, offset),
+                   kv.value_codes_at(layer, block, offset),
+                   kv.key_scales_at(layer, block, offset),
+                   kv.value_scales_at(layer, block, offset)};
+    } else {
+      runs[n++] = {kv.key_at(layer, block, offset), kv.value_at(layer, block, offset), here};
+    }
     p += here;
   }
   return n;
@@ -168,8 +192,8 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
 namespace {
 
 AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
-  return {c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), kv.head_stride(),
-          kv.key_dim_stride()};
+  return {c.n_head,          c.n_head_kv,           c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+          kv.head_stride(),  kv.key_dim_stride(), kv.type(), kv.scale_head_stride()};
 }
 
 // What every attention pool job reads; each job adds its own split state.

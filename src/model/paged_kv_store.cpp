@@ -6,25 +6,43 @@
 
 namespace omnibus {
 
-Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size) {
+Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size,
+                                          KvCacheType type) {
   if (num_blocks <= 0 || block_size <= 0) return Status::invalid_argument("KV store needs at least one block and slot");
+  if (type == KvCacheType::kQ8_0 && config.head_dim % kKvQ8Group != 0)
+    return Status::invalid_argument("--kv-type q8_0 needs a head size that is a multiple of " +
+                                    std::to_string(kKvQ8Group) + "; this model's is " +
+                                    std::to_string(config.head_dim) + " (use --kv-type f16)");
   // Checked per block first so a huge block count cannot overflow the product.
-  const uint64_t block_bytes = static_cast<uint64_t>(bytes_per_token(config)) * static_cast<uint64_t>(block_size);
+  const uint64_t block_bytes = static_cast<uint64_t>(bytes_per_token(config, type)) * static_cast<uint64_t>(block_size);
   constexpr uint64_t kMaxBytes = 64ull << 30;
   if (block_bytes == 0 || static_cast<uint64_t>(num_blocks) > kMaxBytes / block_bytes)
     return Status::resource_exhausted("KV store of " + std::to_string(num_blocks) + " blocks of " +
                                       std::to_string(block_size) + " positions exceeds " +
                                       std::to_string(kMaxBytes >> 30) + " GiB; lower the context");
-  const uint64_t elements = block_bytes / (2 * sizeof(uint16_t)) * static_cast<uint64_t>(num_blocks);
+  // K (or V) elements: one per layer, KV dimension and position.
+  const uint64_t elements = static_cast<uint64_t>(config.n_layer) * static_cast<uint64_t>(config.kv_dim()) *
+                            static_cast<uint64_t>(block_size) * static_cast<uint64_t>(num_blocks);
   PagedKvStore kv;
+  kv.type_ = type;
+  kv.n_head_kv_ = config.n_head_kv;
+  kv.groups_ = config.head_dim / kKvQ8Group;
   kv.num_blocks_ = num_blocks;
   kv.block_size_ = block_size;
   kv.kv_dim_ = config.kv_dim();
   kv.head_dim_ = config.head_dim;
   // Transposed K is read in whole vectors of positions, up to
   // kTransposedKeyOverread elements past a block's last one.
-  kv.keys_.resize(elements + kTransposedKeyOverread);
-  kv.values_.resize(elements);
+  if (type == KvCacheType::kQ8_0) {
+    // K's scales are read like its codes: whole vectors of positions.
+    kv.key_codes_.resize(elements + kTransposedKeyOverread);
+    kv.value_codes_.resize(elements);
+    kv.key_scales_.resize(elements / kKvQ8Group + kTransposedKeyOverread);
+    kv.value_scales_.resize(elements / kKvQ8Group);
+  } else {
+    kv.keys_.resize(elements + kTransposedKeyOverread);
+    kv.values_.resize(elements);
+  }
   return kv;
 }
 

@@ -18,20 +18,29 @@
 // attention microbenchmark took 445-477 us per layer against 373-392 us in
 // this layout, docs/profiling.md.) Sized once at construction: nothing grows at
 // run time. Not thread-safe; owned by the engine thread.
+//
+// KvCacheType::kQ8_0 (--kv-type q8_0) stores int8 codes in the same layout
+// as the f16 elements, plus one f16 scale per 32 values of a head's vector
+// (kernels/kv_quant.h): K's scales as [kv_head][group][offset] per block
+// (mirroring its transposed codes), V's as [kv_head][offset][group]. 34
+// bytes per 32 values instead of 64.
 #pragma once
 
 #include <cstdint>
 
 #include "base/aligned_buffer.h"
 #include "base/status.h"
+#include "kernels/attention.h"
 #include "model/model_config.h"
 
 namespace omnibus {
 
 class PagedKvStore {
  public:
-  static Result<PagedKvStore> create(const ModelConfig& config, int num_blocks, int block_size);
+  static Result<PagedKvStore> create(const ModelConfig& config, int num_blocks, int block_size,
+                                     KvCacheType type = KvCacheType::kF16);
 
+  KvCacheType type() const { return type_; }
   int num_blocks() const { return num_blocks_; }
   int block_size() const { return block_size_; }
   // V: elements from a position's vector of one KV head to the next
@@ -43,18 +52,43 @@ class PagedKvStore {
   // K and V: elements from KV head h's data to head h + 1's, same position.
   int64_t head_stride() const { return static_cast<int64_t>(block_size_) * head_dim_; }
 
-  // KV head 0, dimension 0 of one position's key (f16 bits); dimension d
-  // of head h is h * head_stride() + d * key_dim_stride() further.
+  // q8_0 scales: elements from KV head h's scales to head h + 1's.
+  int64_t scale_head_stride() const { return static_cast<int64_t>(block_size_) * groups_; }
+
+  // f16 cache. KV head 0, dimension 0 of one position's key (f16 bits);
+  // dimension d of head h is h * head_stride() + d * key_dim_stride()
+  // further.
   uint16_t* key_at(int layer, int block, int offset) { return keys_.data() + block_start(layer, block) + offset; }
   // KV head 0's head_dim values of one position's value; head h's are
   // head_stride() further.
   uint16_t* value_at(int layer, int block, int offset) {
     return values_.data() + block_start(layer, block) + static_cast<int64_t>(offset) * head_dim_;
   }
-  uint64_t bytes() const { return (keys_.size() + values_.size()) * sizeof(uint16_t); }
+  // q8_0 cache: the codes at the places key_at and value_at describe, and
+  // the scales of KV head 0's group 0 (K: group g is g * key_dim_stride()
+  // further; V: g further; head h: h * scale_head_stride()).
+  int8_t* key_codes_at(int layer, int block, int offset) {
+    return key_codes_.data() + block_start(layer, block) + offset;
+  }
+  int8_t* value_codes_at(int layer, int block, int offset) {
+    return value_codes_.data() + block_start(layer, block) + static_cast<int64_t>(offset) * head_dim_;
+  }
+  uint16_t* key_scales_at(int layer, int block, int offset) {
+    return key_scales_.data() + scale_block_start(layer, block) + offset;
+  }
+  uint16_t* value_scales_at(int layer, int block, int offset) {
+    return value_scales_.data() + scale_block_start(layer, block) + static_cast<int64_t>(offset) * groups_;
+  }
+
+  uint64_t bytes() const {
+    return (keys_.size() + values_.size() + key_scales_.size() + value_scales_.size()) * sizeof(uint16_t) +
+           key_codes_.size() + value_codes_.size();
+  }
   // Bytes of K and V that one cached token takes, over all layers.
-  static int64_t bytes_per_token(const ModelConfig& config) {
-    return 2 * static_cast<int64_t>(config.n_layer) * config.kv_dim() * static_cast<int64_t>(sizeof(uint16_t));
+  static int64_t bytes_per_token(const ModelConfig& config, KvCacheType type = KvCacheType::kF16) {
+    const int64_t values = 2 * static_cast<int64_t>(config.n_layer) * config.kv_dim();
+    if (type == KvCacheType::kQ8_0) return values + values / kKvQ8Group * static_cast<int64_t>(sizeof(uint16_t));
+    return values * static_cast<int64_t>(sizeof(uint16_t));
   }
 
  private:
@@ -62,12 +96,23 @@ class PagedKvStore {
   int64_t block_start(int layer, int block) const {
     return (static_cast<int64_t>(layer) * num_blocks_ + block) * block_size_ * kv_dim_;
   }
+  int64_t scale_block_start(int layer, int block) const {
+    return (static_cast<int64_t>(layer) * num_blocks_ + block) * block_size_ * n_head_kv_ * groups_;
+  }
+  KvCacheType type_ = KvCacheType::kF16;
   int num_blocks_ = 0;
   int block_size_ = 0;
   int64_t kv_dim_ = 0;
   int64_t head_dim_ = 0;
+  int64_t n_head_kv_ = 0;
+  int64_t groups_ = 0;  // q8_0 scales per head vector
+  // One pair of buffers per type is used; the other stays empty.
   AlignedBuffer<uint16_t> keys_;
   AlignedBuffer<uint16_t> values_;
+  AlignedBuffer<int8_t> key_codes_;
+  AlignedBuffer<int8_t> value_codes_;
+  AlignedBuffer<uint16_t> key_scales_;
+  AlignedBuffer<uint16_t> value_scales_;
 };
 
 }  // namespace omnibus

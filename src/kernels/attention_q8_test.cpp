@@ -1,0 +1,215 @@
+// The q8_0 KV cache's attention (kernels/kv_quant.h): the same invariances
+// as the f16 cache (bits independent of block layout and head split), exact
+// arithmetic on the dequantized values up to the f16 softmax numerators, the
+// AVX2 path against the reference, and the quantizer itself.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "kernels/attention.h"
+#include "kernels/attention_test_util.h"
+#include "kernels/kv_quant.h"
+#include "tensor/quant.h"
+
+namespace omnibus {
+namespace {
+
+using namespace attention_test_util;
+
+std::vector<std::pair<const char*, PagedFn>> paths() {
+  std::vector<std::pair<const char*, PagedFn>> p = {{"ref", ref_row}};
+  if (cpu_features().has_avx2_fma()) p.push_back({"avx2", avx2_row});
+  return p;
+}
+
+// What the cache holds for f16 rows of n_head_kv vectors of head_dim: each
+// vector quantized and widened back.
+std::vector<float> q8_roundtrip(const std::vector<uint16_t>& rows, int head_dim) {
+  std::vector<float> out(rows.size()), vec(head_dim);
+  std::vector<int8_t> codes(head_dim);
+  std::vector<uint16_t> scales(head_dim / kKvQ8Group);
+  for (size_t at = 0; at < rows.size(); at += head_dim) {
+    for (int d = 0; d < head_dim; ++d) vec[d] = f16_to_f32(rows[at + d]);
+    quantize_kv_q8(vec.data(), head_dim, codes.data(), 1, scales.data(), 1);
+    for (int d = 0; d < head_dim; ++d) out[at + d] = codes[d] * f16_to_f32(scales[d / kKvQ8Group]);
+  }
+  return out;
+}
+
+// Attention in double over f32 K and V rows (q rounded to f16, as the kernels
+// do), one softmax over all positions.
+std::vector<float> attention_in_double(const AttentionShape& s, const std::vector<float>& q,
+                                       const std::vector<float>& k, const std::vector<float>& v, int64_t n_kv) {
+  const int group = s.n_head / s.n_head_kv;
+  const int64_t stride = int64_t{s.n_head_kv} * s.head_dim;
+  std::vector<float> out(q.size());
+  std::vector<double> scores(n_kv);
+  for (int h = 0; h < s.n_head; ++h) {
+    const int64_t kv = int64_t{h / group} * s.head_dim;
+    double max_score = -INFINITY;
+    for (int64_t j = 0; j < n_kv; ++j) {
+      double dot = 0;
+      for (int d = 0; d < s.head_dim; ++d)
+        dot += static_cast<double>(f16_to_f32(f32_to_f16(q[h * s.head_dim + d]))) * k[j * stride + kv + d];
+      scores[j] = dot * s.scale;
+      max_score = std::max(max_score, scores[j]);
+    }
+    double sum = 0;
+    for (double& x : scores) sum += (x = std::exp(x - max_score));
+    for (int d = 0; d < s.head_dim; ++d) {
+      double acc = 0;
+      for (int64_t j = 0; j < n_kv; ++j) acc += scores[j] * v[j * stride + kv + d];
+      out[h * s.head_dim + d] = static_cast<float>(acc / sum);
+    }
+  }
+  return out;
+}
+
+// However positions are cut into blocks and heads into calls, a q8_0 row
+// gives the same bits, on every path.
+TEST(AttentionQ8Test, BitIdenticalAcrossBlockLayouts) {
+  for (const auto& [name, fn] : paths()) {
+    for (int head_dim : {32, 64, 128}) {
+      for (int64_t n_kv : {1, 9, 17, 300, 600}) {
+        const AttentionShape base{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+        const int64_t stride = 3 * head_dim;
+        const auto q = random_floats(9 * head_dim, 201 + n_kv);
+        const auto k = random_halves(n_kv * stride, 202 + n_kv), v = random_halves(n_kv * stride, 203 + n_kv);
+        std::vector<float> want(9 * head_dim), scores(9 * n_kv);
+        AttentionShape one = base;
+        Q8Store one_store;
+        const auto one_block = q8_blocks(k, v, one, n_kv, n_kv, one_store);
+        fn(one, q.data(), one_block, head_dim, scores.data(), want.data(), 0, 9);
+        for (int64_t block_size : {1, 5, 16, 100}) {
+          AttentionShape shape = base;
+          Q8Store store;
+          const auto runs = q8_blocks(k, v, shape, n_kv, block_size, store);
+          std::vector<float> got(9 * head_dim, NAN);
+          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 4);  // heads cut across a GQA group
+          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 4, 9);
+          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
+              << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size;
+        }
+      }
+    }
+  }
+}
+
+// The kernels compute attention over exactly the values the cache holds:
+// against double precision on the widened codes the only difference is the
+// f16 rounding of the softmax numerators (outputs |v| <= 2, so about
+// 2 * 2^-11). And the quantization itself stays small next to f16's.
+TEST(AttentionQ8Test, ExactOnTheCachedValuesAndCloseToF16) {
+  for (const auto& [name, fn] : paths()) {
+    for (float spread : {0.05f, 1.0f, 4.0f}) {
+      for (int64_t n_kv : {1, 33, 700}) {
+        const AttentionShape base{9, 3, 64, 0.125f};
+        auto q = random_floats(9 * 64, 301 + n_kv);
+        for (float& x : q) x *= spread;
+        const auto k = random_halves(n_kv * 192, 302 + n_kv), v = random_halves(n_kv * 192, 303 + n_kv);
+        const auto want = attention_in_double(base, q, q8_roundtrip(k, 64), q8_roundtrip(v, 64), n_kv);
+        AttentionShape shape = base;
+        Q8Store store;
+        const auto runs = q8_blocks(k, v, shape, n_kv, 16, store);
+        std::vector<float> got(9 * 64), f16_out(9 * 64), scores(9 * n_kv);
+        fn(shape, q.data(), runs, 64, scores.data(), got.data(), 0, 9);
+        AttentionShape f16_shape = base;
+        std::vector<uint16_t> ks, vs;
+        const auto f16_runs = transposed_blocks(k, v, f16_shape, n_kv, 16, ks, vs);
+        fn(f16_shape, q.data(), f16_runs, 64, scores.data(), f16_out.data(), 0, 9);
+        double worst = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_NEAR(got[i], want[i], 3e-3f) << name << " spread " << spread << " n_kv " << n_kv << " at " << i;
+          worst = std::max(worst, static_cast<double>(std::fabs(got[i] - f16_out[i])));
+        }
+        // Each cached value is within 2/254 of f16's (|x| <= 2); outputs are
+        // weighted means of them, with scores moved a little.
+        EXPECT_LT(worst, 0.05) << name << " spread " << spread << " n_kv " << n_kv;
+      }
+    }
+  }
+}
+
+TEST(AttentionQ8Test, Avx2MatchesReference) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  for (int head_dim : {32, 64, 128}) {
+    for (int64_t n_kv : {1, 16, 33, 1000}) {
+      AttentionShape shape{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+      const auto q = random_floats(9 * head_dim, 401 + n_kv);
+      const auto k = random_halves(n_kv * 3 * head_dim, 402 + n_kv), v = random_halves(n_kv * 3 * head_dim, 403 + n_kv);
+      Q8Store store;
+      const auto runs = q8_blocks(k, v, shape, n_kv, 16, store);
+      std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
+      ref_row(shape, q.data(), runs, head_dim, scores.data(), want.data(), 0, 9);
+      avx2_row(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 9);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 2e-3f) << "head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+    }
+  }
+}
+
+TEST(KvQuantTest, GroupsRoundTripWithinHalfAStep) {
+  std::vector<float> x = random_floats(128, 7);
+  x[40] = 0;  // a group's max may sit anywhere
+  for (int i = 64; i < 96; ++i) x[i] = 0;  // an all-zero group
+  std::vector<int8_t> codes(128 * 3, 99);
+  std::vector<uint16_t> scales(4 * 2, 0xFFFF);
+  quantize_kv_q8(x.data(), 128, codes.data(), 3, scales.data(), 2);
+  for (int g = 0; g < 4; ++g) {
+    float amax = 0;
+    for (int i = 0; i < kKvQ8Group; ++i) amax = std::max(amax, std::fabs(x[g * kKvQ8Group + i]));
+    const float d = f16_to_f32(scales[g * 2]);
+    EXPECT_NEAR(d, amax / 127, amax / 127 / 1024) << g;
+    EXPECT_EQ(0xFFFF, scales[g * 2 + 1]) << "wrote between strided scales";
+    for (int i = 0; i < kKvQ8Group; ++i) {
+      const int at = g * kKvQ8Group + i;
+      EXPECT_LE(std::abs(codes[at * 3]), 127);
+      // Half a step, plus the f16 rounding of the scale times the code.
+      EXPECT_NEAR(codes[at * 3] * d, x[at], d / 2 + 127 * d / 1024 + 1e-7f) << at;
+      EXPECT_EQ(99, codes[at * 3 + 1]) << "wrote between strided codes";
+    }
+  }
+  EXPECT_EQ(0, f16_to_f32(scales[4]));
+}
+
+TEST(KvQuantTest, NonFiniteInputGivesDefinedCodes) {
+  std::vector<float> x(32, 1.0f);
+  x[3] = NAN;
+  x[5] = INFINITY;
+  std::vector<int8_t> codes(32);
+  uint16_t scale = 0;
+  quantize_kv_q8(x.data(), 32, codes.data(), 1, &scale, 1);  // no UB (checked under UBSan)
+  for (int8_t c : codes) EXPECT_LE(std::abs(c), 127);
+}
+
+// The AVX2 quantizer writes the scalar one's bytes (so the cache's contents
+// do not depend on the CPU path), contiguous and strided.
+TEST(KvQuantTest, Avx2MatchesScalarBytes) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  for (float spread : {1e-3f, 1.0f, 300.0f}) {
+    auto x = random_floats(256, 11);
+    for (float& v : x) v *= spread;
+    // Group 0 gets scale 1 * spread: at spread 1, 2.5 and -3.5 are exact
+    // ties (nearest even: 2 and -4).
+    for (int i = 0; i < kKvQ8Group; ++i) x[i] = std::fmod(x[i], 2.0f);
+    x[0] = 127 * spread;
+    x[1] = 2.5f * spread;
+    x[2] = -3.5f * spread;
+    for (int64_t stride : {1, 7}) {
+      std::vector<int8_t> want(256 * stride, 3), got(256 * stride, 3);
+      std::vector<uint16_t> want_scales(8 * stride, 1), got_scales(8 * stride, 1);
+      ref::quantize_kv_q8(x.data(), 256, want.data(), stride, want_scales.data(), stride);
+      avx2::quantize_kv_q8(x.data(), 256, got.data(), stride, got_scales.data(), stride);
+      EXPECT_EQ(want, got) << "spread " << spread << " stride " << stride;
+      EXPECT_EQ(want_scales, got_scales) << "spread " << spread << " stride " << stride;
+      if (spread == 1.0f) EXPECT_EQ(2, got[1 * stride]) << "stride " << stride;
+      if (spread == 1.0f) EXPECT_EQ(-4, got[2 * stride]) << "stride " << stride;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace omnibus

@@ -1,0 +1,126 @@
+// Test helpers shared by the attention tests: random Q/K/V, each
+// implementation of attention_chunk behind attention_row_paged, and the
+// paged store's block layout built from rows.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/kv_quant.h"
+#include "tensor/quant.h"
+
+namespace omnibus::attention_test_util {
+
+inline std::vector<float> random_floats(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Random K or V rows in the cache's f16 format.
+inline std::vector<uint16_t> random_halves(int64_t n, uint32_t seed) {
+  std::vector<uint16_t> h(n);
+  const auto f = random_floats(n, seed);
+  for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(f[i]);
+  return h;
+}
+
+using PagedFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*, float*, int,
+                        int);
+
+// attention_row_paged on one implementation of attention_chunk.
+inline void ref_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
+             float* out, int h0, int h1) {
+  attention_row_paged_with(ref::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+inline void avx2_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
+              float* out, int h0, int h1) {
+  attention_row_paged_with(avx2::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+
+// The paged store's layout: blocks of `block_size` positions, V as
+// [kv_head][offset][head_dim] and K transposed, [kv_head][head_dim][offset]
+// (plus kTransposedKeyOverread readable elements after the last block).
+// Sets shape's strides; returns one run per block.
+inline std::vector<KvRun> transposed_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
+                                     AttentionShape& shape, int64_t n_kv, int64_t block_size,
+                                     std::vector<uint16_t>& key_store, std::vector<uint16_t>& value_store) {
+  const int n_head_kv = shape.n_head_kv, head_dim = shape.head_dim;
+  const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
+  key_store.assign(blocks * block_size * kv_dim + kTransposedKeyOverread, 0x7E00);  // f16 NaN: unread slots
+  value_store.assign(blocks * block_size * kv_dim, 0x7E00);
+  std::vector<KvRun> runs;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t count = std::min(block_size, n_kv - b * block_size), base = b * block_size * kv_dim;
+    for (int64_t o = 0; o < count; ++o)
+      for (int h = 0; h < n_head_kv; ++h)
+        for (int d = 0; d < head_dim; ++d) {
+          const int64_t from = (b * block_size + o) * kv_dim + h * head_dim + d;
+          key_store[base + (h * head_dim + d) * block_size + o] = keys[from];
+          value_store[base + (h * block_size + o) * head_dim + d] = values[from];
+        }
+    runs.push_back({key_store.data() + base, value_store.data() + base, count});
+  }
+  shape.kv_head_stride = block_size * head_dim;
+  shape.k_dim_stride = block_size;
+  return runs;
+}
+
+// A q8_0 cache's buffers (kernels/kv_quant.h) for q8_blocks.
+struct Q8Store {
+  std::vector<int8_t> key_codes, value_codes;
+  std::vector<uint16_t> key_scales, value_scales;
+};
+
+// q8_0 version of transposed_blocks: each head's vector of `keys` and
+// `values` (f16 rows of n_head_kv * head_dim) widened and quantized, codes
+// in the f16 layout, K's scales [kv_head][group][offset] and V's
+// [kv_head][offset][group] per block. Unwritten scale slots hold f16 NaN.
+// Sets shape's type and strides; returns one run per block.
+inline std::vector<KvRun> q8_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
+                                    AttentionShape& shape, int64_t n_kv, int64_t block_size, Q8Store& store) {
+  const int n_head_kv = shape.n_head_kv, head_dim = shape.head_dim, groups = head_dim / kKvQ8Group;
+  const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
+  const int64_t elements = blocks * block_size * kv_dim, scales = elements / kKvQ8Group;
+  store.key_codes.assign(elements + kTransposedKeyOverread, -128);
+  store.value_codes.assign(elements, -128);
+  store.key_scales.assign(scales + kTransposedKeyOverread, 0x7E00);
+  store.value_scales.assign(scales, 0x7E00);
+  std::vector<float> head(head_dim);
+  std::vector<KvRun> runs;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t count = std::min(block_size, n_kv - b * block_size);
+    const int64_t base = b * block_size * kv_dim, scale_base = base / kKvQ8Group;
+    for (int64_t o = 0; o < count; ++o)
+      for (int h = 0; h < n_head_kv; ++h) {
+        const int64_t from = (b * block_size + o) * kv_dim + int64_t{h} * head_dim;
+        for (int d = 0; d < head_dim; ++d) head[d] = f16_to_f32(keys[from + d]);
+        quantize_kv_q8(head.data(), head_dim, store.key_codes.data() + base + int64_t{h} * head_dim * block_size + o,
+                       block_size, store.key_scales.data() + scale_base + int64_t{h} * groups * block_size + o,
+                       block_size);
+        for (int d = 0; d < head_dim; ++d) head[d] = f16_to_f32(values[from + d]);
+        quantize_kv_q8(head.data(), head_dim, store.value_codes.data() + base + (h * block_size + o) * head_dim, 1,
+                       store.value_scales.data() + scale_base + (h * block_size + o) * groups, 1);
+      }
+    KvRun run;
+    run.count = count;
+    run.k_q = store.key_codes.data() + base;
+    run.v_q = store.value_codes.data() + base;
+    run.k_scale = store.key_scales.data() + scale_base;
+    run.v_scale = store.value_scales.data() + scale_base;
+    runs.push_back(run);
+  }
+  shape.kv_type = KvCacheType::kQ8_0;
+  shape.kv_head_stride = block_size * head_dim;
+  shape.k_dim_stride = block_size;
+  shape.scale_head_stride = block_size * groups;
+  return runs;
+}
+
+}  // namespace omnibus::attention_test_util
