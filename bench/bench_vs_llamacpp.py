@@ -104,11 +104,12 @@ def run_child(mode, config):
 
 # ---------------------------------------------------------------- omnibus
 
-def run_omnibus(binary, model, threads, batch, prompt_args, n_new):
+def run_omnibus(binary, model, threads, batch, prompt_args, n_new, kv_type="f16"):
     with tempfile.TemporaryDirectory() as tmp:
         stats_path = Path(tmp) / "stats.json"
         cmd = [str(binary), "run", "-m", str(model), *prompt_args,
                "-n", str(n_new), "-t", str(threads), "-b", str(batch),
+               "--kv-type", kv_type,
                "--ignore-eos", "--temp", "0", "--stats-json", str(stats_path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not stats_path.exists():
@@ -120,11 +121,11 @@ def run_omnibus(binary, model, threads, batch, prompt_args, n_new):
 def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=None):
     def prefill():
         return run_omnibus(args.omnibus, args.model, threads, args.batch,
-                           ["-f", str(prompt_file)], 1)
+                           ["-f", str(prompt_file)], 1, args.kv_type)
 
     def decode():
         return run_omnibus(args.omnibus, args.model, threads, args.batch,
-                           ["-p", SHORT_PROMPT], args.decode_tokens)
+                           ["-p", SHORT_PROMPT], args.decode_tokens, args.kv_type)
 
     prefill(), decode()  # warm-up: page cache, CPU clocks
     pre = [prefill() for _ in range(args.reps)]
@@ -134,7 +135,7 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
         long_dec = [run_omnibus(args.omnibus, args.model, threads, args.batch,
                                 ["-f", str(long_prompt_file),
                                  "-c", str(args.long_context + LONG_DECODE_TOKENS + 16)],
-                                LONG_DECODE_TOKENS)
+                                LONG_DECODE_TOKENS, args.kv_type)
                     for _ in range(args.reps)]
     if pre[0]["prompt_tokens"] != expect_tokens:
         print(f"warning: omnibus counted {pre[0]['prompt_tokens']} prompt "
@@ -161,7 +162,7 @@ def bench_llamacpp(args, threads, prompt_tokens, short_tokens, long_tokens=None)
     """Runs llama_child() in a fresh interpreter and returns its result."""
     result = run_child("--llama-child", {
         "model": str(args.model), "threads": threads, "batch": args.batch,
-        "reps": args.reps, "decode_tokens": args.decode_tokens,
+        "kv_type": args.kv_type, "reps": args.reps, "decode_tokens": args.decode_tokens,
         "prompt_tokens": prompt_tokens, "short_tokens": short_tokens,
         "long_tokens": long_tokens or [], "long_decode_tokens": LONG_DECODE_TOKENS})
     for key, values in result["runs"].items():
@@ -186,13 +187,16 @@ def llama_child(config_path):
     base_rss = proc_status_mib("VmRSS")
     start = time.perf_counter()
     # llama.cpp's CPU defaults: f16 KV, flash attention "auto" (= on for the
-    # CPU backend; llama-cpp-python turns it off unless asked).
+    # CPU backend; llama-cpp-python turns it off unless asked). --kv-type
+    # q8_0 sets type_k = type_v = q8_0 (a quantized V needs flash attention).
+    kv_type = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0}[cfg["kv_type"]]
+
     def open_model(n_ctx):
         return llama_cpp.Llama(
             model_path=cfg["model"], n_ctx=n_ctx, n_batch=cfg["batch"],
             n_ubatch=cfg["batch"], n_threads=cfg["threads"],
             n_threads_batch=cfg["threads"], flash_attn=True, logits_all=False,
-            verbose=False, seed=0)
+            type_k=kv_type, type_v=kv_type, verbose=False, seed=0)
 
     llm = open_model(1024)
     load_ms = (time.perf_counter() - start) * 1e3
@@ -372,6 +376,8 @@ def parse_args():
                    help="prompt tokens per forward step, both engines")
     p.add_argument("--prompt-source", type=Path, default=DEFAULT_PROMPT_SOURCE,
                    help="text whose first tokens form the prefill prompt")
+    p.add_argument("--kv-type", choices=("f16", "q8_0"), default="f16",
+                   help="KV cache type for both engines (llama.cpp: type_k = type_v)")
     p.add_argument("--threads-scaling", action="store_true",
                    help="also run at 1 and 2 threads and print 2t/1t")
     p.add_argument("--skip-omnibus", action="store_true")
@@ -424,7 +430,7 @@ def main():
               "processes share the CPUs and the numbers will be noisy",
               file=sys.stderr)
     report = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-              "model": str(args.model), "threads": args.threads,
+              "model": str(args.model), "threads": args.threads, "kv_type": args.kv_type,
               "reps": args.reps, "batch": args.batch,
               "decode_tokens": args.decode_tokens,
               "short_prompt": SHORT_PROMPT, "load_average_start": load}

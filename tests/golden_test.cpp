@@ -25,7 +25,7 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 class GoldenTest : public ::testing::Test {
- protected:
+ public:  // the check_* helpers below build generators too
   static void SetUpTestSuite() {
     const std::string path = testing::real_model_path();
     if (path.empty()) return;
@@ -40,8 +40,8 @@ class GoldenTest : public ::testing::Test {
     OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL(load_error_.empty() ? "OMNIBUS_MODEL is not set" : load_error_);
   }
 
-  std::unique_ptr<Generator> generator(int context) {
-    auto g = Generator::create(model_, 2, context, 256);
+  std::unique_ptr<Generator> generator(int context, KvCacheType kv_type = KvCacheType::kF16) {
+    auto g = Generator::create(model_, 2, context, 256, kv_type);
     EXPECT_TRUE(g.is_ok()) << g.status().to_string();
     return std::move(g).value();
   }
@@ -59,9 +59,10 @@ class GoldenTest : public ::testing::Test {
 // quant layout) breaks confident positions and fails this at once.
 constexpr int kConfidentGapMilli = 500;
 
-TEST_F(GoldenTest, TeacherForcedArgmaxAgreesWithLlamaCpp) {
+// The teacher-forced check on one KV cache type.
+void check_teacher_forced(Generator& generator_under_test) {
   const auto golden = read_json("tests/golden/teacher_forced.json");
-  auto gen = generator(1024);
+  Generator* gen = &generator_under_test;
   int positions = 0, agree = 0, confident = 0, confident_agree = 0;
   for (const auto& seq : golden["sequences"]) {
     const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
@@ -94,12 +95,26 @@ TEST_F(GoldenTest, TeacherForcedArgmaxAgreesWithLlamaCpp) {
   EXPECT_GE(rate, 0.95);
 }
 
-TEST_F(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) {
+TEST_F(GoldenTest, TeacherForcedArgmaxAgreesWithLlamaCpp) { check_teacher_forced(*generator(1024)); }
+
+// The q8_0 KV cache (--kv-type q8_0) against the same f16-cache golden data:
+// the same bars (every confident position, >= 95% overall).
+TEST_F(GoldenTest, TeacherForcedArgmaxWithQ8KvCacheAgreesWithLlamaCpp) {
+  check_teacher_forced(*generator(1024, KvCacheType::kQ8_0));
+}
+
+// Perplexity over the golden text on one KV cache type.
+void check_perplexity(GoldenTest* test, KvCacheType kv_type);
+
+TEST_F(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kF16); }
+TEST_F(GoldenTest, PerplexityWithQ8KvCacheWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kQ8_0); }
+
+void check_perplexity(GoldenTest* test, KvCacheType kv_type) {
   const auto golden = read_json("tests/golden/perplexity.json");
   const int chunk = golden["chunk_size"].get<int>();
   const auto tokens = golden["tokens"].get<std::vector<int32_t>>();
   const double want = golden["ppl"].get<double>();
-  auto gen = generator(chunk);
+  auto gen = test->generator(chunk, kv_type);
   double total = 0;
   size_t count = 0;
   for (size_t start = 0; start + chunk <= tokens.size(); start += chunk) {
@@ -109,7 +124,8 @@ TEST_F(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) {
     count += r->nll.size();
   }
   const double ppl = std::exp(total / count);
-  std::printf("perplexity: omnibus %.4f, llama.cpp %.4f (%+.3f%%)\n", ppl, want, 100 * (ppl / want - 1));
+  std::printf("perplexity, %s KV cache: omnibus %.4f, llama.cpp %.4f (%+.3f%%)\n", kv_cache_type_name(kv_type), ppl,
+              want, 100 * (ppl / want - 1));
   EXPECT_NEAR(ppl / want, 1.0, 0.01);
 }
 
