@@ -251,30 +251,45 @@ inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_
   }
 }
 
-// out[g][0..32) += p[g][j] * v_j[0..32) over `count` positions (f16 rows at
-// v, `stride` apart) for G heads sharing the V rows, each V vector widened
-// once. Per output float: loaded from out, one FMA per position in order,
-// stored back, so splitting positions into runs changes nothing.
+// One prefetch per position of a run's V rows (the 64-byte line holding the
+// slice the value kernels read next), so V streams from DRAM at long context.
+inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes) {
+  const auto* p = static_cast<const char*>(first);
+  for (int64_t j = 0; j < count; ++j, p += stride_bytes) asm volatile("prefetcht0 %0" : : "m"(*p));
+}
+
+// out[g][0..8 * VECS) += p[g][j] * v_j[0..8 * VECS) over the positions of
+// `runs` in order (f16 rows at run.v + offset, `stride` apart) for G heads
+// sharing the V rows, each V vector widened once; p[g][j] counts positions
+// from the first run's first. Per output float: loaded from out, one FMA per
+// position in order, stored back, so splitting positions into runs (or
+// calls) changes nothing. The accumulators stay in registers across runs
+// (a load and store per KV block cost ~10% at 16-position blocks).
 template <int G, int VECS>
-inline void accumulate_heads32(const float* const* p, const uint16_t* v, int64_t stride, int64_t count,
+inline void accumulate_heads32(const float* const* p, std::span<const KvRun> runs, int64_t offset, int64_t stride,
                                float* const* out) {
   __m256 acc[G][VECS];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g)
 #pragma GCC unroll 4
     for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
-  // Weights first, then one V vector at a time: G * VECS accumulators + G
-  // weights + 1 vector fit the 16 ymm registers at G = 3, VECS = 4 (all
-  // four V vectors live at once spilled one register every position).
-  for (int64_t j = 0; j < count; ++j, v += stride) {
-    __m256 w[G];
+  int64_t at = 0;  // position of the run's first, counted from runs[0]'s
+  for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
+    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v + offset, runs[r + 1].count, stride * 2);
+    const uint16_t* v = runs[r].v + offset;
+    // Weights first, then one V vector at a time: G * VECS accumulators + G
+    // weights + 1 vector fit the 16 ymm registers at G = 3, VECS = 4 (all
+    // four V vectors live at once spilled one register every position).
+    for (int64_t j = at, end = at + runs[r].count; j < end; ++j, v += stride) {
+      __m256 w[G];
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(p[g] + j);
+      for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(p[g] + j);
 #pragma GCC unroll 4
-    for (int c = 0; c < VECS; ++c) {
-      const __m256 vv = load_f16x8(v + 8 * c);
+      for (int c = 0; c < VECS; ++c) {
+        const __m256 vv = load_f16x8(v + 8 * c);
 #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
+        for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
+      }
     }
   }
 #pragma GCC unroll 4
@@ -285,51 +300,58 @@ inline void accumulate_heads32(const float* const* p, const uint16_t* v, int64_t
 
 // accumulate_heads32 for G heads and `vecs` (1..4) vectors of 8 floats.
 template <int G>
-inline void accumulate_heads_g(int vecs, const float* const* p, const uint16_t* v, int64_t stride, int64_t count,
-                               float* const* out) {
+inline void accumulate_heads_g(int vecs, const float* const* p, std::span<const KvRun> runs, int64_t offset,
+                               int64_t stride, float* const* out) {
   switch (vecs) {
-    case 4: return accumulate_heads32<G, 4>(p, v, stride, count, out);
-    case 3: return accumulate_heads32<G, 3>(p, v, stride, count, out);
-    case 2: return accumulate_heads32<G, 2>(p, v, stride, count, out);
-    default: return accumulate_heads32<G, 1>(p, v, stride, count, out);
+    case 4: return accumulate_heads32<G, 4>(p, runs, offset, stride, out);
+    case 3: return accumulate_heads32<G, 3>(p, runs, offset, stride, out);
+    case 2: return accumulate_heads32<G, 2>(p, runs, offset, stride, out);
+    default: return accumulate_heads32<G, 1>(p, runs, offset, stride, out);
   }
 }
 
 // accumulate_heads32 for n (1..3) heads and width (8..32, a multiple of 8).
-inline void accumulate_heads(int n, int width, const float* const* p, const uint16_t* v, int64_t stride,
-                             int64_t count, float* const* out) {
+inline void accumulate_heads(int n, int width, const float* const* p, std::span<const KvRun> runs, int64_t offset,
+                             int64_t stride, float* const* out) {
   switch (n) {
-    case 3: return accumulate_heads_g<3>(width / 8, p, v, stride, count, out);
-    case 2: return accumulate_heads_g<2>(width / 8, p, v, stride, count, out);
-    default: return accumulate_heads_g<1>(width / 8, p, v, stride, count, out);
+    case 3: return accumulate_heads_g<3>(width / 8, p, runs, offset, stride, out);
+    case 2: return accumulate_heads_g<2>(width / 8, p, runs, offset, stride, out);
+    default: return accumulate_heads_g<1>(width / 8, p, runs, offset, stride, out);
   }
 }
 
-// accumulate_heads32 for one q8_0 group of V (32 codes per position at v,
-// `stride` apart; the group's f16 scale at v_scale, `scale_stride` apart):
-// per position and head the weight is p * scale (one rounding), then one
-// FMA per value element in position order.
+// accumulate_heads32 for one q8_0 group of V (32 codes per position at
+// run.v_q + offset, `stride` apart; the group's f16 scale at run.v_scale +
+// scale_offset, `scale_stride` apart): per position and head the weight is
+// p * scale (one rounding), then one FMA per value element in position
+// order.
 template <int G>
-inline void accumulate_heads_q8(const float* const* p, const int8_t* v, const uint16_t* v_scale, int64_t stride,
-                                int64_t scale_stride, int64_t count, float* const* out) {
+inline void accumulate_heads_q8(const float* const* p, std::span<const KvRun> runs, int64_t offset,
+                                int64_t scale_offset, int64_t stride, int64_t scale_stride, float* const* out) {
   __m256 acc[G][4];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
-  for (int64_t j = 0; j < count; ++j, v += stride, v_scale += scale_stride) {
-    const float scale = _cvtsh_ss(*v_scale);
-    __m256 w[G];
+  int64_t at = 0;
+  for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
+    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v_q + offset, runs[r + 1].count, stride);
+    const int8_t* v = runs[r].v_q + offset;
+    const uint16_t* v_scale = runs[r].v_scale + scale_offset;
+    for (int64_t j = at, end = at + runs[r].count; j < end; ++j, v += stride, v_scale += scale_stride) {
+      const float scale = _cvtsh_ss(*v_scale);
+      __m256 w[G];
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) w[g] = _mm256_set1_ps(p[g][j] * scale);
-    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v));
-    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16));
+      for (int g = 0; g < G; ++g) w[g] = _mm256_set1_ps(p[g][j] * scale);
+      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v));
+      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16));
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m128i half = c < 2 ? lo : hi;
-      const __m256 vv = widen_i8x8(c % 2 == 0 ? half : _mm_unpackhi_epi64(half, half));
+      for (int c = 0; c < 4; ++c) {
+        const __m128i half = c < 2 ? lo : hi;
+        const __m256 vv = widen_i8x8(c % 2 == 0 ? half : _mm_unpackhi_epi64(half, half));
 #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
+        for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
+      }
     }
   }
 #pragma GCC unroll 4
@@ -377,23 +399,23 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     // function's lambdas (none were in the object code).
     for (int64_t off = 0; off < bytes; off += 64) asm volatile("prefetcht0 %0" : : "m"(p[off]));
   };
-  auto prefetch_run = [&](size_t r, bool keys) {
+  // K of run r (the value kernels prefetch V themselves).
+  auto prefetch_keys = [&](size_t r) {
     if (r >= runs.size()) return;
-    const void* base = q8 ? static_cast<const void*>(keys ? runs[r].k_q : runs[r].v_q)
-                          : static_cast<const void*>(keys ? runs[r].k : runs[r].v);
+    const void* base = q8 ? static_cast<const void*>(runs[r].k_q) : static_cast<const void*>(runs[r].k);
     // One head's positions (or whole rows); transposed K: one head's block.
-    const int64_t span = keys && s.k_dim_stride != 0 ? s.head_dim * s.k_dim_stride : runs[r].count * row_stride;
+    const int64_t span = s.k_dim_stride != 0 ? s.head_dim * s.k_dim_stride : runs[r].count * row_stride;
     if (s.kv_head_stride == 0) return prefetch(base, span);
     for (int kv = kv_first; kv <= kv_last; ++kv)
       prefetch(static_cast<const char*>(base) + kv * s.kv_head_stride * element_bytes, span);
   };
   // For each run r (positions first .. first + count) and each batch of at
   // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
-  // i0 counted from head_begin. The next run's K (or V) is prefetched.
-  auto for_runs_and_head_batches = [&](bool keys, auto&& fn) {
+  // i0 counted from head_begin. The next run's K is prefetched.
+  auto for_runs_and_head_batches = [&](auto&& fn) {
     int64_t first = 0;
     for (size_t r = 0; r < runs.size(); ++r) {
-      prefetch_run(r + 1, keys);
+      prefetch_keys(r + 1);
       for (int kv = kv_first; kv <= kv_last; ++kv) {
         const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
         for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
@@ -403,7 +425,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     }
   };
   // Scores: head i's go to scores[i * n_kv ...].
-  for_runs_and_head_batches(true, [&](const KvRun& run, int64_t first, int i0, int n, int kv) {
+  for_runs_and_head_batches([&](const KvRun& run, int64_t first, int i0, int n, int kv) {
     const float* qs[kHeadsPerKernel];
     float* outs[kHeadsPerKernel];
     if (q8) {
@@ -456,29 +478,34 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   if (n_kv == 0) return;
   // Values: each output float's sum runs over positions in order, 32 floats
   // of each head at a time.
-  for_runs_and_head_batches(false, [&](const KvRun& run, int64_t first, int i0, int n, int kv) {
-    const float* ps[kHeadsPerKernel];
-    float* outs[kHeadsPerKernel];
-    for (int d = 0; d < s.head_dim; d += 32) {
-      for (int g = 0; g < n; ++g) {
-        ps[g] = scores + (i0 + g) * n_kv + first;
-        outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
-      }
-      if (q8) {
-        const int8_t* v = run.v_q + kv * s.kv_head_step() + d;
-        const uint16_t* vs = run.v_scale + kv * s.scale_head_stride + d / kKvQ8Group;
-        const int64_t scale_stride = row_stride / kKvQ8Group;
-        switch (n) {
-          case 3: accumulate_heads_q8<3>(ps, v, vs, row_stride, scale_stride, run.count, outs); break;
-          case 2: accumulate_heads_q8<2>(ps, v, vs, row_stride, scale_stride, run.count, outs); break;
-          default: accumulate_heads_q8<1>(ps, v, vs, row_stride, scale_stride, run.count, outs); break;
+  // Values: for each batch of heads sharing a KV head and each 32 floats of
+  // their outputs, one kernel call over all the chunk's runs.
+  for (int kv = kv_first; kv <= kv_last; ++kv) {
+    const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
+    for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel) {
+      const int n = std::min(kHeadsPerKernel, i_end - i0);
+      const float* ps[kHeadsPerKernel];
+      float* outs[kHeadsPerKernel];
+      for (int d = 0; d < s.head_dim; d += 32) {
+        for (int g = 0; g < n; ++g) {
+          ps[g] = scores + (i0 + g) * n_kv;
+          outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
         }
-        continue;
+        const int64_t offset = kv * s.kv_head_step() + d;
+        if (q8) {
+          const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group;
+          const int64_t scale_stride = row_stride / kKvQ8Group;
+          switch (n) {
+            case 3: accumulate_heads_q8<3>(ps, runs, offset, scale_offset, row_stride, scale_stride, outs); break;
+            case 2: accumulate_heads_q8<2>(ps, runs, offset, scale_offset, row_stride, scale_stride, outs); break;
+            default: accumulate_heads_q8<1>(ps, runs, offset, scale_offset, row_stride, scale_stride, outs); break;
+          }
+        } else {
+          accumulate_heads(n, std::min(32, s.head_dim - d), ps, runs, offset, row_stride, outs);
+        }
       }
-      const uint16_t* v = run.v + kv * s.kv_head_step() + d;
-      accumulate_heads(n, std::min(32, s.head_dim - d), ps, v, row_stride, run.count, outs);
     }
-  });
+  }
 }
 
 }  // namespace
