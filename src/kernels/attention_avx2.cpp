@@ -42,8 +42,11 @@ inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// 8 int8 codes (a q8_0 cache) widened to f32.
-inline __m256 widen_i8x8(__m128i codes) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)); }
+// 8 int8 codes (a q8_0 cache) widened to f32; the load folds into
+// vpmovsxbd (loading 16 and unpacking the high half cost a shuffle more).
+inline __m256 load_i8x8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 
 // e^x for x <= 0 (softmax inputs after subtracting the max); below about
 // -87.3 the result is the smallest normal float, ~1e-38, not 0: harmless
@@ -230,8 +233,7 @@ inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) part[g][0] = part[g][1] = _mm256_setzero_ps();
       for (int d = d0; d < d0 + kKvQ8Group; ++d, kj += dim_stride) {
-        const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kj));
-        const __m256 k0 = widen_i8x8(codes), k1 = widen_i8x8(_mm_unpackhi_epi64(codes, codes));
+        const __m256 k0 = load_i8x8(kj), k1 = load_i8x8(kj + 8);
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
           const __m256 qd = _mm256_broadcast_ss(q[g] + d);
@@ -343,12 +345,9 @@ inline void accumulate_heads_q8(const float* const* p, std::span<const KvRun> ru
       __m256 w[G];
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) w[g] = _mm256_set1_ps(p[g][j] * scale);
-      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v));
-      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16));
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        const __m128i half = c < 2 ? lo : hi;
-        const __m256 vv = widen_i8x8(c % 2 == 0 ? half : _mm_unpackhi_epi64(half, half));
+        const __m256 vv = load_i8x8(v + 8 * c);
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
       }
