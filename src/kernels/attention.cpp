@@ -82,8 +82,8 @@ class RunCursor {
       } else {
         cut.k_q = run.k_q + skip * k_step_;
         cut.v_q = run.v_q + skip * v_step_;
-        cut.k_scale = run.k_scale + skip * k_step_;
-        cut.v_scale = run.v_scale + skip * (v_step_ / kKvQ8Group);
+        cut.k_scale = run.k_scale + skip;
+        cut.v_scale = run.v_scale + skip;
       }
     }
     return n;
@@ -217,9 +217,9 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
       for (int64_t j = 0; j < run.count; ++j, ++p) {
         if (q8) {
           const int8_t* vj = run.v_q + j * row_stride + kv_offset;
-          const uint16_t* sj = run.v_scale + j * groups + (h / group) * s.scale_head_stride;
+          const uint16_t* sj = run.v_scale + j + (h / group) * s.scale_head_stride;
           for (int d = 0; d < s.head_dim; ++d)
-            acc[d] = std::fma(*p * f16_to_f32(sj[d / kKvQ8Group]), static_cast<float>(vj[d]), acc[d]);
+            acc[d] = std::fma(*p * f16_to_f32(sj[d / kKvQ8Group * s.k_dim_stride]), static_cast<float>(vj[d]), acc[d]);
         } else {
           const uint16_t* vj = run.v + j * row_stride + kv_offset;
           for (int d = 0; d < s.head_dim; ++d) acc[d] += *p * f16_to_f32(vj[d]);

@@ -48,8 +48,7 @@ struct AttentionShape {
   // and head_dim a multiple of kKvQ8Group. K's scales mirror its codes with
   // one entry per group instead of per dimension: group g of KV head h,
   // position j at k_scale + h * scale_head_stride + g * k_dim_stride + j. V's
-  // scales follow each position's codes: head h, position j, group g at
-  // v_scale + h * scale_head_stride + j * (head_dim / kKvQ8Group) + g.
+  // scales are laid out as K's (eight positions' scales in one vector).
   KvCacheType kv_type = KvCacheType::kF16;
   int64_t scale_head_stride = 0;
   int64_t kv_head_step() const { return kv_head_stride != 0 ? kv_head_stride : head_dim; }
@@ -135,8 +134,8 @@ void attention_finish(int head_dim, int heads, const AttentionPartial& state, fl
 // (positions in run order), cut at both ends; writes them to `out` (room
 // for min(runs.size(), count) entries) and returns how many. K and V
 // pointers (f16 or q8_0 codes) move k_step and v_step elements per
-// position; q8_0 scales move k_step (K is transposed, k_step 1) and
-// v_step / kKvQ8Group.
+// position; q8_0 scales move one element per position (q8_0 K is always
+// transposed, and its and V's scales are laid out alike).
 size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int64_t k_step, int64_t v_step,
                   KvRun* out);
 

@@ -323,13 +323,15 @@ inline void accumulate_heads(int n, int width, const float* const* p, std::span<
 }
 
 // accumulate_heads32 for one q8_0 group of V (32 codes per position at
-// run.v_q + offset, `stride` apart; the group's f16 scale at run.v_scale +
-// scale_offset, `scale_stride` apart): per position and head the weight is
-// p * scale (one rounding), then one FMA per value element in position
-// order.
+// run.v_q + offset, `stride` apart; the group's f16 scales at run.v_scale +
+// scale_offset, one per position): per position and head the weight is
+// p * scale (one rounding, eight positions at a time into `weights`), then
+// one FMA per value element in position order. weights: scratch for G x
+// the longest run's positions.
 template <int G>
 inline void accumulate_heads_q8(const float* const* p, std::span<const KvRun> runs, int64_t offset,
-                                int64_t scale_offset, int64_t stride, int64_t scale_stride, float* const* out) {
+                                int64_t scale_offset, int64_t stride, float* weights, int64_t weights_stride,
+                                float* const* out) {
   __m256 acc[G][4];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g)
@@ -338,13 +340,20 @@ inline void accumulate_heads_q8(const float* const* p, std::span<const KvRun> ru
   int64_t at = 0;
   for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
     if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v_q + offset, runs[r + 1].count, stride);
+    const int64_t count = runs[r].count;
+    const uint16_t* scale = runs[r].v_scale + scale_offset;
+    for (int g = 0; g < G; ++g) {
+      float* w = weights + g * weights_stride;
+      int64_t j = 0;
+      for (; j + 8 <= count; j += 8)
+        _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(p[g] + at + j), load_f16x8(scale + j)));
+      for (; j < count; ++j) w[j] = p[g][at + j] * _cvtsh_ss(scale[j]);
+    }
     const int8_t* v = runs[r].v_q + offset;
-    const uint16_t* v_scale = runs[r].v_scale + scale_offset;
-    for (int64_t j = at, end = at + runs[r].count; j < end; ++j, v += stride, v_scale += scale_stride) {
-      const float scale = _cvtsh_ss(*v_scale);
+    for (int64_t j = 0; j < count; ++j, v += stride) {
       __m256 w[G];
 #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) w[g] = _mm256_set1_ps(p[g][j] * scale);
+      for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(weights + g * weights_stride + j);
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         const __m256 vv = load_i8x8(v + 8 * c);
@@ -492,12 +501,19 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         }
         const int64_t offset = kv * s.kv_head_step() + d;
         if (q8) {
-          const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group;
-          const int64_t scale_stride = row_stride / kKvQ8Group;
+          const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride;
+          // A run holds at most a chunk's positions.
+          alignas(32) float weights[kHeadsPerKernel * kAttentionChunk];
           switch (n) {
-            case 3: accumulate_heads_q8<3>(ps, runs, offset, scale_offset, row_stride, scale_stride, outs); break;
-            case 2: accumulate_heads_q8<2>(ps, runs, offset, scale_offset, row_stride, scale_stride, outs); break;
-            default: accumulate_heads_q8<1>(ps, runs, offset, scale_offset, row_stride, scale_stride, outs); break;
+            case 3:
+              accumulate_heads_q8<3>(ps, runs, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
+              break;
+            case 2:
+              accumulate_heads_q8<2>(ps, runs, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
+              break;
+            default:
+              accumulate_heads_q8<1>(ps, runs, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
+              break;
           }
         } else {
           accumulate_heads(n, std::min(32, s.head_dim - d), ps, runs, offset, row_stride, outs);

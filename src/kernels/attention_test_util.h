@@ -80,8 +80,7 @@ struct Q8Store {
 
 // q8_0 version of transposed_blocks: each head's vector of `keys` and
 // `values` (f16 rows of n_head_kv * head_dim) widened and quantized, codes
-// in the f16 layout, K's scales [kv_head][group][offset] and V's
-// [kv_head][offset][group] per block. Unwritten scale slots hold f16 NaN.
+// in the f16 layout, K's and V's scales [kv_head][group][offset] per block. Unwritten scale slots hold f16 NaN.
 // Sets shape's type and strides; returns one run per block.
 inline std::vector<KvRun> q8_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
                                     AttentionShape& shape, int64_t n_kv, int64_t block_size, Q8Store& store) {
@@ -106,7 +105,8 @@ inline std::vector<KvRun> q8_blocks(const std::vector<uint16_t>& keys, const std
                        block_size);
         for (int d = 0; d < head_dim; ++d) head[d] = f16_to_f32(values[from + d]);
         quantize_kv_q8(head.data(), head_dim, store.value_codes.data() + base + (h * block_size + o) * head_dim, 1,
-                       store.value_scales.data() + scale_base + (h * block_size + o) * groups, 1);
+                       store.value_scales.data() + scale_base + int64_t{h} * groups * block_size + o,
+                       block_size);
       }
     KvRun run;
     run.count = count;

@@ -138,15 +138,16 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
     const int block = rows[i].block_table[rows[i].pos / bs];
     const int offset = rows[i].pos % bs;
     if (kv.type() == KvCacheType::kQ8_0) {
-      // K's codes and scales transposed (one element per dimension or group
-      // row of the block), V's in order.
+      // K's codes transposed (one element per dimension row of the block),
+      // V's in order; both K's and V's scales one per group row.
       for (int h = 0; h < c.n_head_kv; ++h) {
         const int64_t from = static_cast<int64_t>(i) * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
         quantize_kv_q8(k_.data() + from, c.head_dim, kv.key_codes_at(layer, block, offset) + h * kv.head_stride(),
                        kv.key_dim_stride(), kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
                        kv.key_dim_stride());
         quantize_kv_q8(v_.data() + from, c.head_dim, kv.value_codes_at(layer, block, offset) + h * kv.head_stride(),
-                       1, kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), 1);
+                       1, kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
+                       kv.key_dim_stride());
       }
       continue;
     }

@@ -21,9 +21,9 @@
 //
 // KvCacheType::kQ8_0 (--kv-type q8_0) stores int8 codes in the same layout
 // as the f16 elements, plus one f16 scale per 32 values of a head's vector
-// (kernels/kv_quant.h): K's scales as [kv_head][group][offset] per block
-// (mirroring its transposed codes), V's as [kv_head][offset][group]. 34
-// bytes per 32 values instead of 64.
+// (kernels/kv_quant.h): K's and V's scales as [kv_head][group][offset] per
+// block (eight positions' scales in one vector). 34 bytes per 32 values
+// instead of 64.
 #pragma once
 
 #include <cstdint>
@@ -65,8 +65,8 @@ class PagedKvStore {
     return values_.data() + block_start(layer, block) + static_cast<int64_t>(offset) * head_dim_;
   }
   // q8_0 cache: the codes at the places key_at and value_at describe, and
-  // the scales of KV head 0's group 0 (K: group g is g * key_dim_stride()
-  // further; V: g further; head h: h * scale_head_stride()).
+  // the scales of KV head 0's group 0 (group g is g * key_dim_stride()
+  // further, head h h * scale_head_stride(); K and V alike).
   int8_t* key_codes_at(int layer, int block, int offset) {
     return key_codes_.data() + block_start(layer, block) + offset;
   }
@@ -77,7 +77,7 @@ class PagedKvStore {
     return key_scales_.data() + scale_block_start(layer, block) + offset;
   }
   uint16_t* value_scales_at(int layer, int block, int offset) {
-    return value_scales_.data() + scale_block_start(layer, block) + static_cast<int64_t>(offset) * groups_;
+    return value_scales_.data() + scale_block_start(layer, block) + offset;
   }
 
   uint64_t bytes() const {
