@@ -156,6 +156,52 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
   }
 }
 
+bool attention_pairs_supported(const AttentionShape& s) {
+  static const bool use_avx2 = cpu_features().has_avx2_fma();
+  return use_avx2 && s.kv_type == KvCacheType::kF16 && s.k_dim_stride != 0 && s.head_dim % 16 == 0 &&
+         s.head_dim <= kMaxHeadDim;
+}
+
+void attention_row_pair_paged(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
+                              int64_t row_stride, float* scores, float* out0, float* out1, int head_begin,
+                              int head_end) {
+  int64_t n1 = 0;
+  for (const KvRun& run : runs) n1 += run.count;
+  const int64_t n0 = n1 - 1;  // >= 1: a row sees at least its own position
+  KvRun chunk_runs[kAttentionChunk];
+  float max0[kMaxHeadsPerPass], sum0[kMaxHeadsPerPass], max1[kMaxHeadsPerPass], sum1[kMaxHeadsPerPass];
+  float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],
+      next_sum1[kMaxHeadsPerPass];
+  alignas(32) float next_acc0[kPassFloats], next_acc1[kPassFloats];
+  const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
+  for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
+    RunCursor cursor(runs, s.k_position_step(row_stride), row_stride);
+    const int h1 = std::min(head_end, h0 + per_pass);
+    const int heads = h1 - h0;
+    const AttentionPartial state0{out0 + static_cast<int64_t>(h0) * s.head_dim, max0, sum0};
+    const AttentionPartial state1{out1 + static_cast<int64_t>(h0) * s.head_dim, max1, sum1};
+    const AttentionPartial next0{next_acc0, next_max0, next_sum0}, next1{next_acc1, next_max1, next_sum1};
+    for (int64_t first = 0; first < n1; first += kAttentionChunk) {
+      const int64_t count1 = std::min(kAttentionChunk, n1 - first);
+      const int64_t count0 = std::clamp<int64_t>(n0 - first, 0, kAttentionChunk);
+      const size_t n = cursor.slice(first, count1, chunk_runs);
+      const AttentionPartial& part0 = first == 0 ? state0 : next0;
+      const AttentionPartial& part1 = first == 0 ? state1 : next1;
+      if (count0 > 0) {
+        avx2::attention_chunk_pair(s, q0, q1, std::span(chunk_runs, n), count0, row_stride, scores, part0, part1, h0,
+                                   h1);
+        if (first > 0) attention_merge(s.head_dim, heads, next0, state0);
+      } else {
+        // Row 0 ended at the previous chunk; row 1's last position opens this one.
+        attention_chunk(s, q1, std::span(chunk_runs, n), row_stride, scores, part1, h0, h1);
+      }
+      if (first > 0) attention_merge(s.head_dim, heads, next1, state1);
+    }
+    attention_finish(s.head_dim, heads, state0, state0.acc);
+    attention_finish(s.head_dim, heads, state1, state1.acc);
+  }
+}
+
 namespace ref {
 
 // The plain loops: one scalar dot per position, libm exp, one multiply-add

@@ -147,6 +147,21 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& shap
                               std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out,
                               int head_begin, int head_end);
 
+// Two rows of one sequence, row 1 one position further: `runs` hold row 1's
+// n positions, row 0 sees the first n - 1 (consecutive prompt rows in
+// prefill). Computed together, so each K and V vector widened from f16
+// serves both rows' heads: on Zen 1 the widening costs about as much as the
+// multiply-adds it feeds (docs/profiling.md), and a single decode row can
+// share it only across the heads of a GQA group. Each row's output is
+// bit-identical to attention_row_paged's for that row (same kernels per
+// score and output float, same chunks, same merges). Only where
+// attention_pairs_supported(shape); scores: scratch for 2 x (head_end -
+// head_begin) x min(n, kAttentionChunk) floats.
+bool attention_pairs_supported(const AttentionShape& shape);
+void attention_row_pair_paged(const AttentionShape& shape, const float* q0, const float* q1,
+                              std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out0,
+                              float* out1, int head_begin, int head_end);
+
 // The two implementations behind attention_chunk, for tests.
 namespace ref {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
@@ -160,6 +175,12 @@ inline constexpr int kMaxHeadDim = 256;
 namespace avx2 {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end);
+// One chunk of attention_row_pair_paged: row 1 over all the runs' positions,
+// row 0 over the first count0 (>= 1) of them. f16 cache with transposed K
+// only; heads [head_begin, head_end) at most 16.
+void attention_chunk_pair(const AttentionShape& shape, const float* q0, const float* q1, std::span<const KvRun> runs,
+                          int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
+                          const AttentionPartial& out1, int head_begin, int head_end);
 }  // namespace avx2
 
 }  // namespace omnibus

@@ -187,13 +187,13 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
   const __m256 sc = _mm256_set1_ps(scale);
   for (int64_t j = 0; j < count; j += 16) {
     __m256 acc[G][2];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
     const uint16_t* kj = k + j;
     if (count - j > 8) {
       for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
         const __m256 k0 = load_f16x8(kj), k1 = load_f16x8(kj + 8);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int g = 0; g < G; ++g) {
           const __m256 qd = _mm256_broadcast_ss(q[g] + d);
           acc[g][0] = _mm256_fmadd_ps(qd, k0, acc[g][0]);
@@ -203,11 +203,11 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
     } else {
       for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
         const __m256 k0 = load_f16x8(kj);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int g = 0; g < G; ++g) acc[g][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[g] + d), k0, acc[g][0]);
       }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int g = 0; g < G; ++g) store_scores16(acc[g], sc, count - j, out[g] + j);
   }
 }
@@ -377,21 +377,26 @@ constexpr int kHeadsPerKernel = 3;
 // memory once each; each head's arithmetic is unchanged by the grouping.
 constexpr int kMaxHeadsPerPass = 16;
 
+// Q of heads [head_begin, head_begin + heads) rounded to f16, as llama.cpp's
+// CPU attention does, into qbuf.
+void round_q_to_f16(const float* q, int head_begin, int heads, int head_dim, float (*qbuf)[kMaxHeadDim]) {
+  for (int i = 0; i < heads; ++i) {
+    const float* qsrc = q + static_cast<int64_t>(head_begin + i) * head_dim;
+    for (int d = 0; d < head_dim; d += 8) {
+      const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(qsrc + d), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm256_store_ps(qbuf[i] + d, _mm256_cvtph_ps(half));
+    }
+  }
+}
+
 void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                   float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   const int group = s.n_head / s.n_head_kv;
   const int heads = head_end - head_begin;
   int64_t n_kv = 0;
   for (const KvRun& run : runs) n_kv += run.count;
-  // Q rounded to f16, as llama.cpp's CPU attention does.
   alignas(32) float qbuf[kMaxHeadsPerPass][kMaxHeadDim];
-  for (int i = 0; i < heads; ++i) {
-    const float* qsrc = q + static_cast<int64_t>(head_begin + i) * s.head_dim;
-    for (int d = 0; d < s.head_dim; d += 8) {
-      const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(qsrc + d), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm256_store_ps(qbuf[i] + d, _mm256_cvtph_ps(half));
-    }
-  }
+  round_q_to_f16(q, head_begin, heads, s.head_dim, qbuf);
   // The heads of the call that share a KV head (GQA) go through the kernels
   // together, up to kHeadsPerKernel at a time, so each K and V vector is
   // widened from f16 once for all of them.
@@ -523,6 +528,126 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   }
 }
 
+// out[n][0..16) += p[n][j] * v_j[0..16) for N (row, head) slots sharing the
+// V rows (f16 at run.v + offset, `stride` apart), over the runs' positions
+// in order; each V vector widened once for all N. 16 floats, not 32: N = 6
+// slots x 2 vectors of accumulators leave room for the V vectors and one
+// weight. Per output float the arithmetic of accumulate_heads32.
+template <int N>
+inline void accumulate_slots16(const float* const* p, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+                               float* const* out) {
+  __m256 acc[N][2];
+#pragma GCC unroll 6
+  for (int n = 0; n < N; ++n) acc[n][0] = _mm256_loadu_ps(out[n]), acc[n][1] = _mm256_loadu_ps(out[n] + 8);
+  int64_t at = 0;
+  for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
+    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v + offset, runs[r + 1].count, stride * 2);
+    const uint16_t* v = runs[r].v + offset;
+    for (int64_t j = at, end = at + runs[r].count; j < end; ++j, v += stride) {
+      const __m256 v0 = load_f16x8(v), v1 = load_f16x8(v + 8);
+#pragma GCC unroll 6
+      for (int n = 0; n < N; ++n) {
+        const __m256 w = _mm256_broadcast_ss(p[n] + j);
+        acc[n][0] = _mm256_fmadd_ps(w, v0, acc[n][0]);
+        acc[n][1] = _mm256_fmadd_ps(w, v1, acc[n][1]);
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (int n = 0; n < N; ++n) _mm256_storeu_ps(out[n], acc[n][0]), _mm256_storeu_ps(out[n] + 8, acc[n][1]);
+}
+
+// Slots are (row, head): heads i0 .. i0 + n of row 0, then the same of row
+// 1; 2n of them (n <= kHeadsPerKernel).
+constexpr int kPairSlots = 2 * kHeadsPerKernel;
+
+void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
+                       int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
+                       const AttentionPartial& out1, int head_begin, int head_end) {
+  const int group = s.n_head / s.n_head_kv;
+  const int heads = head_end - head_begin;
+  int64_t n_kv = 0;
+  for (const KvRun& run : runs) n_kv += run.count;
+  alignas(32) float qbuf[2][kMaxHeadsPerPass][kMaxHeadDim];
+  round_q_to_f16(q0, head_begin, heads, s.head_dim, qbuf[0]);
+  round_q_to_f16(q1, head_begin, heads, s.head_dim, qbuf[1]);
+  const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
+  // Row r's scores of head i at scores + (r * heads + i) * n_kv (row 0 uses
+  // the first count0).
+  auto score_row = [&](int r, int i) { return scores + (static_cast<int64_t>(r) * heads + i) * n_kv; };
+  auto for_head_batches = [&](auto&& fn) {
+    for (int kv = kv_first; kv <= kv_last; ++kv) {
+      const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
+      for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
+        fn(kv, i0, std::min(kHeadsPerKernel, i_end - i0));
+    }
+  };
+  int64_t first = 0;
+  for (size_t r = 0; r < runs.size(); first += runs[r++].count) {
+    if (r + 1 < runs.size())
+      for (int kv = kv_first; kv <= kv_last; ++kv)
+        prefetch_rows(runs[r + 1].k + kv * s.kv_head_step(), s.head_dim * s.k_dim_stride / 32, 64);
+    for_head_batches([&](int kv, int i0, int n) {
+      const float* qs[kPairSlots];
+      float* outs[kPairSlots];
+      for (int g = 0; g < 2 * n; ++g) {
+        qs[g] = qbuf[g / n][i0 + g % n];
+        outs[g] = score_row(g / n, i0 + g % n) + first;
+      }
+      const uint16_t* k = runs[r].k + kv * s.kv_head_step();
+      const int64_t count = runs[r].count;
+      switch (n) {
+        case 3: score_heads_transposed<6>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+        case 2: score_heads_transposed<4>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+        default: score_heads_transposed<2>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+      }
+    });
+  }
+  const AttentionPartial* outs_by_row[2] = {&out0, &out1};
+  for (int row = 0; row < 2; ++row) {
+    const AttentionPartial& out = *outs_by_row[row];
+    const int64_t count = row == 0 ? count0 : n_kv;
+    for (int i = 0; i < heads; ++i) {
+      float* oh = out.acc + static_cast<int64_t>(i) * s.head_dim;
+      std::fill(oh, oh + s.head_dim, 0.0f);
+      out.sum[i] = softmax_numerators(score_row(row, i), count, &out.max[i]);
+    }
+  }
+  // Values: both rows over the first count0 positions, then row 1 alone
+  // over the rest (at most one position), each output's chain in order.
+  KvRun shared[kAttentionChunk], tail[kAttentionChunk];
+  const size_t n_shared = slice_runs(runs, 0, count0, 1, row_stride, shared);
+  const size_t n_tail = slice_runs(runs, count0, n_kv - count0, 1, row_stride, tail);
+  for_head_batches([&](int kv, int i0, int n) {
+    const float* ps[kPairSlots];
+    float* outs[kPairSlots];
+    for (int d = 0; d < s.head_dim; d += 16) {
+      for (int g = 0; g < 2 * n; ++g) {
+        ps[g] = score_row(g / n, i0 + g % n);
+        outs[g] = outs_by_row[g / n]->acc + static_cast<int64_t>(i0 + g % n) * s.head_dim + d;
+      }
+      const std::span<const KvRun> both(shared, n_shared);
+      const int64_t offset = kv * s.kv_head_step() + d;
+      switch (n) {
+        case 3: accumulate_slots16<6>(ps, both, offset, row_stride, outs); break;
+        case 2: accumulate_slots16<4>(ps, both, offset, row_stride, outs); break;
+        default: accumulate_slots16<2>(ps, both, offset, row_stride, outs); break;
+      }
+    }
+    if (n_tail == 0) return;
+    for (int d = 0; d < s.head_dim; d += 32) {
+      const float* ps1[kHeadsPerKernel];
+      float* outs1[kHeadsPerKernel];
+      for (int g = 0; g < n; ++g) {
+        ps1[g] = score_row(1, i0 + g) + count0;
+        outs1[g] = out1.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
+      }
+      accumulate_heads(n, std::min(32, s.head_dim - d), ps1, std::span<const KvRun>(tail, n_tail),
+                       kv * s.kv_head_step() + d, row_stride, outs1);
+    }
+  });
+}
+
 }  // namespace
 
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
@@ -532,6 +657,12 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
     const AttentionPartial part{out.acc + static_cast<int64_t>(i) * s.head_dim, out.max + i, out.sum + i};
     attend_heads(s, q, runs, row_stride, scores, part, h, std::min(head_end, h + kMaxHeadsPerPass));
   }
+}
+
+void attention_chunk_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
+                          int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
+                          const AttentionPartial& out1, int head_begin, int head_end) {
+  attend_heads_pair(s, q0, q1, runs, count0, row_stride, scores, out0, out1, head_begin, head_end);
 }
 
 }  // namespace omnibus::avx2

@@ -28,9 +28,11 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   rope_cos_.resize(b * (c.rope.rot_dims / 2 + 1));
   rope_sin_.resize(b * (c.rope.rot_dims / 2 + 1));
   max_positions_ = max_positions;
-  // Per thread: scores of one softmax chunk of up to kHeadsPerCall heads.
+  // Per thread: scores of one softmax chunk of up to kHeadsPerCall heads,
+  // for two rows (attention_row_pair_paged).
   scores_stride_ = (std::min(max_positions, kAttentionChunk) + 15) / 16 * 16;
-  scores_.resize(static_cast<size_t>(pool_.size()) * kHeadsPerCall * scores_stride_);
+  scores_.resize(static_cast<size_t>(pool_.size()) * 2 * kHeadsPerCall * scores_stride_);
+  row_units_.reserve(b);
   // A row attends to at most max_positions positions, so at most that many
   // runs even with block_size 1.
   runs_stride_ = max_positions;
@@ -238,8 +240,9 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
   attend_rows(layer, rows, kv);
 }
 
-// Work items are (row, GQA group) pairs, whose heads share each KV block's
-// reads, taken from a shared counter latest rows first: a causal row's cost
+// Work items are (unit, GQA group) pairs, a unit being one row or two
+// consecutive rows of a sequence, whose heads share each KV block's reads,
+// taken from a shared counter latest rows first: a causal row's cost
 // grows with its position, so a fixed split of a prompt chunk left the
 // thread with the early rows idle (thread wait was 38% of a 771-token
 // prefill; now 3%).
@@ -252,23 +255,41 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
     int64_t items_per_row, items;
     std::atomic<int64_t> next{0};
   };
-  // A row's last item may hold fewer heads (when kHeadsPerCall cuts a group).
+  // Units: consecutive rows of one sequence go in pairs where the pair
+  // kernel applies (each widened K and V vector then serves both rows),
+  // other rows alone.
+  row_units_.clear();
+  const bool pairs = attention_pairs_supported(shape);
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+    const bool pair = pairs && i + 1 < static_cast<int>(rows.size()) && rows[i + 1].pos == rows[i].pos + 1 &&
+                      rows[i + 1].block_table.data() == rows[i].block_table.data();
+    row_units_.push_back({pair ? i + 1 : i, pair});
+    if (pair) ++i;
+  }
+  // A unit's last item may hold fewer heads (when kHeadsPerCall cuts a group).
   Job job{{c, shape, rows, layer, kv}, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
-  job.items = static_cast<int64_t>(rows.size()) * job.items_per_row;
+  job.items = static_cast<int64_t>(row_units_.size()) * job.items_per_row;
   pool_.run([this, &job](int t, int) {
-    float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
+    float* scores = scores_.data() + t * 2 * kHeadsPerCall * scores_stride_;
     KvRun* runs = runs_.data() + t * runs_stride_;
     for (;;) {
       const int64_t taken = job.next.fetch_add(1, std::memory_order_relaxed);
       if (taken >= job.items) break;
       const int64_t item = job.items - 1 - taken;
-      const int i = static_cast<int>(item / job.items_per_row);
+      const RowUnit unit = row_units_[item / job.items_per_row];
       const int h = static_cast<int>(item % job.items_per_row) * job.heads_per_item;
+      const int h_end = std::min(job.c.n_head, h + job.heads_per_item);
+      const int i = unit.last_row;  // the unit's longest row
       const BatchRow& row = job.rows[i];
       const size_t n_runs = position_runs(row, job.layer, job.kv, 0, static_cast<int64_t>(row.pos) + 1, runs);
-      attention_row_paged(job.shape, q_.data() + static_cast<int64_t>(i) * job.c.q_dim(), std::span(runs, n_runs),
-                          job.kv.position_stride(), scores, attn_.data() + static_cast<int64_t>(i) * job.c.q_dim(), h,
-                          std::min(job.c.n_head, h + job.heads_per_item));
+      float* q = q_.data() + static_cast<int64_t>(i) * job.c.q_dim();
+      float* out = attn_.data() + static_cast<int64_t>(i) * job.c.q_dim();
+      if (unit.pair) {
+        attention_row_pair_paged(job.shape, q - job.c.q_dim(), q, std::span(runs, n_runs), job.kv.position_stride(),
+                                 scores, out - job.c.q_dim(), out, h, h_end);
+      } else {
+        attention_row_paged(job.shape, q, std::span(runs, n_runs), job.kv.position_stride(), scores, out, h, h_end);
+      }
     }
   });
 }

@@ -82,6 +82,13 @@ class ForwardPass {
   // [row_first_chunk_[i], row_first_chunk_[i + 1]).
   AlignedBuffer<float> partial_acc_, partial_max_, partial_sum_;
   std::vector<int64_t> row_first_chunk_;
+  // attend_rows: one row, or two consecutive rows of one sequence ending at
+  // last_row (attention_row_pair_paged). Reserved for max_batch rows.
+  struct RowUnit {
+    int last_row;
+    bool pair;
+  };
+  std::vector<RowUnit> row_units_;
   std::vector<uint16_t> key_half_;  // one head's key in f16, before its transposed store
   int64_t max_chunk_partials_;
   int64_t max_positions_;

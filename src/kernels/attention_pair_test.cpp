@@ -1,0 +1,105 @@
+// attention_row_pair_paged (two consecutive prompt rows computed together)
+// against attention_row_paged on each row alone: bit-identical, across
+// chunk boundaries, block layouts and head splits.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "kernels/attention.h"
+#include "kernels/attention_test_util.h"
+
+namespace omnibus {
+namespace {
+
+using namespace attention_test_util;
+
+TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
+  AttentionShape probe{9, 3, 64, 0.125f};
+  probe.k_dim_stride = 16;
+  if (!attention_pairs_supported(probe)) GTEST_SKIP() << "no pair kernel on this CPU";
+  // Row 1 sees n positions: across the 256-position chunks (256 + 1: row 0
+  // ends exactly at a chunk's end and row 1 opens the next one alone).
+  for (int64_t n : {2, 3, 17, 256, 257, 258, 300, 513, 600}) {
+    for (int64_t block_size : {1, 5, 16, 100}) {
+      for (auto [n_head, n_head_kv] : {std::pair{9, 3}, {4, 2}, {8, 1}}) {
+        AttentionShape shape{n_head, n_head_kv, 64, 0.125f};
+        const int64_t stride = int64_t{n_head_kv} * 64;
+        const auto q0 = random_floats(n_head * 64, 501 + n), q1 = random_floats(n_head * 64, 502 + n);
+        const auto k = random_halves(n * stride, 503 + n), v = random_halves(n * stride, 504 + n);
+        std::vector<uint16_t> ks, vs;
+        const auto runs = transposed_blocks(k, v, shape, n, block_size, ks, vs);
+        std::vector<float> want0(n_head * 64), want1(n_head * 64), scores(2 * n_head * n);
+        // Row 0: the runs cut to its n - 1 positions.
+        std::vector<KvRun> runs0(runs.size());
+        runs0.resize(slice_runs(runs, 0, n - 1, 1, 64, runs0.data()));
+        attention_row_paged(shape, q0.data(), runs0, 64, scores.data(), want0.data(), 0, n_head);
+        attention_row_paged(shape, q1.data(), runs, 64, scores.data(), want1.data(), 0, n_head);
+        std::vector<float> got0(n_head * 64, NAN), got1(n_head * 64, NAN);
+        const int cut = n_head / 2 + 1;  // heads split across a GQA group
+        attention_row_pair_paged(shape, q0.data(), q1.data(), runs, 64, scores.data(), got0.data(), got1.data(), 0,
+                                 cut);
+        attention_row_pair_paged(shape, q0.data(), q1.data(), runs, 64, scores.data(), got0.data(), got1.data(), cut,
+                                 n_head);
+        EXPECT_EQ(0, std::memcmp(want0.data(), got0.data(), sizeof(float) * want0.size()))
+            << "row 0, n " << n << " block_size " << block_size << " heads " << n_head << "/" << n_head_kv;
+        EXPECT_EQ(0, std::memcmp(want1.data(), got1.data(), sizeof(float) * want1.size()))
+            << "row 1, n " << n << " block_size " << block_size << " heads " << n_head << "/" << n_head_kv;
+      }
+    }
+  }
+}
+
+TEST(AttentionPairTest, OnlyWhereThePairKernelApplies) {
+  AttentionShape rows{9, 3, 64, 0.125f};  // row-major K
+  EXPECT_FALSE(attention_pairs_supported(rows));
+  AttentionShape q8 = rows;
+  q8.k_dim_stride = 16;
+  q8.kv_type = KvCacheType::kQ8_0;
+  EXPECT_FALSE(attention_pairs_supported(q8));
+}
+
+}  // namespace
+}  // namespace omnibus
+
+namespace omnibus {
+namespace {
+
+// Two consecutive prompt rows at 2,048 positions (SmolLM2's shape, blocks
+// of 16, in cache): the pair kernel against the two rows one at a time; a
+// measurement, not a check (--gtest_also_run_disabled_tests
+// --gtest_filter=*AttentionBench*).
+TEST(AttentionBench, DISABLED_PrefillRowPair) {
+  AttentionShape shape{9, 3, 64, 0.125f};
+  const int64_t n = 2048, stride = 3 * 64;
+  const auto k = attention_test_util::random_halves(n * stride, 1), v = attention_test_util::random_halves(n * stride, 2);
+  std::vector<uint16_t> ks, vs;
+  const auto runs = attention_test_util::transposed_blocks(k, v, shape, n, 16, ks, vs);
+  if (!attention_pairs_supported(shape)) GTEST_SKIP();
+  std::vector<KvRun> runs0(runs.size());
+  runs0.resize(slice_runs(runs, 0, n - 1, 1, 64, runs0.data()));
+  const auto q = attention_test_util::random_floats(2 * 9 * 64, 3);
+  std::vector<float> scores(2 * 9 * n), out(2 * 9 * 64);
+  for (bool pair : {false, true}) {
+    double best = 1e9;
+    for (int rep = 0; rep < 200; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (pair) {
+        attention_row_pair_paged(shape, q.data(), q.data() + 576, runs, 64, scores.data(), out.data(),
+                                 out.data() + 576, 0, 9);
+      } else {
+        attention_row_paged(shape, q.data(), runs0, 64, scores.data(), out.data(), 0, 9);
+        attention_row_paged(shape, q.data() + 576, runs, 64, scores.data(), out.data() + 576, 0, 9);
+      }
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("two rows at 2,048 positions, %s: %7.1f us\n", pair ? "pair kernel" : "one at a time", best * 1e6);
+  }
+}
+
+}  // namespace
+}  // namespace omnibus
