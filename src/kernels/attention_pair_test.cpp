@@ -103,3 +103,65 @@ TEST(AttentionBench, DISABLED_PrefillRowPair) {
 
 }  // namespace
 }  // namespace omnibus
+
+namespace omnibus {
+namespace {
+
+// What bounds the attention kernels on this CPU: throughput of one 8-lane
+// FP32 FMA against widening eight f16 values (vcvtph2ps) or eight int8
+// codes (vpmovsxbd + vcvtdq2ps) to f32, each in a loop of independent
+// instructions (docs/profiling.md). A measurement, not a check.
+TEST(AttentionBench, DISABLED_WideningAgainstFma) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
+  alignas(64) static uint16_t buf[64] = {};
+  const void* p = buf;
+  constexpr long kIters = 20000000;
+  auto time_it = [](auto&& body) {
+    double best = 1e9;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      body();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best * 1e9 / kIters / 8;  // ns per instruction (per 8 values)
+  };
+  const double fma = time_it([] {
+    asm volatile(
+        "mov %0, %%rcx\n1:\n"
+        "vfmadd231ps %%ymm14,%%ymm15,%%ymm0\n vfmadd231ps %%ymm14,%%ymm15,%%ymm1\n"
+        "vfmadd231ps %%ymm14,%%ymm15,%%ymm2\n vfmadd231ps %%ymm14,%%ymm15,%%ymm3\n"
+        "vfmadd231ps %%ymm14,%%ymm15,%%ymm4\n vfmadd231ps %%ymm14,%%ymm15,%%ymm5\n"
+        "vfmadd231ps %%ymm14,%%ymm15,%%ymm6\n vfmadd231ps %%ymm14,%%ymm15,%%ymm7\n"
+        "dec %%rcx\n jnz 1b\n"
+        :
+        : "r"(kIters)
+        : "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7");
+  });
+  const double f16 = time_it([p] {
+    asm volatile(
+        "mov %0, %%rcx\n1:\n"
+        "vcvtph2ps (%1),%%ymm0\n vcvtph2ps 16(%1),%%ymm1\n vcvtph2ps 32(%1),%%ymm2\n vcvtph2ps 48(%1),%%ymm3\n"
+        "vcvtph2ps 64(%1),%%ymm4\n vcvtph2ps 80(%1),%%ymm5\n vcvtph2ps 96(%1),%%ymm6\n vcvtph2ps 112(%1),%%ymm7\n"
+        "dec %%rcx\n jnz 1b\n"
+        :
+        : "r"(kIters), "r"(p)
+        : "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "memory");
+  });
+  const double i8 = time_it([p] {
+    asm volatile(
+        "mov %0, %%rcx\n1:\n"
+        "vpmovsxbd (%1),%%ymm0\n vpmovsxbd 8(%1),%%ymm1\n vpmovsxbd 16(%1),%%ymm2\n vpmovsxbd 24(%1),%%ymm3\n"
+        "vcvtdq2ps %%ymm0,%%ymm0\n vcvtdq2ps %%ymm1,%%ymm1\n vcvtdq2ps %%ymm2,%%ymm2\n vcvtdq2ps %%ymm3,%%ymm3\n"
+        "vpmovsxbd 32(%1),%%ymm4\n vpmovsxbd 40(%1),%%ymm5\n vpmovsxbd 48(%1),%%ymm6\n vpmovsxbd 56(%1),%%ymm7\n"
+        "vcvtdq2ps %%ymm4,%%ymm4\n vcvtdq2ps %%ymm5,%%ymm5\n vcvtdq2ps %%ymm6,%%ymm6\n vcvtdq2ps %%ymm7,%%ymm7\n"
+        "dec %%rcx\n jnz 1b\n"
+        :
+        : "r"(kIters), "r"(p)
+        : "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "memory");
+  });
+  std::printf("ns per 8 lanes: FMA %.2f, f16 -> f32 (vcvtph2ps) %.2f, int8 -> f32 (vpmovsxbd + vcvtdq2ps) %.2f\n", fma,
+              f16, i8);
+}
+
+}  // namespace
+}  // namespace omnibus
