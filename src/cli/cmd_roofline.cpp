@@ -76,7 +76,7 @@ int run_roofline(RooflineOptions& o) {
   const int threads = resolve_threads(o.model.threads);
   fmt::print(stderr, "measuring the machine ({} threads)...\n", threads);
   const bench::MachineLimits m = bench::measure_machine_limits(threads);
-  const TokenCost cost = token_cost(*loaded->model);
+  const TokenCost cost = token_cost(*loaded->model, o.model.kv_type);
   fmt::print(stderr, "running prefill ({} tokens) and decode ({} tokens), {} times...\n", o.prefill_tokens,
              o.decode_tokens, o.repeats);
   auto speed = measure_speed(*loaded, o, threads);

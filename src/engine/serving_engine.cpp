@@ -92,7 +92,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->rows_.reserve(max_batch);
   e->logits_.resize(static_cast<size_t>(options.scheduler.max_seqs) * config.vocab_size);
   e->metrics_ = std::make_unique<ServingMetrics>(options.slo);
-  e->roofline_ = std::make_unique<RooflineMeter>(token_cost(*model), options.machine_memory_bandwidth,
+  e->roofline_ = std::make_unique<RooflineMeter>(token_cost(*model, options.kv_type), options.machine_memory_bandwidth,
                                                  options.machine_peak_flops);
   e->gauges_.machine_memory_bandwidth = options.machine_memory_bandwidth;
   e->gauges_.machine_peak_flops = options.machine_peak_flops;

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/kv_quant.h"
+
 namespace omnibus {
 
 class Model;
@@ -26,6 +28,6 @@ struct TokenCost {
   }
 };
 
-TokenCost token_cost(const Model& model);
+TokenCost token_cost(const Model& model, KvCacheType kv_type = KvCacheType::kF16);
 
 }  // namespace omnibus
