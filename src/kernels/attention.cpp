@@ -158,8 +158,8 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
 
 bool attention_pairs_supported(const AttentionShape& s) {
   static const bool use_avx2 = cpu_features().has_avx2_fma();
-  return use_avx2 && s.kv_type == KvCacheType::kF16 && s.k_dim_stride != 0 && s.head_dim % 16 == 0 &&
-         s.head_dim <= kMaxHeadDim;
+  return use_avx2 && s.k_dim_stride != 0 && s.head_dim <= kMaxHeadDim &&
+         s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0;
 }
 
 void attention_row_pair_paged(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,

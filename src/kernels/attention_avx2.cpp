@@ -322,6 +322,14 @@ inline void accumulate_heads(int n, int width, const float* const* p, std::span<
   }
 }
 
+// p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
+// weight: one rounding, as accumulate_heads_q8).
+inline void scale_weights(const float* p, const uint16_t* scale, int64_t count, float* w) {
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), load_f16x8(scale + j)));
+  for (; j < count; ++j) w[j] = p[j] * _cvtsh_ss(scale[j]);
+}
+
 // accumulate_heads32 for one q8_0 group of V (32 codes per position at
 // run.v_q + offset, `stride` apart; the group's f16 scales at run.v_scale +
 // scale_offset, one per position): per position and head the weight is
@@ -342,13 +350,7 @@ inline void accumulate_heads_q8(const float* const* p, std::span<const KvRun> ru
     if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v_q + offset, runs[r + 1].count, stride);
     const int64_t count = runs[r].count;
     const uint16_t* scale = runs[r].v_scale + scale_offset;
-    for (int g = 0; g < G; ++g) {
-      float* w = weights + g * weights_stride;
-      int64_t j = 0;
-      for (; j + 8 <= count; j += 8)
-        _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(p[g] + at + j), load_f16x8(scale + j)));
-      for (; j < count; ++j) w[j] = p[g][at + j] * _cvtsh_ss(scale[j]);
-    }
+    for (int g = 0; g < G; ++g) scale_weights(p[g] + at, scale, count, weights + g * weights_stride);
     const int8_t* v = runs[r].v_q + offset;
     for (int64_t j = 0; j < count; ++j, v += stride) {
       __m256 w[G];
@@ -366,6 +368,17 @@ inline void accumulate_heads_q8(const float* const* p, std::span<const KvRun> ru
   for (int g = 0; g < G; ++g)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) _mm256_storeu_ps(out[g] + 8 * c, acc[g][c]);
+}
+
+// accumulate_heads_q8 for n (1..3) heads; weights: kAttentionChunk floats
+// per head (a run holds at most a chunk's positions).
+inline void accumulate_heads_q8_n(int n, const float* const* p, std::span<const KvRun> runs, int64_t offset,
+                                  int64_t scale_offset, int64_t stride, float* weights, float* const* out) {
+  switch (n) {
+    case 3: return accumulate_heads_q8<3>(p, runs, offset, scale_offset, stride, weights, kAttentionChunk, out);
+    case 2: return accumulate_heads_q8<2>(p, runs, offset, scale_offset, stride, weights, kAttentionChunk, out);
+    default: return accumulate_heads_q8<1>(p, runs, offset, scale_offset, stride, weights, kAttentionChunk, out);
+  }
 }
 
 // Heads of one GQA group sharing a KV head, at most this many per kernel call.
@@ -507,19 +520,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         const int64_t offset = kv * s.kv_head_step() + d;
         if (q8) {
           const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride;
-          // A run holds at most a chunk's positions.
           alignas(32) float weights[kHeadsPerKernel * kAttentionChunk];
-          switch (n) {
-            case 3:
-              accumulate_heads_q8<3>(ps, runs, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
-              break;
-            case 2:
-              accumulate_heads_q8<2>(ps, runs, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
-              break;
-            default:
-              accumulate_heads_q8<1>(ps, runs, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
-              break;
-          }
+          accumulate_heads_q8_n(n, ps, runs, offset, scale_offset, row_stride, weights, outs);
         } else {
           accumulate_heads(n, std::min(32, s.head_dim - d), ps, runs, offset, row_stride, outs);
         }
@@ -557,6 +559,79 @@ inline void accumulate_slots16(const float* const* p, std::span<const KvRun> run
   for (int n = 0; n < N; ++n) _mm256_storeu_ps(out[n], acc[n][0]), _mm256_storeu_ps(out[n] + 8, acc[n][1]);
 }
 
+// score_heads_q8 for N (row, head) slots sharing q8_0 K, eight positions
+// per step (N = 6 slots of score and group-partial accumulators fit the
+// registers only at one vector each). Per score the arithmetic of
+// score_heads_q8: each group's FMA chain over d, then part * scale added.
+template <int N>
+inline void score_slots_q8(const float* const* q, const int8_t* k, const uint16_t* k_scale, int64_t dim_stride,
+                           int64_t count, int head_dim, float scale, float* const* out) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < count; j += 8) {
+    __m256 acc[N];
+#pragma GCC unroll 8
+    for (int n = 0; n < N; ++n) acc[n] = _mm256_setzero_ps();
+    const int8_t* kj = k + j;
+    const uint16_t* sj = k_scale + j;
+    for (int d0 = 0; d0 < head_dim; d0 += kKvQ8Group, sj += dim_stride) {
+      __m256 part[N];
+#pragma GCC unroll 8
+      for (int n = 0; n < N; ++n) part[n] = _mm256_setzero_ps();
+      for (int d = d0; d < d0 + kKvQ8Group; ++d, kj += dim_stride) {
+        const __m256 k0 = load_i8x8(kj);
+#pragma GCC unroll 8
+        for (int n = 0; n < N; ++n) part[n] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[n] + d), k0, part[n]);
+      }
+      const __m256 s0 = load_f16x8(sj);
+#pragma GCC unroll 8
+      for (int n = 0; n < N; ++n) acc[n] = _mm256_fmadd_ps(part[n], s0, acc[n]);
+    }
+    const int64_t left = count - j;
+#pragma GCC unroll 8
+    for (int n = 0; n < N; ++n) {
+      const __m256 v = _mm256_mul_ps(acc[n], sc);
+      if (left >= 8) {
+        _mm256_storeu_ps(out[n] + j, v);
+      } else {
+        alignas(32) float tmp[8];
+        _mm256_store_ps(tmp, v);
+        std::copy(tmp, tmp + left, out[n] + j);
+      }
+    }
+  }
+}
+
+// accumulate_slots16 on q8_0 V: 16 codes per position at run.v_q + offset,
+// the group's scales at run.v_scale + scale_offset; per output float the
+// arithmetic of accumulate_heads_q8. weights: scratch for N x the longest
+// run's positions, weights_stride apart.
+template <int N>
+inline void accumulate_slots16_q8(const float* const* p, std::span<const KvRun> runs, int64_t offset,
+                                  int64_t scale_offset, int64_t stride, float* weights, int64_t weights_stride,
+                                  float* const* out) {
+  __m256 acc[N][2];
+#pragma GCC unroll 6
+  for (int n = 0; n < N; ++n) acc[n][0] = _mm256_loadu_ps(out[n]), acc[n][1] = _mm256_loadu_ps(out[n] + 8);
+  int64_t at = 0;
+  for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
+    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v_q + offset, runs[r + 1].count, stride);
+    for (int n = 0; n < N; ++n)
+      scale_weights(p[n] + at, runs[r].v_scale + scale_offset, runs[r].count, weights + n * weights_stride);
+    const int8_t* v = runs[r].v_q + offset;
+    for (int64_t j = 0; j < runs[r].count; ++j, v += stride) {
+      const __m256 v0 = load_i8x8(v), v1 = load_i8x8(v + 8);
+#pragma GCC unroll 6
+      for (int n = 0; n < N; ++n) {
+        const __m256 w = _mm256_broadcast_ss(weights + n * weights_stride + j);
+        acc[n][0] = _mm256_fmadd_ps(w, v0, acc[n][0]);
+        acc[n][1] = _mm256_fmadd_ps(w, v1, acc[n][1]);
+      }
+    }
+  }
+#pragma GCC unroll 6
+  for (int n = 0; n < N; ++n) _mm256_storeu_ps(out[n], acc[n][0]), _mm256_storeu_ps(out[n] + 8, acc[n][1]);
+}
+
 // Slots are (row, head): heads i0 .. i0 + n of row 0, then the same of row
 // 1; 2n of them (n <= kHeadsPerKernel).
 constexpr int kPairSlots = 2 * kHeadsPerKernel;
@@ -572,6 +647,7 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   round_q_to_f16(q0, head_begin, heads, s.head_dim, qbuf[0]);
   round_q_to_f16(q1, head_begin, heads, s.head_dim, qbuf[1]);
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
+  const bool q8 = s.kv_type == KvCacheType::kQ8_0;
   // Row r's scores of head i at scores + (r * heads + i) * n_kv (row 0 uses
   // the first count0).
   auto score_row = [&](int r, int i) { return scores + (static_cast<int64_t>(r) * heads + i) * n_kv; };
@@ -585,8 +661,13 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   int64_t first = 0;
   for (size_t r = 0; r < runs.size(); first += runs[r++].count) {
     if (r + 1 < runs.size())
-      for (int kv = kv_first; kv <= kv_last; ++kv)
-        prefetch_rows(runs[r + 1].k + kv * s.kv_head_step(), s.head_dim * s.k_dim_stride / 32, 64);
+      for (int kv = kv_first; kv <= kv_last; ++kv) {
+        // One KV head's block of K: head_dim x block positions.
+        const int64_t bytes = s.head_dim * s.k_dim_stride * (q8 ? 1 : 2);
+        const char* base = q8 ? reinterpret_cast<const char*>(runs[r + 1].k_q + kv * s.kv_head_step())
+                              : reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_step());
+        prefetch_rows(base, bytes / 64, 64);
+      }
     for_head_batches([&](int kv, int i0, int n) {
       const float* qs[kPairSlots];
       float* outs[kPairSlots];
@@ -594,8 +675,18 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
         qs[g] = qbuf[g / n][i0 + g % n];
         outs[g] = score_row(g / n, i0 + g % n) + first;
       }
-      const uint16_t* k = runs[r].k + kv * s.kv_head_step();
       const int64_t count = runs[r].count;
+      if (q8) {
+        const int8_t* k = runs[r].k_q + kv * s.kv_head_step();
+        const uint16_t* ks = runs[r].k_scale + kv * s.scale_head_stride;
+        switch (n) {
+          case 3: score_slots_q8<6>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+          case 2: score_slots_q8<4>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+          default: score_slots_q8<2>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+        }
+        return;
+      }
+      const uint16_t* k = runs[r].k + kv * s.kv_head_step();
       switch (n) {
         case 3: score_heads_transposed<6>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
         case 2: score_heads_transposed<4>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
@@ -616,6 +707,9 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   // Values: both rows over the first count0 positions, then row 1 alone
   // over the rest (at most one position), each output's chain in order.
   KvRun shared[kAttentionChunk], tail[kAttentionChunk];
+  // q8_0: each slot's weights times the scales (a run holds at most a
+  // chunk's positions).
+  alignas(32) float weights[kPairSlots * kAttentionChunk];
   const size_t n_shared = slice_runs(runs, 0, count0, 1, row_stride, shared);
   const size_t n_tail = slice_runs(runs, count0, n_kv - count0, 1, row_stride, tail);
   for_head_batches([&](int kv, int i0, int n) {
@@ -628,6 +722,21 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
       }
       const std::span<const KvRun> both(shared, n_shared);
       const int64_t offset = kv * s.kv_head_step() + d;
+      if (q8) {
+        const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride;
+        switch (n) {
+          case 3:
+            accumulate_slots16_q8<6>(ps, both, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
+            break;
+          case 2:
+            accumulate_slots16_q8<4>(ps, both, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
+            break;
+          default:
+            accumulate_slots16_q8<2>(ps, both, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
+            break;
+        }
+        continue;
+      }
       switch (n) {
         case 3: accumulate_slots16<6>(ps, both, offset, row_stride, outs); break;
         case 2: accumulate_slots16<4>(ps, both, offset, row_stride, outs); break;
@@ -635,6 +744,7 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
       }
     }
     if (n_tail == 0) return;
+    const std::span<const KvRun> rest(tail, n_tail);
     for (int d = 0; d < s.head_dim; d += 32) {
       const float* ps1[kHeadsPerKernel];
       float* outs1[kHeadsPerKernel];
@@ -642,8 +752,13 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
         ps1[g] = score_row(1, i0 + g) + count0;
         outs1[g] = out1.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
       }
-      accumulate_heads(n, std::min(32, s.head_dim - d), ps1, std::span<const KvRun>(tail, n_tail),
-                       kv * s.kv_head_step() + d, row_stride, outs1);
+      const int64_t offset = kv * s.kv_head_step() + d;
+      if (q8) {
+        const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride;
+        accumulate_heads_q8_n(n, ps1, rest, offset, scale_offset, row_stride, weights, outs1);
+        continue;
+      }
+      accumulate_heads(n, std::min(32, s.head_dim - d), ps1, rest, offset, row_stride, outs1);
     }
   });
 }

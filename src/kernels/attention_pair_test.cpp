@@ -22,6 +22,7 @@ TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
   AttentionShape probe{9, 3, 64, 0.125f};
   probe.k_dim_stride = 16;
   if (!attention_pairs_supported(probe)) GTEST_SKIP() << "no pair kernel on this CPU";
+  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0}) {
   // Row 1 sees n positions: across the 256-position chunks (256 + 1: row 0
   // ends exactly at a chunk's end and row 1 opens the next one alone).
   for (int64_t n : {2, 3, 17, 256, 257, 258, 300, 513, 600}) {
@@ -32,7 +33,9 @@ TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
         const auto q0 = random_floats(n_head * 64, 501 + n), q1 = random_floats(n_head * 64, 502 + n);
         const auto k = random_halves(n * stride, 503 + n), v = random_halves(n * stride, 504 + n);
         std::vector<uint16_t> ks, vs;
-        const auto runs = transposed_blocks(k, v, shape, n, block_size, ks, vs);
+        Q8Store q8_store;
+        const auto runs = type == KvCacheType::kQ8_0 ? q8_blocks(k, v, shape, n, block_size, q8_store)
+                                                     : transposed_blocks(k, v, shape, n, block_size, ks, vs);
         std::vector<float> want0(n_head * 64), want1(n_head * 64), scores(2 * n_head * n);
         // Row 0: the runs cut to its n - 1 positions.
         std::vector<KvRun> runs0(runs.size());
@@ -46,20 +49,26 @@ TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
         attention_row_pair_paged(shape, q0.data(), q1.data(), runs, 64, scores.data(), got0.data(), got1.data(), cut,
                                  n_head);
         EXPECT_EQ(0, std::memcmp(want0.data(), got0.data(), sizeof(float) * want0.size()))
-            << "row 0, n " << n << " block_size " << block_size << " heads " << n_head << "/" << n_head_kv;
+            << kv_cache_type_name(type) << " row 0, n " << n << " block_size " << block_size << " heads " << n_head
+            << "/" << n_head_kv;
         EXPECT_EQ(0, std::memcmp(want1.data(), got1.data(), sizeof(float) * want1.size()))
-            << "row 1, n " << n << " block_size " << block_size << " heads " << n_head << "/" << n_head_kv;
+            << kv_cache_type_name(type) << " row 1, n " << n << " block_size " << block_size << " heads " << n_head
+            << "/" << n_head_kv;
       }
     }
+  }
   }
 }
 
 TEST(AttentionPairTest, OnlyWhereThePairKernelApplies) {
   AttentionShape rows{9, 3, 64, 0.125f};  // row-major K
   EXPECT_FALSE(attention_pairs_supported(rows));
+  if (!cpu_features().has_avx2_fma()) return;
   AttentionShape q8 = rows;
   q8.k_dim_stride = 16;
   q8.kv_type = KvCacheType::kQ8_0;
+  EXPECT_TRUE(attention_pairs_supported(q8));
+  q8.head_dim = 16;  // not whole q8_0 groups
   EXPECT_FALSE(attention_pairs_supported(q8));
 }
 
@@ -74,11 +83,14 @@ namespace {
 // measurement, not a check (--gtest_also_run_disabled_tests
 // --gtest_filter=*AttentionBench*).
 TEST(AttentionBench, DISABLED_PrefillRowPair) {
-  AttentionShape shape{9, 3, 64, 0.125f};
   const int64_t n = 2048, stride = 3 * 64;
   const auto k = attention_test_util::random_halves(n * stride, 1), v = attention_test_util::random_halves(n * stride, 2);
+  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0}) {
+  AttentionShape shape{9, 3, 64, 0.125f};
   std::vector<uint16_t> ks, vs;
-  const auto runs = attention_test_util::transposed_blocks(k, v, shape, n, 16, ks, vs);
+  attention_test_util::Q8Store q8_store;
+  const auto runs = type == KvCacheType::kQ8_0 ? attention_test_util::q8_blocks(k, v, shape, n, 16, q8_store)
+                                               : attention_test_util::transposed_blocks(k, v, shape, n, 16, ks, vs);
   if (!attention_pairs_supported(shape)) GTEST_SKIP();
   std::vector<KvRun> runs0(runs.size());
   runs0.resize(slice_runs(runs, 0, n - 1, 1, 64, runs0.data()));
@@ -97,7 +109,9 @@ TEST(AttentionBench, DISABLED_PrefillRowPair) {
       }
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::printf("two rows at 2,048 positions, %s: %7.1f us\n", pair ? "pair kernel" : "one at a time", best * 1e6);
+    std::printf("two rows at 2,048 positions, %s cache, %s: %7.1f us\n", kv_cache_type_name(type),
+                pair ? "pair kernel" : "one at a time", best * 1e6);
+  }
   }
 }
 

@@ -205,8 +205,10 @@ TEST(KvQuantTest, Avx2MatchesScalarBytes) {
       avx2::quantize_kv_q8(x.data(), 256, got.data(), stride, got_scales.data(), stride);
       EXPECT_EQ(want, got) << "spread " << spread << " stride " << stride;
       EXPECT_EQ(want_scales, got_scales) << "spread " << spread << " stride " << stride;
-      if (spread == 1.0f) EXPECT_EQ(2, got[1 * stride]) << "stride " << stride;
-      if (spread == 1.0f) EXPECT_EQ(-4, got[2 * stride]) << "stride " << stride;
+      if (spread == 1.0f) {
+        EXPECT_EQ(2, got[1 * stride]) << "stride " << stride;
+        EXPECT_EQ(-4, got[2 * stride]) << "stride " << stride;
+      }
     }
   }
 }
