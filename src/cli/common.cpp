@@ -35,7 +35,7 @@ void add_kv_type_option(CLI::App& cmd, ModelOptions& o) {
          "--kv-type",
          [&o](const std::string& name) { o.kv_type = name == "q8_0" ? KvCacheType::kQ8_0 : KvCacheType::kF16; },
          "KV cache element type: f16 (default) or q8_0 (int8 with a scale per 32 values: half the memory and "
-         "bytes read per position, twice the context per MiB)")
+         "bytes read per position, 1.88x the context per MiB)")
       ->check(CLI::IsMember({"f16", "q8_0"}))
       ->default_str("f16");
 }
