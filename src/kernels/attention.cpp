@@ -167,7 +167,15 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
                               int head_end) {
   int64_t n1 = 0;
   for (const KvRun& run : runs) n1 += run.count;
-  const int64_t n0 = n1 - 1;  // >= 1: a row sees at least its own position
+  const int64_t n0 = n1 - 1;  // >= 1 from real rows: a row sees at least its own position
+  if (n0 < 1) {
+    // Not a pair of rows (row 0 would see nothing): row 0's heads get zeros,
+    // as attention_row_paged gives a row without positions.
+    std::fill(out0 + static_cast<int64_t>(head_begin) * s.head_dim, out0 + static_cast<int64_t>(head_end) * s.head_dim,
+              0.0f);
+    attention_row_paged(s, q1, runs, row_stride, scores, out1, head_begin, head_end);
+    return;
+  }
   KvRun chunk_runs[kAttentionChunk];
   float max0[kMaxHeadsPerPass], sum0[kMaxHeadsPerPass], max1[kMaxHeadsPerPass], sum1[kMaxHeadsPerPass];
   float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],

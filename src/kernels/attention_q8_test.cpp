@@ -183,6 +183,18 @@ TEST(KvQuantTest, NonFiniteInputGivesDefinedCodes) {
   uint16_t scale = 0;
   quantize_kv_q8(x.data(), 32, codes.data(), 1, &scale, 1);  // no UB (checked under UBSan)
   for (int8_t c : codes) EXPECT_LE(std::abs(c), 127);
+  // A NaN is skipped by the max on both paths (the last lane included), so
+  // the scalar and AVX2 bytes still agree.
+  x[5] = 1.0f;
+  x[31] = NAN;
+  std::vector<int8_t> ref_codes(32), avx2_codes(32);
+  uint16_t ref_scale = 0, avx2_scale = 0;
+  ref::quantize_kv_q8(x.data(), 32, ref_codes.data(), 1, &ref_scale, 1);
+  EXPECT_EQ(f32_to_f16(1.0f / 127), ref_scale);
+  if (!cpu_features().has_avx2_fma()) return;
+  avx2::quantize_kv_q8(x.data(), 32, avx2_codes.data(), 1, &avx2_scale, 1);
+  EXPECT_EQ(ref_scale, avx2_scale);
+  EXPECT_EQ(ref_codes, avx2_codes);
 }
 
 // The AVX2 quantizer writes the scalar one's bytes (so the cache's contents

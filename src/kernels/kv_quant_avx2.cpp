@@ -18,7 +18,9 @@ void quantize_kv_q8(const float* x, int64_t n, int8_t* codes, int64_t code_strid
     __m256 amax = _mm256_setzero_ps();
     for (int c = 0; c < 4; ++c) {
       v[c] = _mm256_loadu_ps(xg + 8 * c);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[c]));
+      // |v| first: vmaxps returns its second operand when either is NaN, so
+      // a NaN input is skipped, as the scalar loop's fmax does.
+      amax = _mm256_max_ps(_mm256_andnot_ps(sign, v[c]), amax);
     }
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
