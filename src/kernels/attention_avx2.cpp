@@ -254,21 +254,73 @@ inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_
 }
 
 // One prefetch per position of a run's V rows (the 64-byte line holding the
-// slice the value kernels read next), so V streams from DRAM at long context.
+// slice the value kernels read next), so V streams from DRAM at long
+// context; with a 64-byte stride, every line of a span. asm, not
+// _mm_prefetch: GCC 12 dropped the builtin's calls from the kernels'
+// lambdas (none were in the object code).
 inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes) {
   const auto* p = static_cast<const char*>(first);
   for (int64_t j = 0; j < count; ++j, p += stride_bytes) asm volatile("prefetcht0 %0" : : "m"(*p));
 }
 
-// out[g][0..8 * VECS) += p[g][j] * v_j[0..8 * VECS) over the positions of
-// `runs` in order (f16 rows at run.v + offset, `stride` apart) for G heads
-// sharing the V rows, each V vector widened once; p[g][j] counts positions
-// from the first run's first. Per output float: loaded from out, one FMA per
-// position in order, stored back, so splitting positions into runs (or
-// calls) changes nothing. The accumulators stay in registers across runs
-// (a load and store per KV block cost ~10% at 16-position blocks).
-template <int G, int VECS>
-inline void accumulate_heads32(const float* const* p, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+// How the value kernels read V, by cache type: f16 rows at run.v, or
+// q8_0 codes at run.v_q (then each weight is multiplied by its position's
+// scale first, see RunWeights).
+struct F16Values {
+  using Element = uint16_t;
+  static constexpr int64_t kElementBytes = 2;
+  static const Element* rows(const KvRun& run) { return run.v; }
+  static __m256 load8(const Element* v) { return load_f16x8(v); }
+};
+struct Q8Values {
+  using Element = int8_t;
+  static constexpr int64_t kElementBytes = 1;
+  static const Element* rows(const KvRun& run) { return run.v_q; }
+  static __m256 load8(const Element* v) { return load_i8x8(v); }
+};
+
+// p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
+// weight: one rounding).
+inline void scale_weights(const float* p, const uint16_t* scale, int64_t count, float* w) {
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), load_f16x8(scale + j)));
+  for (; j < count; ++j) w[j] = p[j] * _cvtsh_ss(scale[j]);
+}
+
+// The weights the value kernels multiply V by: slot n's softmax numerators
+// p[n] (position j of the runs at p[n][j]); for a q8_0 cache times the
+// scale of the 32 values being summed (at run.v_scale + scale_offset, one
+// per position), made per run into `scratch` (kAttentionChunk floats per
+// slot: a run holds at most a chunk's positions).
+struct RunWeights {
+  const float* const* p;
+  float* scratch = nullptr;  // null: f16, the weights are p itself
+  int64_t scale_offset = 0;
+  // w[n]: slot n's weight of the run's first position (which is position
+  // `at` of the runs).
+  template <int N>
+  void of_run(const KvRun& run, int64_t at, const float* (&w)[N]) const {
+    for (int n = 0; n < N; ++n) {
+      if (scratch == nullptr) {
+        w[n] = p[n] + at;
+        continue;
+      }
+      float* scaled = scratch + n * kAttentionChunk;
+      scale_weights(p[n] + at, run.v_scale + scale_offset, run.count, scaled);
+      w[n] = scaled;
+    }
+  }
+};
+
+// out[g][0..8 * VECS) += w[g][j] * v_j[0..8 * VECS) over the positions of
+// `runs` in order (rows at Fmt::rows(run) + offset, `stride` apart) for G
+// heads sharing the V rows, each V vector widened once. Per output float:
+// loaded from out, one FMA per position in order, stored back, so splitting
+// positions into runs (or calls) changes nothing. The accumulators stay in
+// registers across runs (a load and store per KV block cost ~10% at
+// 16-position blocks).
+template <class Fmt, int G, int VECS>
+inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
                                float* const* out) {
   __m256 acc[G][VECS];
 #pragma GCC unroll 4
@@ -277,18 +329,21 @@ inline void accumulate_heads32(const float* const* p, std::span<const KvRun> run
     for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
   int64_t at = 0;  // position of the run's first, counted from runs[0]'s
   for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
-    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v + offset, runs[r + 1].count, stride * 2);
-    const uint16_t* v = runs[r].v + offset;
+    if (r + 1 < runs.size())
+      prefetch_rows(Fmt::rows(runs[r + 1]) + offset, runs[r + 1].count, stride * Fmt::kElementBytes);
+    const float* w_run[G];
+    weights.of_run(runs[r], at, w_run);
+    const typename Fmt::Element* v = Fmt::rows(runs[r]) + offset;
     // Weights first, then one V vector at a time: G * VECS accumulators + G
     // weights + 1 vector fit the 16 ymm registers at G = 3, VECS = 4 (all
     // four V vectors live at once spilled one register every position).
-    for (int64_t j = at, end = at + runs[r].count; j < end; ++j, v += stride) {
+    for (int64_t j = 0; j < runs[r].count; ++j, v += stride) {
       __m256 w[G];
 #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(p[g] + j);
+      for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(w_run[g] + j);
 #pragma GCC unroll 4
       for (int c = 0; c < VECS; ++c) {
-        const __m256 vv = load_f16x8(v + 8 * c);
+        const __m256 vv = Fmt::load8(v + 8 * c);
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
       }
@@ -301,84 +356,40 @@ inline void accumulate_heads32(const float* const* p, std::span<const KvRun> run
 }
 
 // accumulate_heads32 for G heads and `vecs` (1..4) vectors of 8 floats.
-template <int G>
-inline void accumulate_heads_g(int vecs, const float* const* p, std::span<const KvRun> runs, int64_t offset,
+template <class Fmt, int G>
+inline void accumulate_heads_g(int vecs, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
                                int64_t stride, float* const* out) {
   switch (vecs) {
-    case 4: return accumulate_heads32<G, 4>(p, runs, offset, stride, out);
-    case 3: return accumulate_heads32<G, 3>(p, runs, offset, stride, out);
-    case 2: return accumulate_heads32<G, 2>(p, runs, offset, stride, out);
-    default: return accumulate_heads32<G, 1>(p, runs, offset, stride, out);
+    case 4: return accumulate_heads32<Fmt, G, 4>(w, runs, offset, stride, out);
+    case 3: return accumulate_heads32<Fmt, G, 3>(w, runs, offset, stride, out);
+    case 2: return accumulate_heads32<Fmt, G, 2>(w, runs, offset, stride, out);
+    default: return accumulate_heads32<Fmt, G, 1>(w, runs, offset, stride, out);
   }
 }
 
-// accumulate_heads32 for n (1..3) heads and width (8..32, a multiple of 8).
-inline void accumulate_heads(int n, int width, const float* const* p, std::span<const KvRun> runs, int64_t offset,
+// accumulate_heads32 for n (1..3) heads and width (8..32, a multiple of 8;
+// a q8_0 cache's weights cover one 32-value group, so width 32).
+template <class Fmt>
+inline void accumulate_heads(int n, int width, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
                              int64_t stride, float* const* out) {
   switch (n) {
-    case 3: return accumulate_heads_g<3>(width / 8, p, runs, offset, stride, out);
-    case 2: return accumulate_heads_g<2>(width / 8, p, runs, offset, stride, out);
-    default: return accumulate_heads_g<1>(width / 8, p, runs, offset, stride, out);
+    case 3: return accumulate_heads_g<Fmt, 3>(width / 8, w, runs, offset, stride, out);
+    case 2: return accumulate_heads_g<Fmt, 2>(width / 8, w, runs, offset, stride, out);
+    default: return accumulate_heads_g<Fmt, 1>(width / 8, w, runs, offset, stride, out);
   }
 }
 
-// p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
-// weight: one rounding, as accumulate_heads_q8).
-inline void scale_weights(const float* p, const uint16_t* scale, int64_t count, float* w) {
-  int64_t j = 0;
-  for (; j + 8 <= count; j += 8) _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), load_f16x8(scale + j)));
-  for (; j < count; ++j) w[j] = p[j] * _cvtsh_ss(scale[j]);
-}
-
-// accumulate_heads32 for one q8_0 group of V (32 codes per position at
-// run.v_q + offset, `stride` apart; the group's f16 scales at run.v_scale +
-// scale_offset, one per position): per position and head the weight is
-// p * scale (one rounding, eight positions at a time into `weights`), then
-// one FMA per value element in position order. weights: scratch for G x
-// the longest run's positions.
-template <int G>
-inline void accumulate_heads_q8(const float* const* p, std::span<const KvRun> runs, int64_t offset,
-                                int64_t scale_offset, int64_t stride, float* weights, int64_t weights_stride,
-                                float* const* out) {
-  __m256 acc[G][4];
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
-  int64_t at = 0;
-  for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
-    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v_q + offset, runs[r + 1].count, stride);
-    const int64_t count = runs[r].count;
-    const uint16_t* scale = runs[r].v_scale + scale_offset;
-    for (int g = 0; g < G; ++g) scale_weights(p[g] + at, scale, count, weights + g * weights_stride);
-    const int8_t* v = runs[r].v_q + offset;
-    for (int64_t j = 0; j < count; ++j, v += stride) {
-      __m256 w[G];
-#pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(weights + g * weights_stride + j);
-#pragma GCC unroll 4
-      for (int c = 0; c < 4; ++c) {
-        const __m256 vv = load_i8x8(v + 8 * c);
-#pragma GCC unroll 4
-        for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
-      }
-    }
+// accumulate_heads on either cache type: the 32 (or fewer, f16) output
+// floats from dimension d of KV head kv. scratch: kHeadsPerKernel (3) x
+// kAttentionChunk floats, used by q8_0.
+inline void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
+                              int kv, int d, int64_t row_stride, float* scratch, float* const* out) {
+  const int64_t offset = kv * s.kv_head_step() + d;
+  if (s.kv_type == KvCacheType::kQ8_0) {
+    const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+    return accumulate_heads<Q8Values>(n, 32, w, runs, offset, row_stride, out);
   }
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g)
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(out[g] + 8 * c, acc[g][c]);
-}
-
-// accumulate_heads_q8 for n (1..3) heads; weights: kAttentionChunk floats
-// per head (a run holds at most a chunk's positions).
-inline void accumulate_heads_q8_n(int n, const float* const* p, std::span<const KvRun> runs, int64_t offset,
-                                  int64_t scale_offset, int64_t stride, float* weights, float* const* out) {
-  switch (n) {
-    case 3: return accumulate_heads_q8<3>(p, runs, offset, scale_offset, stride, weights, kAttentionChunk, out);
-    case 2: return accumulate_heads_q8<2>(p, runs, offset, scale_offset, stride, weights, kAttentionChunk, out);
-    default: return accumulate_heads_q8<1>(p, runs, offset, scale_offset, stride, weights, kAttentionChunk, out);
-  }
+  accumulate_heads<F16Values>(n, std::min(32, s.head_dim - d), RunWeights{p}, runs, offset, row_stride, out);
 }
 
 // Heads of one GQA group sharing a KV head, at most this many per kernel call.
@@ -419,11 +430,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   const bool q8 = s.kv_type == KvCacheType::kQ8_0;
   const int64_t element_bytes = q8 ? 1 : 2;
   auto prefetch = [element_bytes](const void* from, int64_t elements) {
-    const auto* p = static_cast<const char*>(from);
-    const int64_t bytes = elements * element_bytes;
-    // asm, not _mm_prefetch: GCC 12 dropped the builtin's calls from this
-    // function's lambdas (none were in the object code).
-    for (int64_t off = 0; off < bytes; off += 64) asm volatile("prefetcht0 %0" : : "m"(p[off]));
+    prefetch_rows(from, (elements * element_bytes + 63) / 64, 64);  // every line of the span
   };
   // K of run r (the value kernels prefetch V themselves).
   auto prefetch_keys = [&](size_t r) {
@@ -502,10 +509,10 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     out.sum[i] = n_kv == 0 ? 0.0f : softmax_numerators(scores + i * n_kv, n_kv, &out.max[i]);
   }
   if (n_kv == 0) return;
-  // Values: each output float's sum runs over positions in order, 32 floats
-  // of each head at a time.
   // Values: for each batch of heads sharing a KV head and each 32 floats of
-  // their outputs, one kernel call over all the chunk's runs.
+  // their outputs, one kernel call over all the chunk's runs (each output
+  // float's sum in position order).
+  alignas(32) float weight_scratch[kHeadsPerKernel * kAttentionChunk];
   for (int kv = kv_first; kv <= kv_last; ++kv) {
     const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
     for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel) {
@@ -517,46 +524,10 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
           ps[g] = scores + (i0 + g) * n_kv;
           outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
         }
-        const int64_t offset = kv * s.kv_head_step() + d;
-        if (q8) {
-          const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride;
-          alignas(32) float weights[kHeadsPerKernel * kAttentionChunk];
-          accumulate_heads_q8_n(n, ps, runs, offset, scale_offset, row_stride, weights, outs);
-        } else {
-          accumulate_heads(n, std::min(32, s.head_dim - d), ps, runs, offset, row_stride, outs);
-        }
+        accumulate_values(s, n, ps, runs, kv, d, row_stride, weight_scratch, outs);
       }
     }
   }
-}
-
-// out[n][0..16) += p[n][j] * v_j[0..16) for N (row, head) slots sharing the
-// V rows (f16 at run.v + offset, `stride` apart), over the runs' positions
-// in order; each V vector widened once for all N. 16 floats, not 32: N = 6
-// slots x 2 vectors of accumulators leave room for the V vectors and one
-// weight. Per output float the arithmetic of accumulate_heads32.
-template <int N>
-inline void accumulate_slots16(const float* const* p, std::span<const KvRun> runs, int64_t offset, int64_t stride,
-                               float* const* out) {
-  __m256 acc[N][2];
-#pragma GCC unroll 6
-  for (int n = 0; n < N; ++n) acc[n][0] = _mm256_loadu_ps(out[n]), acc[n][1] = _mm256_loadu_ps(out[n] + 8);
-  int64_t at = 0;
-  for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
-    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v + offset, runs[r + 1].count, stride * 2);
-    const uint16_t* v = runs[r].v + offset;
-    for (int64_t j = at, end = at + runs[r].count; j < end; ++j, v += stride) {
-      const __m256 v0 = load_f16x8(v), v1 = load_f16x8(v + 8);
-#pragma GCC unroll 6
-      for (int n = 0; n < N; ++n) {
-        const __m256 w = _mm256_broadcast_ss(p[n] + j);
-        acc[n][0] = _mm256_fmadd_ps(w, v0, acc[n][0]);
-        acc[n][1] = _mm256_fmadd_ps(w, v1, acc[n][1]);
-      }
-    }
-  }
-#pragma GCC unroll 6
-  for (int n = 0; n < N; ++n) _mm256_storeu_ps(out[n], acc[n][0]), _mm256_storeu_ps(out[n] + 8, acc[n][1]);
 }
 
 // score_heads_q8 for N (row, head) slots sharing q8_0 K, eight positions
@@ -601,28 +572,29 @@ inline void score_slots_q8(const float* const* q, const int8_t* k, const uint16_
   }
 }
 
-// accumulate_slots16 on q8_0 V: 16 codes per position at run.v_q + offset,
-// the group's scales at run.v_scale + scale_offset; per output float the
-// arithmetic of accumulate_heads_q8. weights: scratch for N x the longest
-// run's positions, weights_stride apart.
-template <int N>
-inline void accumulate_slots16_q8(const float* const* p, std::span<const KvRun> runs, int64_t offset,
-                                  int64_t scale_offset, int64_t stride, float* weights, int64_t weights_stride,
-                                  float* const* out) {
+// out[n][0..16) += w[n][j] * v_j[0..16) for N (row, head) slots sharing the
+// V rows (Fmt::rows(run) + offset, `stride` apart), over the runs' positions
+// in order; each V vector widened once for all N. 16 floats, not 32: N = 6
+// slots x 2 vectors of accumulators leave room for the V vectors and one
+// weight. Per output float the arithmetic of accumulate_heads32.
+template <class Fmt, int N>
+inline void accumulate_slots16(const RunWeights& weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+                               float* const* out) {
   __m256 acc[N][2];
 #pragma GCC unroll 6
   for (int n = 0; n < N; ++n) acc[n][0] = _mm256_loadu_ps(out[n]), acc[n][1] = _mm256_loadu_ps(out[n] + 8);
   int64_t at = 0;
   for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
-    if (r + 1 < runs.size()) prefetch_rows(runs[r + 1].v_q + offset, runs[r + 1].count, stride);
-    for (int n = 0; n < N; ++n)
-      scale_weights(p[n] + at, runs[r].v_scale + scale_offset, runs[r].count, weights + n * weights_stride);
-    const int8_t* v = runs[r].v_q + offset;
+    if (r + 1 < runs.size())
+      prefetch_rows(Fmt::rows(runs[r + 1]) + offset, runs[r + 1].count, stride * Fmt::kElementBytes);
+    const float* w_run[N];
+    weights.of_run(runs[r], at, w_run);
+    const typename Fmt::Element* v = Fmt::rows(runs[r]) + offset;
     for (int64_t j = 0; j < runs[r].count; ++j, v += stride) {
-      const __m256 v0 = load_i8x8(v), v1 = load_i8x8(v + 8);
+      const __m256 v0 = Fmt::load8(v), v1 = Fmt::load8(v + 8);
 #pragma GCC unroll 6
       for (int n = 0; n < N; ++n) {
-        const __m256 w = _mm256_broadcast_ss(weights + n * weights_stride + j);
+        const __m256 w = _mm256_broadcast_ss(w_run[n] + j);
         acc[n][0] = _mm256_fmadd_ps(w, v0, acc[n][0]);
         acc[n][1] = _mm256_fmadd_ps(w, v1, acc[n][1]);
       }
@@ -630,6 +602,17 @@ inline void accumulate_slots16_q8(const float* const* p, std::span<const KvRun> 
   }
 #pragma GCC unroll 6
   for (int n = 0; n < N; ++n) _mm256_storeu_ps(out[n], acc[n][0]), _mm256_storeu_ps(out[n] + 8, acc[n][1]);
+}
+
+// accumulate_slots16 for 2, 4 or 6 slots.
+template <class Fmt>
+inline void accumulate_slots(int slots, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
+                             int64_t stride, float* const* out) {
+  switch (slots) {
+    case 6: return accumulate_slots16<Fmt, 6>(w, runs, offset, stride, out);
+    case 4: return accumulate_slots16<Fmt, 4>(w, runs, offset, stride, out);
+    default: return accumulate_slots16<Fmt, 2>(w, runs, offset, stride, out);
+  }
 }
 
 // Slots are (row, head): heads i0 .. i0 + n of row 0, then the same of row
@@ -707,8 +690,7 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   // Values: both rows over the first count0 positions, then row 1 alone
   // over the rest (at most one position), each output's chain in order.
   KvRun shared[kAttentionChunk], tail[kAttentionChunk];
-  // q8_0: each slot's weights times the scales (a run holds at most a
-  // chunk's positions).
+  // q8_0: each slot's weights times the scales (RunWeights).
   alignas(32) float weights[kPairSlots * kAttentionChunk];
   const size_t n_shared = slice_runs(runs, 0, count0, 1, row_stride, shared);
   const size_t n_tail = slice_runs(runs, count0, n_kv - count0, 1, row_stride, tail);
@@ -723,28 +705,13 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
       const std::span<const KvRun> both(shared, n_shared);
       const int64_t offset = kv * s.kv_head_step() + d;
       if (q8) {
-        const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride;
-        switch (n) {
-          case 3:
-            accumulate_slots16_q8<6>(ps, both, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
-            break;
-          case 2:
-            accumulate_slots16_q8<4>(ps, both, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
-            break;
-          default:
-            accumulate_slots16_q8<2>(ps, both, offset, scale_offset, row_stride, weights, kAttentionChunk, outs);
-            break;
-        }
-        continue;
-      }
-      switch (n) {
-        case 3: accumulate_slots16<6>(ps, both, offset, row_stride, outs); break;
-        case 2: accumulate_slots16<4>(ps, both, offset, row_stride, outs); break;
-        default: accumulate_slots16<2>(ps, both, offset, row_stride, outs); break;
+        const RunWeights w{ps, weights, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+        accumulate_slots<Q8Values>(2 * n, w, both, offset, row_stride, outs);
+      } else {
+        accumulate_slots<F16Values>(2 * n, RunWeights{ps}, both, offset, row_stride, outs);
       }
     }
     if (n_tail == 0) return;
-    const std::span<const KvRun> rest(tail, n_tail);
     for (int d = 0; d < s.head_dim; d += 32) {
       const float* ps1[kHeadsPerKernel];
       float* outs1[kHeadsPerKernel];
@@ -752,13 +719,7 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
         ps1[g] = score_row(1, i0 + g) + count0;
         outs1[g] = out1.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
       }
-      const int64_t offset = kv * s.kv_head_step() + d;
-      if (q8) {
-        const int64_t scale_offset = kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride;
-        accumulate_heads_q8_n(n, ps1, rest, offset, scale_offset, row_stride, weights, outs1);
-        continue;
-      }
-      accumulate_heads(n, std::min(32, s.head_dim - d), ps1, rest, offset, row_stride, outs1);
+      accumulate_values(s, n, ps1, std::span<const KvRun>(tail, n_tail), kv, d, row_stride, weights, outs1);
     }
   });
 }
