@@ -224,22 +224,23 @@ TEST(ForwardBatchTest, LongRowsSplitIntoSoftmaxChunksAreBatchInvariant) {
   EXPECT_LT(max_err, 2e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
 }
 
-// The q8_0 KV cache (--kv-type q8_0): logits stay bit-identical however
-// rows are batched, chunked, threaded or cut into blocks (rows past one
-// softmax chunk included), and close to the f16 cache's.
-TEST(ForwardBatchTest, Q8KvCacheIsBatchInvariantAndCloseToF16) {
+// A KV cache type other than f16 (--kv-type q8_0 / bf16): logits stay
+// bit-identical however rows are batched, chunked, threaded or cut into
+// blocks (rows past one softmax chunk included), and within
+// `tolerance` x max |logit| of the f16 cache's.
+void check_kv_cache_type(KvCacheType type, int n_embd, double tolerance) {
   TinyModelSpec spec;
   spec.matrix_type = DType::kQ8_0;
-  spec.n_embd = 128;  // head_dim 32: one q8_0 group per head vector
+  spec.n_embd = n_embd;
   const auto bytes = make_tiny_model_bytes(spec);
   auto model = load_tiny_model(bytes);
   const int n = 300;
   const auto tokens = random_tokens(n, model->config().vocab_size, 13);
-  const auto whole = engine_logits(model, tokens, n, 2, 16, 320, KvCacheType::kQ8_0);
+  const auto whole = engine_logits(model, tokens, n, 2, 16, 320, type);
   for (auto [chunk, threads, block_size] : {std::tuple{1, 2, 16}, {1, 3, 5}, {7, 2, 100}}) {
-    const auto other = engine_logits(model, tokens, chunk, threads, block_size, 320, KvCacheType::kQ8_0);
+    const auto other = engine_logits(model, tokens, chunk, threads, block_size, 320, type);
     ASSERT_EQ(0, std::memcmp(whole.data(), other.data(), whole.size() * sizeof(float)))
-        << "chunk " << chunk << " threads " << threads << " block size " << block_size;
+        << kv_cache_type_name(type) << " chunk " << chunk << " threads " << threads << " block size " << block_size;
   }
   const auto f16 = engine_logits(model, tokens, n, 2, 16, 320, KvCacheType::kF16);
   double max_abs = 0, max_err = 0;
@@ -247,11 +248,18 @@ TEST(ForwardBatchTest, Q8KvCacheIsBatchInvariantAndCloseToF16) {
     max_abs = std::max(max_abs, std::fabs(double(f16[i])));
     max_err = std::max(max_err, std::fabs(double(f16[i]) - whole[i]));
   }
-  EXPECT_GT(max_err, 0.0) << "the q8_0 cache was not used";
-  // Measured 0.18 at max |logit| 78 (0.23%).
-  EXPECT_LT(max_err, 5e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
-  std::printf("q8_0 vs f16 cache: max |logit difference| %.2e (max |logit| %.2f)\n", max_err, max_abs);
+  EXPECT_GT(max_err, 0.0) << "the " << kv_cache_type_name(type) << " cache was not used";
+  EXPECT_LT(max_err, tolerance * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
+  std::printf("%s vs f16 cache: max |logit difference| %.2e (max |logit| %.2f)\n", kv_cache_type_name(type), max_err,
+              max_abs);
 }
+
+// head_dim 32: one q8_0 group per head vector. Measured 0.18 at max |logit|
+// 78 (0.23%).
+TEST(ForwardBatchTest, Q8KvCacheIsBatchInvariantAndCloseToF16) { check_kv_cache_type(KvCacheType::kQ8_0, 128, 5e-3); }
+
+// head_dim 16 (the tiny model's): one split-lane pair per head vector.
+TEST(ForwardBatchTest, Bf16KvCacheIsBatchInvariantAndCloseToF16) { check_kv_cache_type(KvCacheType::kBF16, 64, 5e-3); }
 
 TEST(ForwardBatchTest, Q8KvCacheNeedsHeadSizeInGroupsOf32) {
   auto model = load_tiny_model(make_tiny_model_bytes(TinyModelSpec{}));  // head_dim 16

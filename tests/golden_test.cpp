@@ -103,11 +103,17 @@ TEST_F(GoldenTest, TeacherForcedArgmaxWithQ8KvCacheAgreesWithLlamaCpp) {
   check_teacher_forced(*generator(1024, KvCacheType::kQ8_0));
 }
 
+// The bf16 KV cache (--kv-type bf16), the same bars.
+TEST_F(GoldenTest, TeacherForcedArgmaxWithBf16KvCacheAgreesWithLlamaCpp) {
+  check_teacher_forced(*generator(1024, KvCacheType::kBF16));
+}
+
 // Perplexity over the golden text on one KV cache type.
 void check_perplexity(GoldenTest* test, KvCacheType kv_type);
 
 TEST_F(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kF16); }
 TEST_F(GoldenTest, PerplexityWithQ8KvCacheWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kQ8_0); }
+TEST_F(GoldenTest, PerplexityWithBf16KvCacheWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kBF16); }
 
 void check_perplexity(GoldenTest* test, KvCacheType kv_type) {
   const auto golden = read_json("tests/golden/perplexity.json");

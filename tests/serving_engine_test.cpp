@@ -180,18 +180,22 @@ class ServingEngineQ8Test : public ServingEngineTest {
 
 TEST_F(ServingEngineQ8Test, ConcurrentGreedyEqualsAloneWithQ8Cache) {
   const auto ps = prompts(10);
-  ServingEngineOptions base;
-  base.kv_type = KvCacheType::kQ8_0;
-  base.prefix_caching = false;
-  const std::vector<Output> alone = run_alone(base, ps, 11);
-  for (int budget : {5, 300}) {
-    ServingEngineOptions o;
-    o.kv_type = KvCacheType::kQ8_0;
-    o.scheduler.max_batched_tokens = budget;
-    o.threads = 2;
-    const std::vector<Output> together = run_together(o, ps, 11);
-    for (size_t i = 0; i < ps.size(); ++i)
-      EXPECT_EQ(together[i].tokens, alone[i].tokens) << "prompt " << i << " budget " << budget;
+  // bf16 (--kv-type bf16) too: the f16 cache's size, its own kernels.
+  for (KvCacheType type : {KvCacheType::kQ8_0, KvCacheType::kBF16}) {
+    ServingEngineOptions base;
+    base.kv_type = type;
+    base.prefix_caching = false;
+    const std::vector<Output> alone = run_alone(base, ps, 11);
+    for (int budget : {5, 300}) {
+      ServingEngineOptions o;
+      o.kv_type = type;
+      o.scheduler.max_batched_tokens = budget;
+      o.threads = 2;
+      const std::vector<Output> together = run_together(o, ps, 11);
+      for (size_t i = 0; i < ps.size(); ++i)
+        EXPECT_EQ(together[i].tokens, alone[i].tokens)
+            << kv_cache_type_name(type) << " prompt " << i << " budget " << budget;
+    }
   }
   ServingEngineOptions f16, q8;
   q8.kv_type = KvCacheType::kQ8_0;

@@ -33,10 +33,11 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
 void add_kv_type_option(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option_function<std::string>(
          "--kv-type",
-         [&o](const std::string& name) { o.kv_type = name == "q8_0" ? KvCacheType::kQ8_0 : KvCacheType::kF16; },
-         "KV cache element type: f16 (default) or q8_0 (int8 with a scale per 32 values: half the memory and "
-         "bytes read per position, 1.88x the context per MiB)")
-      ->check(CLI::IsMember({"f16", "q8_0"}))
+         [&o](const std::string& name) { parse_kv_cache_type(name.c_str(), &o.kv_type); },
+         "KV cache element type: f16 (default); q8_0 (int8 with a scale per 32 values: half the memory and "
+         "bytes read per position, 1.88x the context per MiB); bf16 (f16's size, 8 mantissa bits instead of 11, "
+         "faster attention at long context)")
+      ->check(CLI::IsMember({"f16", "q8_0", "bf16"}))
       ->default_str("f16");
 }
 

@@ -213,7 +213,7 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
 namespace ref {
 
 // The plain loops: one scalar dot per position, libm exp, one multiply-add
-// per position and value element; f16 elements widened one at a time (q8_0
+// per position and value element; f16 (bf16) elements widened one at a time (q8_0
 // codes: see the loops for the order of the scale multiplies). Q and
 // the softmax numerators are rounded to f16 (as llama.cpp's CPU attention
 // does).
@@ -225,6 +225,8 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
   // q8_0: K transposed, head_dim a multiple of kKvQ8Group (AttentionShape).
   const bool q8 = s.kv_type == KvCacheType::kQ8_0;
   const int groups = s.head_dim / kKvQ8Group;
+  // A 16-bit cache's element as f32.
+  auto widen = [bf16 = s.kv_type == KvCacheType::kBF16](uint16_t h) { return bf16 ? bf16_to_f32(h) : f16_to_f32(h); };
   for (int h = head_begin; h < head_end; ++h) {
     const int i = h - head_begin;
     const int64_t kv_offset = (h / group) * s.kv_head_step();
@@ -252,7 +254,7 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
           }
         } else {
           const uint16_t* kj = run.k + j * k_position_step + kv_offset;
-          for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * f16_to_f32(kj[d * k_dim_step]);
+          for (int d = 0; d < s.head_dim; ++d) dot += qh[d] * widen(kj[d * k_dim_step]);
         }
         scores[n_kv] = dot * s.scale;
         if (scores[n_kv] > max_score) max_score = scores[n_kv];
@@ -276,7 +278,7 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
             acc[d] = std::fma(*p * f16_to_f32(sj[d / kKvQ8Group * s.k_dim_stride]), static_cast<float>(vj[d]), acc[d]);
         } else {
           const uint16_t* vj = run.v + j * row_stride + kv_offset;
-          for (int d = 0; d < s.head_dim; ++d) acc[d] += *p * f16_to_f32(vj[d]);
+          for (int d = 0; d < s.head_dim; ++d) acc[d] += *p * widen(vj[d]);
         }
       }
     }

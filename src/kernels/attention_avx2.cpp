@@ -42,10 +42,78 @@ inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// 8 bf16 values widened to f32, in order.
+inline __m256 load_bf16x8(const uint16_t* p) {
+  return _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+}
+
+// 16 bf16 values widened to f32 with their lanes split: even = elements 0,
+// 2, .., 14, odd = 1, 3, .., 15. Two integer ops for sixteen values (the
+// odd ones are the high halves of the 32-bit lanes already), against two
+// vcvtph2ps at three FMAs' time each for f16.
+inline void load_bf16x16_split(const uint16_t* p, __m256& even, __m256& odd) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+  odd = _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+
+// Sixteen floats in order (a: 0..7, b: 8..15) to split lanes (a: even, b:
+// odd), and back. Pure moves: the arithmetic on each float is unchanged.
+inline void split_lanes(__m256& a, __m256& b) {
+  const __m256 lo = _mm256_permute2f128_ps(a, b, 0x20), hi = _mm256_permute2f128_ps(a, b, 0x31);
+  a = _mm256_shuffle_ps(lo, hi, 0x88);
+  b = _mm256_shuffle_ps(lo, hi, 0xDD);
+}
+inline void join_lanes(__m256& even, __m256& odd) {
+  const __m256 u0 = _mm256_unpacklo_ps(even, odd), u1 = _mm256_unpackhi_ps(even, odd);
+  even = _mm256_permute2f128_ps(u0, u1, 0x20);
+  odd = _mm256_permute2f128_ps(u0, u1, 0x31);
+}
+
 // 8 int8 codes (a q8_0 cache) widened to f32; the load folds into
 // vpmovsxbd (loading 16 and unpacking the high half cost a shuffle more).
 inline __m256 load_i8x8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+// How the kernels read the cache's elements, by cache type: f16 or bf16
+// (K at run.k, V rows at run.v), or q8_0 codes (V at run.v_q; then each
+// weight is multiplied by its position's scale first, see RunWeights; q8_0
+// K has kernels of its own). load8: eight elements in order. load16:
+// sixteen, in order unless kSplitLanes (then split as load_bf16x16_split);
+// kernels that use load16 keep such accumulators split and join them at
+// the end, so each float's arithmetic is the same either way.
+struct F16Elements {
+  using Element = uint16_t;
+  static constexpr int64_t kElementBytes = 2;
+  static constexpr bool kSplitLanes = false;
+  static const Element* rows(const KvRun& run) { return run.v; }
+  static __m256 load8(const Element* v) { return load_f16x8(v); }
+  static void load16(const Element* v, __m256& a, __m256& b) { a = load_f16x8(v), b = load_f16x8(v + 8); }
+};
+struct BF16Elements {
+  using Element = uint16_t;
+  static constexpr int64_t kElementBytes = 2;
+  static constexpr bool kSplitLanes = true;
+  static const Element* rows(const KvRun& run) { return run.v; }
+  static __m256 load8(const Element* v) { return load_bf16x8(v); }
+  static void load16(const Element* v, __m256& a, __m256& b) { load_bf16x16_split(v, a, b); }
+};
+struct Q8Elements {
+  using Element = int8_t;
+  static constexpr int64_t kElementBytes = 1;
+  static constexpr bool kSplitLanes = false;
+  static const Element* rows(const KvRun& run) { return run.v_q; }
+  static __m256 load8(const Element* v) { return load_i8x8(v); }
+  static void load16(const Element* v, __m256& a, __m256& b) { a = load_i8x8(v), b = load_i8x8(v + 8); }
+};
+
+// fn(F16Elements{}) or fn(BF16Elements{}), by a 16-bit cache's type.
+template <class Fn>
+inline void with_16bit_elements(KvCacheType type, Fn&& fn) {
+  if (type == KvCacheType::kBF16) return fn(BF16Elements{});
+  fn(F16Elements{});
 }
 
 // e^x for x <= 0 (softmax inputs after subtracting the max); below about
@@ -124,7 +192,7 @@ float softmax_numerators(float* scores, int64_t n, float* max_out) {
 // has its own eight lanes over head_dim in order, one fixed add tree
 // ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)), then times scale, so which
 // positions and heads share a call changes nothing.
-template <int G>
+template <class Fmt, int G>
 inline void score_heads4(const float* const* q, const uint16_t* k, int64_t stride, int count, int head_dim,
                          float scale, float* const* out) {
   __m256 acc[G][4];
@@ -139,7 +207,7 @@ inline void score_heads4(const float* const* q, const uint16_t* k, int64_t strid
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       if (p >= count) break;  // unused positions keep zero accumulators
-      const __m256 kv = load_f16x8(k + p * stride + d);
+      const __m256 kv = Fmt::load8(k + p * stride + d);
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) acc[g][p] = _mm256_fmadd_ps(qv[g], kv, acc[g][p]);
     }
@@ -181,7 +249,7 @@ inline void store_scores16(const __m256* acc, __m256 scale, int64_t left, float*
 // A position's score does not depend on the step, run or heads it is
 // computed with. Vectors may read up to 15 elements past the last position
 // (kTransposedKeyOverread); those lanes are computed and dropped.
-template <int G>
+template <class Fmt, int G>
 inline void score_heads_transposed(const float* const* q, const uint16_t* k, int64_t dim_stride, int64_t count,
                                    int head_dim, float scale, float* const* out) {
   const __m256 sc = _mm256_set1_ps(scale);
@@ -190,9 +258,11 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
     const uint16_t* kj = k + j;
-    if (count - j > 8) {
+    // Split lanes (bf16) load sixteen positions at the cost of eight.
+    if (Fmt::kSplitLanes || count - j > 8) {
       for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
-        const __m256 k0 = load_f16x8(kj), k1 = load_f16x8(kj + 8);
+        __m256 k0, k1;
+        Fmt::load16(kj, k0, k1);
 #pragma GCC unroll 8
         for (int g = 0; g < G; ++g) {
           const __m256 qd = _mm256_broadcast_ss(q[g] + d);
@@ -202,10 +272,14 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
       }
     } else {
       for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
-        const __m256 k0 = load_f16x8(kj);
+        const __m256 k0 = Fmt::load8(kj);
 #pragma GCC unroll 8
         for (int g = 0; g < G; ++g) acc[g][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[g] + d), k0, acc[g][0]);
       }
+    }
+    if constexpr (Fmt::kSplitLanes) {
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) join_lanes(acc[g][0], acc[g][1]);
     }
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) store_scores16(acc[g], sc, count - j, out[g] + j);
@@ -263,21 +337,6 @@ inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes
   for (int64_t j = 0; j < count; ++j, p += stride_bytes) asm volatile("prefetcht0 %0" : : "m"(*p));
 }
 
-// How the value kernels read V, by cache type: f16 rows at run.v, or
-// q8_0 codes at run.v_q (then each weight is multiplied by its position's
-// scale first, see RunWeights).
-struct F16Values {
-  using Element = uint16_t;
-  static constexpr int64_t kElementBytes = 2;
-  static const Element* rows(const KvRun& run) { return run.v; }
-  static __m256 load8(const Element* v) { return load_f16x8(v); }
-};
-struct Q8Values {
-  using Element = int8_t;
-  static constexpr int64_t kElementBytes = 1;
-  static const Element* rows(const KvRun& run) { return run.v_q; }
-  static __m256 load8(const Element* v) { return load_i8x8(v); }
-};
 
 // p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
 // weight: one rounding).
@@ -327,6 +386,15 @@ inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun>
   for (int g = 0; g < G; ++g)
 #pragma GCC unroll 4
     for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
+  // Split lanes: vectors c, c + 1 (c even) hold 16 floats as load16 splits
+  // them; an odd last vector stays in order (load8).
+  constexpr int kPaired = Fmt::kSplitLanes ? VECS / 2 * 2 : 0;
+  if constexpr (kPaired > 0) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+      for (int c = 0; c < kPaired; c += 2) split_lanes(acc[g][c], acc[g][c + 1]);
+  }
   int64_t at = 0;  // position of the run's first, counted from runs[0]'s
   for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
     if (r + 1 < runs.size())
@@ -342,12 +410,28 @@ inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun>
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(w_run[g] + j);
 #pragma GCC unroll 4
-      for (int c = 0; c < VECS; ++c) {
+      for (int c = 0; c < kPaired; c += 2) {
+        __m256 v0, v1;
+        Fmt::load16(v + 8 * c, v0, v1);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          acc[g][c] = _mm256_fmadd_ps(w[g], v0, acc[g][c]);
+          acc[g][c + 1] = _mm256_fmadd_ps(w[g], v1, acc[g][c + 1]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int c = kPaired; c < VECS; ++c) {
         const __m256 vv = Fmt::load8(v + 8 * c);
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
       }
     }
+  }
+  if constexpr (kPaired > 0) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+      for (int c = 0; c < kPaired; c += 2) join_lanes(acc[g][c], acc[g][c + 1]);
   }
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g)
@@ -387,9 +471,12 @@ inline void accumulate_values(const AttentionShape& s, int n, const float* const
   const int64_t offset = kv * s.kv_head_step() + d;
   if (s.kv_type == KvCacheType::kQ8_0) {
     const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-    return accumulate_heads<Q8Values>(n, 32, w, runs, offset, row_stride, out);
+    return accumulate_heads<Q8Elements>(n, 32, w, runs, offset, row_stride, out);
   }
-  accumulate_heads<F16Values>(n, std::min(32, s.head_dim - d), RunWeights{p}, runs, offset, row_stride, out);
+  const int width = std::min(32, s.head_dim - d);
+  with_16bit_elements(s.kv_type, [&](auto fmt) {
+    accumulate_heads<decltype(fmt)>(n, width, RunWeights{p}, runs, offset, row_stride, out);
+  });
 }
 
 // Heads of one GQA group sharing a KV head, at most this many per kernel call.
@@ -442,6 +529,16 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     for (int kv = kv_first; kv <= kv_last; ++kv)
       prefetch(static_cast<const char*>(base) + kv * s.kv_head_stride * element_bytes, span);
   };
+  // V of run r, during the scores: the value pass after the softmax then
+  // finds the chunk's V (96 KB at SmolLM2's shape) in cache instead of
+  // waiting on DRAM one block ahead.
+  auto prefetch_values = [&](size_t r) {
+    const void* base = q8 ? static_cast<const void*>(runs[r].v_q) : static_cast<const void*>(runs[r].v);
+    const int64_t span = runs[r].count * row_stride;
+    if (s.kv_head_stride == 0) return prefetch(base, span);
+    for (int kv = kv_first; kv <= kv_last; ++kv)
+      prefetch(static_cast<const char*>(base) + kv * s.kv_head_stride * element_bytes, span);
+  };
   // For each run r (positions first .. first + count) and each batch of at
   // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
   // i0 counted from head_begin. The next run's K is prefetched.
@@ -449,6 +546,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     int64_t first = 0;
     for (size_t r = 0; r < runs.size(); ++r) {
       prefetch_keys(r + 1);
+      prefetch_values(r);
       for (int kv = kv_first; kv <= kv_last; ++kv) {
         const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
         for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
@@ -481,11 +579,14 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         outs[g] = scores + (i0 + g) * n_kv + first;
       }
       const uint16_t* k = run.k + kv * s.kv_head_step();
-      switch (n) {
-        case 3: score_heads_transposed<3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-        case 2: score_heads_transposed<2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-        default: score_heads_transposed<1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-      }
+      with_16bit_elements(s.kv_type, [&](auto fmt) {
+        using Fmt = decltype(fmt);
+        switch (n) {
+          case 3: score_heads_transposed<Fmt, 3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+          case 2: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+          default: score_heads_transposed<Fmt, 1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+        }
+      });
       return;
     }
     for (int64_t j = 0; j < run.count; j += 4) {
@@ -495,11 +596,14 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       }
       const uint16_t* k = run.k + j * row_stride + kv * s.kv_head_step();
       const int count = static_cast<int>(std::min<int64_t>(4, run.count - j));
-      switch (n) {
-        case 3: score_heads4<3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-        case 2: score_heads4<2>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-        default: score_heads4<1>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-      }
+      with_16bit_elements(s.kv_type, [&](auto fmt) {
+        using Fmt = decltype(fmt);
+        switch (n) {
+          case 3: score_heads4<Fmt, 3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+          case 2: score_heads4<Fmt, 2>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+          default: score_heads4<Fmt, 1>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+        }
+      });
     }
   });
   for (int i = 0; i < heads; ++i) {
@@ -582,7 +686,10 @@ inline void accumulate_slots16(const RunWeights& weights, std::span<const KvRun>
                                float* const* out) {
   __m256 acc[N][2];
 #pragma GCC unroll 6
-  for (int n = 0; n < N; ++n) acc[n][0] = _mm256_loadu_ps(out[n]), acc[n][1] = _mm256_loadu_ps(out[n] + 8);
+  for (int n = 0; n < N; ++n) {
+    acc[n][0] = _mm256_loadu_ps(out[n]), acc[n][1] = _mm256_loadu_ps(out[n] + 8);
+    if constexpr (Fmt::kSplitLanes) split_lanes(acc[n][0], acc[n][1]);
+  }
   int64_t at = 0;
   for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
     if (r + 1 < runs.size())
@@ -591,7 +698,8 @@ inline void accumulate_slots16(const RunWeights& weights, std::span<const KvRun>
     weights.of_run(runs[r], at, w_run);
     const typename Fmt::Element* v = Fmt::rows(runs[r]) + offset;
     for (int64_t j = 0; j < runs[r].count; ++j, v += stride) {
-      const __m256 v0 = Fmt::load8(v), v1 = Fmt::load8(v + 8);
+      __m256 v0, v1;
+      Fmt::load16(v, v0, v1);
 #pragma GCC unroll 6
       for (int n = 0; n < N; ++n) {
         const __m256 w = _mm256_broadcast_ss(w_run[n] + j);
@@ -601,7 +709,10 @@ inline void accumulate_slots16(const RunWeights& weights, std::span<const KvRun>
     }
   }
 #pragma GCC unroll 6
-  for (int n = 0; n < N; ++n) _mm256_storeu_ps(out[n], acc[n][0]), _mm256_storeu_ps(out[n] + 8, acc[n][1]);
+  for (int n = 0; n < N; ++n) {
+    if constexpr (Fmt::kSplitLanes) join_lanes(acc[n][0], acc[n][1]);
+    _mm256_storeu_ps(out[n], acc[n][0]), _mm256_storeu_ps(out[n] + 8, acc[n][1]);
+  }
 }
 
 // accumulate_slots16 for 2, 4 or 6 slots.
@@ -670,11 +781,14 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
         return;
       }
       const uint16_t* k = runs[r].k + kv * s.kv_head_step();
-      switch (n) {
-        case 3: score_heads_transposed<6>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
-        case 2: score_heads_transposed<4>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
-        default: score_heads_transposed<2>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
-      }
+      with_16bit_elements(s.kv_type, [&](auto fmt) {
+        using Fmt = decltype(fmt);
+        switch (n) {
+          case 3: score_heads_transposed<Fmt, 6>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+          case 2: score_heads_transposed<Fmt, 4>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+          default: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+        }
+      });
     });
   }
   const AttentionPartial* outs_by_row[2] = {&out0, &out1};
@@ -706,9 +820,11 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
       const int64_t offset = kv * s.kv_head_step() + d;
       if (q8) {
         const RunWeights w{ps, weights, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-        accumulate_slots<Q8Values>(2 * n, w, both, offset, row_stride, outs);
+        accumulate_slots<Q8Elements>(2 * n, w, both, offset, row_stride, outs);
       } else {
-        accumulate_slots<F16Values>(2 * n, RunWeights{ps}, both, offset, row_stride, outs);
+        with_16bit_elements(s.kv_type, [&](auto fmt) {
+          accumulate_slots<decltype(fmt)>(2 * n, RunWeights{ps}, both, offset, row_stride, outs);
+        });
       }
     }
     if (n_tail == 0) return;

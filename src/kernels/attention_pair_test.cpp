@@ -22,16 +22,18 @@ TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
   AttentionShape probe{9, 3, 64, 0.125f};
   probe.k_dim_stride = 16;
   if (!attention_pairs_supported(probe)) GTEST_SKIP() << "no pair kernel on this CPU";
-  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0}) {
+  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16}) {
   // Row 1 sees n positions: across the 256-position chunks (256 + 1: row 0
   // ends exactly at a chunk's end and row 1 opens the next one alone).
   for (int64_t n : {2, 3, 17, 256, 257, 258, 300, 513, 600}) {
     for (int64_t block_size : {1, 5, 16, 100}) {
       for (auto [n_head, n_head_kv] : {std::pair{9, 3}, {4, 2}, {8, 1}}) {
         AttentionShape shape{n_head, n_head_kv, 64, 0.125f};
+        shape.kv_type = type;  // q8_blocks sets it too
         const int64_t stride = int64_t{n_head_kv} * 64;
         const auto q0 = random_floats(n_head * 64, 501 + n), q1 = random_floats(n_head * 64, 502 + n);
-        const auto k = random_halves(n * stride, 503 + n), v = random_halves(n * stride, 504 + n);
+        auto k = random_halves(n * stride, 503 + n), v = random_halves(n * stride, 504 + n);
+        if (type == KvCacheType::kBF16) k = as_bf16(k), v = as_bf16(v);
         std::vector<uint16_t> ks, vs;
         Q8Store q8_store;
         const auto runs = type == KvCacheType::kQ8_0 ? q8_blocks(k, v, shape, n, block_size, q8_store)
@@ -85,12 +87,17 @@ namespace {
 TEST(AttentionBench, DISABLED_PrefillRowPair) {
   const int64_t n = 2048, stride = 3 * 64;
   const auto k = attention_test_util::random_halves(n * stride, 1), v = attention_test_util::random_halves(n * stride, 2);
-  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0}) {
+  const auto k_bf16 = attention_test_util::as_bf16(k), v_bf16 = attention_test_util::as_bf16(v);
+  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16}) {
   AttentionShape shape{9, 3, 64, 0.125f};
+  shape.kv_type = type;
   std::vector<uint16_t> ks, vs;
   attention_test_util::Q8Store q8_store;
-  const auto runs = type == KvCacheType::kQ8_0 ? attention_test_util::q8_blocks(k, v, shape, n, 16, q8_store)
-                                               : attention_test_util::transposed_blocks(k, v, shape, n, 16, ks, vs);
+  const bool bf16 = type == KvCacheType::kBF16;
+  const auto runs = type == KvCacheType::kQ8_0
+                        ? attention_test_util::q8_blocks(k, v, shape, n, 16, q8_store)
+                        : attention_test_util::transposed_blocks(bf16 ? k_bf16 : k, bf16 ? v_bf16 : v, shape, n, 16,
+                                                                 ks, vs);
   if (!attention_pairs_supported(shape)) GTEST_SKIP();
   std::vector<KvRun> runs0(runs.size());
   runs0.resize(slice_runs(runs, 0, n - 1, 1, 64, runs0.data()));

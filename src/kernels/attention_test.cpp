@@ -371,12 +371,18 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
     AttentionShape q8_shape = s;
     Q8Store q8_store;
     const auto q8_runs = q8_blocks(keys, values, q8_shape, n_kv, 16, q8_store);
-    for (int layout : {0, 1, 2}) {
+    AttentionShape bf16_shape = s;
+    bf16_shape.kv_type = KvCacheType::kBF16;
+    std::vector<uint16_t> bf16_keys, bf16_values;
+    const auto bf16_runs = transposed_blocks(as_bf16(keys), as_bf16(values), bf16_shape, n_kv, 16, bf16_keys, bf16_values);
+    for (int layout : {0, 1, 2, 3}) {
       const bool transposed = layout == 1;
       double best = 1e9;
       for (int rep = 0; rep < 400; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
-        if (layout == 2) {
+        if (layout == 3) {
+          attention_row_paged(bf16_shape, q.data(), bf16_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
+        } else if (layout == 2) {
           attention_row_paged(q8_shape, q.data(), q8_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
         } else if (transposed) {
           attention_row_paged(t_shape, q.data(), t_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
@@ -387,8 +393,9 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
       }
       const double fmas = 2.0 * s.n_head * n_kv * s.head_dim;
       std::printf("n_kv %5lld, %s: %8.1f us for 9 heads, %.2f GFLOP/s\n", static_cast<long long>(n_kv),
-                  layout == 2  ? "q8_0 cache (the store's layout)"
-                  : transposed ? "head-major, K transposed (the store)"
+                  layout == 3   ? "bf16 cache (the store's layout)"
+                  : layout == 2 ? "q8_0 cache (the store's layout)"
+                  : transposed  ? "head-major, K transposed (the store)"
                                : "rows of all heads",
                   best * 1e6,
                   2 * fmas / best / 1e9);
@@ -427,13 +434,22 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
     std::vector<std::vector<KvRun>> q8_runs(kLayers);
     AttentionShape q8_shape = rows_shape;
     for (int l = 0; l < kLayers; ++l) q8_runs[l] = q8_blocks(keys[l], values[l], q8_shape, n_kv, 16, q8_stores[l]);
-    for (int layout : {0, 1, 2, 3}) {
+    std::vector<std::vector<uint16_t>> bf16_keys(kLayers), bf16_values(kLayers);
+    std::vector<std::vector<KvRun>> bf16_runs(kLayers);
+    AttentionShape bf16_shape = rows_shape;
+    bf16_shape.kv_type = KvCacheType::kBF16;
+    for (int l = 0; l < kLayers; ++l)
+      bf16_runs[l] = transposed_blocks(as_bf16(keys[l]), as_bf16(values[l]), bf16_shape, n_kv, 16, bf16_keys[l],
+                                       bf16_values[l]);
+    for (int layout : {0, 1, 2, 3, 4}) {
       const bool by_head = layout != 0;
       std::vector<double> per_layer;
       for (int rep = 0; rep < 15; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int l = 0; l < kLayers; ++l) {
-          if (layout == 3) {
+          if (layout == 4) {
+            attention_row_paged(bf16_shape, q.data(), bf16_runs[l], 64, scores.data(), out.data(), 0, 9);
+          } else if (layout == 3) {
             attention_row_paged(q8_shape, q.data(), q8_runs[l], 64, scores.data(), out.data(), 0, 9);
           } else if (layout == 2) {
             attention_row_paged(t_shape, q.data(), t_runs[l], 64, scores.data(), out.data(), 0, 9);
@@ -449,7 +465,8 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
       const double median = per_layer[per_layer.size() / 2];
       std::printf("cold n_kv %5lld, %s: median %7.1f us per layer (best %7.1f), the layer's K and V at %.1f GB/s\n",
                   static_cast<long long>(n_kv),
-                  layout == 3   ? "q8_0 cache (the store's layout)"
+                  layout == 4   ? "bf16 cache (the store's layout)"
+                  : layout == 3 ? "q8_0 cache (the store's layout)"
                   : layout == 2 ? "head-major, K transposed (the store)"
                   : by_head     ? "head-major blocks"
                                 : "rows of all heads",

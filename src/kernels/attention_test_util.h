@@ -31,6 +31,14 @@ inline std::vector<uint16_t> random_halves(int64_t n, uint32_t seed) {
   return h;
 }
 
+// f16 rows re-encoded as bf16 (the bf16 cache's format): each value
+// widened, then rounded to bf16.
+inline std::vector<uint16_t> as_bf16(const std::vector<uint16_t>& halves) {
+  std::vector<uint16_t> out(halves.size());
+  for (size_t i = 0; i < halves.size(); ++i) out[i] = f32_to_bf16(f16_to_f32(halves[i]));
+  return out;
+}
+
 using PagedFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*, float*, int,
                         int);
 
@@ -47,14 +55,17 @@ inline void avx2_row(const AttentionShape& s, const float* q, std::span<const Kv
 // The paged store's layout: blocks of `block_size` positions, V as
 // [kv_head][offset][head_dim] and K transposed, [kv_head][head_dim][offset]
 // (plus kTransposedKeyOverread readable elements after the last block).
-// Sets shape's strides; returns one run per block.
+// The elements are copied as they are: f16, or bf16 when shape.kv_type says
+// so. Unwritten slots hold NaN. Sets shape's strides; returns one run per
+// block.
 inline std::vector<KvRun> transposed_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
                                      AttentionShape& shape, int64_t n_kv, int64_t block_size,
                                      std::vector<uint16_t>& key_store, std::vector<uint16_t>& value_store) {
   const int n_head_kv = shape.n_head_kv, head_dim = shape.head_dim;
   const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
-  key_store.assign(blocks * block_size * kv_dim + kTransposedKeyOverread, 0x7E00);  // f16 NaN: unread slots
-  value_store.assign(blocks * block_size * kv_dim, 0x7E00);
+  const uint16_t nan = shape.kv_type == KvCacheType::kBF16 ? 0x7FC0 : 0x7E00;  // unread slots
+  key_store.assign(blocks * block_size * kv_dim + kTransposedKeyOverread, nan);
+  value_store.assign(blocks * block_size * kv_dim, nan);
   std::vector<KvRun> runs;
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t count = std::min(block_size, n_kv - b * block_size), base = b * block_size * kv_dim;

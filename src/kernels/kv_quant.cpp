@@ -1,13 +1,30 @@
 #include "kernels/kv_quant.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "base/cpu_features.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
 
-const char* kv_cache_type_name(KvCacheType type) { return type == KvCacheType::kQ8_0 ? "q8_0" : "f16"; }
+const char* kv_cache_type_name(KvCacheType type) {
+  switch (type) {
+    case KvCacheType::kQ8_0: return "q8_0";
+    case KvCacheType::kBF16: return "bf16";
+    default: return "f16";
+  }
+}
+
+bool parse_kv_cache_type(const char* name, KvCacheType* type) {
+  for (KvCacheType t : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16}) {
+    if (std::strcmp(name, kv_cache_type_name(t)) == 0) {
+      *type = t;
+      return true;
+    }
+  }
+  return false;
+}
 
 namespace ref {
 

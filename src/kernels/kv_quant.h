@@ -10,12 +10,19 @@
 
 namespace omnibus {
 
-// How the cache stores K and V: IEEE f16 (the default, as llama.cpp's), or
-// q8_0 (below).
-enum class KvCacheType : uint8_t { kF16, kQ8_0 };
+// How the cache stores K and V: IEEE f16 (the default, as llama.cpp's),
+// q8_0 (below), or bf16. bf16 takes the f16 layout and size and keeps 8
+// mantissa bits instead of 11; its point is speed: widening bf16 to f32 is
+// a shift or a mask, where vcvtph2ps costs three FMAs' time on Zen 1 and
+// bounds long-context attention (docs/profiling.md).
+enum class KvCacheType : uint8_t { kF16, kQ8_0, kBF16 };
 
-// "f16" / "q8_0", as --kv-type spells them.
+// "f16" / "q8_0" / "bf16", as --kv-type spells them.
 const char* kv_cache_type_name(KvCacheType type);
+// The type --kv-type `name` stands for; false for a name it does not know.
+bool parse_kv_cache_type(const char* name, KvCacheType* type);
+// Whether the cache keeps 16-bit floats (f16 or bf16) in KvRun::k / v.
+inline bool kv_cache_is_16bit(KvCacheType type) { return type != KvCacheType::kQ8_0; }
 
 inline constexpr int kKvQ8Group = 32;
 

@@ -155,13 +155,18 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
     }
     uint16_t* key = kv.key_at(layer, block, offset);
     uint16_t* value = kv.value_at(layer, block, offset);
+    // f16 or bf16 (both round to nearest even).
+    auto to_16bit = [bf16 = kv.type() == KvCacheType::kBF16](const float* x, uint16_t* y, int64_t n) {
+      if (!bf16) return f32_to_f16_row(x, y, n);
+      for (int64_t d = 0; d < n; ++d) y[d] = f32_to_bf16(x[d]);
+    };
     for (int h = 0; h < c.n_head_kv; ++h) {
       const int64_t from = static_cast<int64_t>(i) * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
       // K is stored transposed: one element per dimension row of the block.
-      f32_to_f16_row(k_.data() + from, key_half_.data(), c.head_dim);
+      to_16bit(k_.data() + from, key_half_.data(), c.head_dim);
       uint16_t* key_head = key + h * kv.head_stride();
       for (int d = 0; d < c.head_dim; ++d) key_head[d * kv.key_dim_stride()] = key_half_[d];
-      f32_to_f16_row(v_.data() + from, value + h * kv.head_stride(), c.head_dim);
+      to_16bit(v_.data() + from, value + h * kv.head_stride(), c.head_dim);
     }
   }
 }
