@@ -116,6 +116,32 @@ inline void with_16bit_elements(KvCacheType type, Fn&& fn) {
   fn(F16Elements{});
 }
 
+// One prefetch per position of a run's V rows (the 64-byte line holding the
+// slice the value kernels read next), so V streams from DRAM at long
+// context; with a 64-byte stride, every line of a span. asm, not
+// _mm_prefetch: GCC 12 dropped the builtin's calls from the kernels'
+// lambdas (none were in the object code).
+inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes) {
+  const auto* p = static_cast<const char*>(first);
+  for (int64_t j = 0; j < count; ++j, p += stride_bytes) asm volatile("prefetcht0 %0" : : "m"(*p));
+}
+
+// Prefetches spread over a kernel's loop instead of issued in one burst
+// before it: at step i, line i of a and of b (while i < lines). A burst of
+// 100-200 prefetches per KV block stalled the kernels on the few
+// outstanding misses the core allows; one or two per step of the d loop
+// overlap with its FMAs.
+struct SpreadPrefetch {
+  const char* a = nullptr;  // may be null
+  const char* b = nullptr;  // may be null
+  int lines = 0;
+  void at(int i) const {
+    if (i >= lines) return;
+    if (a != nullptr) asm volatile("prefetcht0 %0" : : "m"(a[64 * i]));
+    if (b != nullptr) asm volatile("prefetcht0 %0" : : "m"(b[64 * i]));
+  }
+};
+
 // e^x for x <= 0 (softmax inputs after subtracting the max); below about
 // -87.3 the result is the smallest normal float, ~1e-38, not 0: harmless
 // next to the max position's 1.
@@ -251,9 +277,9 @@ inline void store_scores16(const __m256* acc, __m256 scale, int64_t left, float*
 // (kTransposedKeyOverread); those lanes are computed and dropped.
 template <class Fmt, int G>
 inline void score_heads_transposed(const float* const* q, const uint16_t* k, int64_t dim_stride, int64_t count,
-                                   int head_dim, float scale, float* const* out) {
+                                   int head_dim, float scale, float* const* out, SpreadPrefetch pf = {}) {
   const __m256 sc = _mm256_set1_ps(scale);
-  for (int64_t j = 0; j < count; j += 16) {
+  for (int64_t j = 0; j < count; j += 16, pf.lines = 0) {  // prefetches in the first step only
     __m256 acc[G][2];
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
@@ -261,6 +287,7 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
     // Split lanes (bf16) load sixteen positions at the cost of eight.
     if (Fmt::kSplitLanes || count - j > 8) {
       for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
+        pf.at(d);
         __m256 k0, k1;
         Fmt::load16(kj, k0, k1);
 #pragma GCC unroll 8
@@ -272,6 +299,7 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
       }
     } else {
       for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
+        pf.at(d);
         const __m256 k0 = Fmt::load8(kj);
 #pragma GCC unroll 8
         for (int g = 0; g < G; ++g) acc[g][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[g] + d), k0, acc[g][0]);
@@ -327,15 +355,6 @@ inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_
   }
 }
 
-// One prefetch per position of a run's V rows (the 64-byte line holding the
-// slice the value kernels read next), so V streams from DRAM at long
-// context; with a 64-byte stride, every line of a span. asm, not
-// _mm_prefetch: GCC 12 dropped the builtin's calls from the kernels'
-// lambdas (none were in the object code).
-inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes) {
-  const auto* p = static_cast<const char*>(first);
-  for (int64_t j = 0; j < count; ++j, p += stride_bytes) asm volatile("prefetcht0 %0" : : "m"(*p));
-}
 
 
 // p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
@@ -542,11 +561,28 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // For each run r (positions first .. first + count) and each batch of at
   // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
   // i0 counted from head_begin. The next run's K is prefetched.
+  // 16-bit transposed K in the paged layout: the score kernel spreads the
+  // prefetches of the next run's K and this run's V over its d loop
+  // (spread_prefetch) instead.
+  const bool spread = !q8 && s.k_dim_stride != 0 && s.kv_head_stride != 0;
+  auto spread_prefetch = [&](size_t r, int kv) {
+    SpreadPrefetch pf;
+    if (r + 1 < runs.size()) pf.a = reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_stride);
+    pf.b = reinterpret_cast<const char*>(runs[r].v + kv * s.kv_head_stride);
+    // One head's K block and the run's V rows of the head.
+    const int64_t bytes = std::max(s.head_dim * s.k_dim_stride, runs[r].count * row_stride) * 2;
+    pf.lines = static_cast<int>((bytes + 63) / 64);
+    return pf;
+  };
   auto for_runs_and_head_batches = [&](auto&& fn) {
     int64_t first = 0;
     for (size_t r = 0; r < runs.size(); ++r) {
-      prefetch_keys(r + 1);
-      prefetch_values(r);
+      if (spread) {
+        if (r == 0) prefetch_keys(0);  // run 0's K: nothing computes before it
+      } else {
+        prefetch_keys(r + 1);
+        prefetch_values(r);
+      }
       for (int kv = kv_first; kv <= kv_last; ++kv) {
         const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
         for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
@@ -579,12 +615,16 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         outs[g] = scores + (i0 + g) * n_kv + first;
       }
       const uint16_t* k = run.k + kv * s.kv_head_step();
+      // The first batch of the KV head's query heads prefetches for all.
+      const SpreadPrefetch pf = spread && i0 == std::max(head_begin, kv * group) - head_begin
+                                    ? spread_prefetch(static_cast<size_t>(&run - runs.data()), kv)
+                                    : SpreadPrefetch{};
       with_16bit_elements(s.kv_type, [&](auto fmt) {
         using Fmt = decltype(fmt);
         switch (n) {
-          case 3: score_heads_transposed<Fmt, 3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-          case 2: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-          default: score_heads_transposed<Fmt, 1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+          case 3: score_heads_transposed<Fmt, 3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs, pf); break;
+          case 2: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs, pf); break;
+          default: score_heads_transposed<Fmt, 1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs, pf); break;
         }
       });
       return;
