@@ -344,8 +344,16 @@ def print_limits(limits, costs, roof):
 
 
 def scaling(args, prompt_file, prompt_tokens, short_tokens):
-    """Speed at 1 and 2 threads, and the 2t/1t ratio."""
+    """Speed at 1 and 2 threads, and the 2t/1t ratio; also the machine's
+    read bandwidth at 1 and 2 threads, whose ratio caps decode's 2t/1t
+    wherever one thread's decode already reads near one core's bandwidth."""
     result = {}
+    if not args.skip_limits:
+        bw = {t: roofline.measure_machine(t)["read_gb_per_s"] for t in (1, 2)}
+        result["memory_read_gb_per_s"] = {"1t": bw[1], "2t": bw[2],
+                                          "2t/1t": bw[2] / bw[1]}
+        print(f"{'memory':9s} {'read GB/s':22s} 1t {bw[1]:8.1f}  "
+              f"2t {bw[2]:8.1f}  2t/1t {bw[2] / bw[1]:.2f}")
     for name, enabled, fn in (
             ("omnibus", not args.skip_omnibus,
              lambda t: bench_omnibus(args, t, prompt_file, len(prompt_tokens))),

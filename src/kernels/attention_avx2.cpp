@@ -127,10 +127,11 @@ inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes
 }
 
 // Prefetches spread over a kernel's loop instead of issued in one burst
-// before it: at step i, line i of a and of b (while i < lines). A burst of
-// 100-200 prefetches per KV block stalled the kernels on the few
-// outstanding misses the core allows; one or two per step of the d loop
-// overlap with its FMAs.
+// before it: at step i, line i of a and of b (while i < lines). With one or
+// two per step of the d loop instead of ~200 per KV block up front, a
+// decode row at 2,048 positions from DRAM went 309-333 -> 280-311 us (bf16;
+// docs/profiling.md); likely the burst queued on the core's few
+// outstanding misses.
 struct SpreadPrefetch {
   const char* a = nullptr;  // may be null
   const char* b = nullptr;  // may be null
@@ -558,22 +559,25 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     for (int kv = kv_first; kv <= kv_last; ++kv)
       prefetch(static_cast<const char*>(base) + kv * s.kv_head_stride * element_bytes, span);
   };
-  // For each run r (positions first .. first + count) and each batch of at
-  // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
-  // i0 counted from head_begin. The next run's K is prefetched.
   // 16-bit transposed K in the paged layout: the score kernel spreads the
   // prefetches of the next run's K and this run's V over its d loop
-  // (spread_prefetch) instead.
+  // (spread_prefetch) instead of the bursts above.
   const bool spread = !q8 && s.k_dim_stride != 0 && s.kv_head_stride != 0;
   auto spread_prefetch = [&](size_t r, int kv) {
     SpreadPrefetch pf;
     if (r + 1 < runs.size()) pf.a = reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_stride);
     pf.b = reinterpret_cast<const char*>(runs[r].v + kv * s.kv_head_stride);
-    // One head's K block and the run's V rows of the head.
+    // One head's K block and the run's V rows of the head (the larger of
+    // the two; a prefetch past the smaller one's end reads nothing). At most
+    // head_dim lines, one pair per step of the d loop: all of them at
+    // SmolLM2's shape and blocks of 16 (32 lines each).
     const int64_t bytes = std::max(s.head_dim * s.k_dim_stride, runs[r].count * row_stride) * 2;
     pf.lines = static_cast<int>((bytes + 63) / 64);
     return pf;
   };
+  // For each run r (positions first .. first + count) and each batch of at
+  // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
+  // i0 counted from head_begin; the bursts of prefetches, unless spread.
   auto for_runs_and_head_batches = [&](auto&& fn) {
     int64_t first = 0;
     for (size_t r = 0; r < runs.size(); ++r) {
