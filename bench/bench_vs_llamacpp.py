@@ -127,16 +127,22 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
         return run_omnibus(args.omnibus, args.model, threads, args.batch,
                            ["-p", SHORT_PROMPT], args.decode_tokens, args.kv_type)
 
+    def long_decode():
+        return run_omnibus(args.omnibus, args.model, threads, args.batch,
+                           ["-f", str(long_prompt_file),
+                            "-c", str(args.long_context + LONG_DECODE_TOKENS + 16)],
+                           LONG_DECODE_TOKENS, args.kv_type)
+
     prefill(), decode()  # warm-up: page cache, CPU clocks
     pre = [prefill() for _ in range(args.reps)]
-    dec = [decode() for _ in range(args.reps)]
-    long_dec = []
-    if long_prompt_file is not None:
-        long_dec = [run_omnibus(args.omnibus, args.model, threads, args.batch,
-                                ["-f", str(long_prompt_file),
-                                 "-c", str(args.long_context + LONG_DECODE_TOKENS + 16)],
-                                LONG_DECODE_TOKENS, args.kv_type)
-                    for _ in range(args.reps)]
+    dec, long_dec = [], []
+    for _ in range(args.reps):
+        # Short and long context back to back, so each pair sees the same
+        # machine: on a shared VM speed drifts by tens of percent over
+        # minutes, which a ratio of two separate medians would take in.
+        dec.append(decode())
+        if long_prompt_file is not None:
+            long_dec.append(long_decode())
     if pre[0]["prompt_tokens"] != expect_tokens:
         print(f"warning: omnibus counted {pre[0]['prompt_tokens']} prompt "
               f"tokens, llama.cpp {expect_tokens}", file=sys.stderr)
@@ -151,7 +157,9 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
         "load_ms": median(r["load_ms"] for r in pre + dec),
         "peak_rss_mib": max(r["peak_rss_mib"] for r in pre + dec),
         "runs": {"prefill": pre, "decode": dec, "decode_long_context": long_dec},
-        **({"decode_tokens_per_s_long_context": median(r["decode_tokens_per_s"] for r in long_dec)}
+        **({"decode_tokens_per_s_long_context": median(r["decode_tokens_per_s"] for r in long_dec),
+            "long_context_share_paired": median(l["decode_tokens_per_s"] / d["decode_tokens_per_s"]
+                                                for d, l in zip(dec, long_dec))}
            if long_dec else {}),
     }
 
@@ -245,7 +253,12 @@ def llama_child(config_path):
         peak_before_long = proc_status_mib("VmHWM")
         llm.close()
         llm = open_model(len(cfg["long_tokens"]) + cfg["long_decode_tokens"] + 16)
-        long_dec = [decode_long() for _ in range(cfg["reps"])]
+        # Each long run next to a short one on the same context, for the
+        # back-to-back share (as for omnibus).
+        paired_short = []
+        for _ in range(cfg["reps"]):
+            paired_short.append(decode()[0])
+            long_dec.append(decode_long())
     peak = peak_before_long if cfg["long_tokens"] else proc_status_mib("VmHWM")
     print(json.dumps({
         "llama_cpp_version": llama_cpp.__version__,
@@ -257,7 +270,9 @@ def llama_child(config_path):
         "runs": {"prefill_tokens_per_s": pre,
                  "decode_tokens_per_s": [d[0] for d in dec],
                  "decode_tokens_per_s_long_context": long_dec},
-        **({"decode_tokens_per_s_long_context": statistics.median(long_dec)} if long_dec else {}),
+        **({"decode_tokens_per_s_long_context": statistics.median(long_dec),
+            "long_context_share_paired": statistics.median(
+                l / d for d, l in zip(paired_short, long_dec))} if long_dec else {}),
     }))
 
 
@@ -294,8 +309,10 @@ def print_long_context(omni, llama, n_tokens):
         if not r or "decode_tokens_per_s_long_context" not in r:
             continue
         long_speed = r["decode_tokens_per_s_long_context"]
+        paired = r.get("long_context_share_paired")
         print(f"  {name:10s} {long_speed:7.1f} tok/s = {100 * long_speed / r['decode_tokens_per_s']:.0f}% "
-              f"of its short-context decode")
+              f"of its short-context decode"
+              + (f" (median of back-to-back pairs: {100 * paired:.0f}%)" if paired else ""))
     if omni and llama and "decode_tokens_per_s_long_context" in (omni or {}) and \
             "decode_tokens_per_s_long_context" in (llama or {}):
         print(f"  ratio omnibus / llama.cpp: "

@@ -315,6 +315,23 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
   }
 }
 
+// score_heads_transposed over all of a chunk's runs for one KV head (K of
+// run r at runs[r].k + head_offset), run after run, each run's scores at
+// out[g] + its first position: one call per KV head and chunk instead of
+// one per KV block. prefetch_of(r): the SpreadPrefetch for run r.
+template <class Fmt, int G, class PrefetchOf>
+inline void score_runs_transposed(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
+                                  int64_t dim_stride, int head_dim, float scale, float* const* out,
+                                  PrefetchOf&& prefetch_of) {
+  float* at[G];
+  for (int g = 0; g < G; ++g) at[g] = out[g];
+  for (size_t r = 0; r < runs.size(); ++r) {
+    score_heads_transposed<Fmt, G>(q, runs[r].k + head_offset, dim_stride, runs[r].count, head_dim, scale, at,
+                                   prefetch_of(r));
+    for (int g = 0; g < G; ++g) at[g] += runs[r].count;
+  }
+}
+
 // score_heads_transposed for q8_0 K: codes transposed like f16 K, one f16
 // scale per group of kKvQ8Group dimensions and position (group g's scales
 // of these positions at k_scale + g * dim_stride). Per score: each group's
@@ -581,12 +598,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   auto for_runs_and_head_batches = [&](auto&& fn) {
     int64_t first = 0;
     for (size_t r = 0; r < runs.size(); ++r) {
-      if (spread) {
-        if (r == 0) prefetch_keys(0);  // run 0's K: nothing computes before it
-      } else {
-        prefetch_keys(r + 1);
-        prefetch_values(r);
-      }
+      prefetch_keys(r + 1);
+      prefetch_values(r);
       for (int kv = kv_first; kv <= kv_last; ++kv) {
         const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
         for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
@@ -596,7 +609,36 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     }
   };
   // Scores: head i's go to scores[i * n_kv ...].
-  for_runs_and_head_batches([&](const KvRun& run, int64_t first, int i0, int n, int kv) {
+  if (spread) {
+    // KV head by KV head, each over all the runs in one kernel call.
+    prefetch_keys(0);  // run 0's K: nothing computes before it
+    for (int kv = kv_first; kv <= kv_last; ++kv) {
+      const int i_begin = std::max(head_begin, kv * group) - head_begin;
+      const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
+      for (int i0 = i_begin; i0 < i_end; i0 += kHeadsPerKernel) {
+        const int n = std::min(kHeadsPerKernel, i_end - i0);
+        const float* qs[kHeadsPerKernel];
+        float* outs[kHeadsPerKernel];
+        for (int g = 0; g < n; ++g) {
+          qs[g] = qbuf[i0 + g];
+          outs[g] = scores + (i0 + g) * n_kv;
+        }
+        // The first batch of the KV head's query heads prefetches for all.
+        auto prefetch_of = [&, first_batch = i0 == i_begin](size_t r) {
+          return first_batch ? spread_prefetch(r, kv) : SpreadPrefetch{};
+        };
+        const int64_t head_offset = kv * s.kv_head_step();
+        with_16bit_elements(s.kv_type, [&](auto fmt) {
+          using Fmt = decltype(fmt);
+          switch (n) {
+            case 3: score_runs_transposed<Fmt, 3>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+            case 2: score_runs_transposed<Fmt, 2>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+            default: score_runs_transposed<Fmt, 1>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+          }
+        });
+      }
+    }
+  } else for_runs_and_head_batches([&](const KvRun& run, int64_t first, int i0, int n, int kv) {
     const float* qs[kHeadsPerKernel];
     float* outs[kHeadsPerKernel];
     if (q8) {
@@ -619,16 +661,12 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         outs[g] = scores + (i0 + g) * n_kv + first;
       }
       const uint16_t* k = run.k + kv * s.kv_head_step();
-      // The first batch of the KV head's query heads prefetches for all.
-      const SpreadPrefetch pf = spread && i0 == std::max(head_begin, kv * group) - head_begin
-                                    ? spread_prefetch(static_cast<size_t>(&run - runs.data()), kv)
-                                    : SpreadPrefetch{};
       with_16bit_elements(s.kv_type, [&](auto fmt) {
         using Fmt = decltype(fmt);
         switch (n) {
-          case 3: score_heads_transposed<Fmt, 3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs, pf); break;
-          case 2: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs, pf); break;
-          default: score_heads_transposed<Fmt, 1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs, pf); break;
+          case 3: score_heads_transposed<Fmt, 3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+          case 2: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+          default: score_heads_transposed<Fmt, 1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
         }
       });
       return;
