@@ -135,11 +135,10 @@ inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes
 struct SpreadPrefetch {
   const char* a = nullptr;  // may be null
   const char* b = nullptr;  // may be null
-  int lines = 0;
+  int a_lines = 0, b_lines = 0;
   void at(int i) const {
-    if (i >= lines) return;
-    if (a != nullptr) asm volatile("prefetcht0 %0" : : "m"(a[64 * i]));
-    if (b != nullptr) asm volatile("prefetcht0 %0" : : "m"(b[64 * i]));
+    if (i < a_lines) asm volatile("prefetcht0 %0" : : "m"(a[64 * i]));
+    if (i < b_lines) asm volatile("prefetcht0 %0" : : "m"(b[64 * i]));
   }
 };
 
@@ -280,7 +279,7 @@ template <class Fmt, int G>
 inline void score_heads_transposed(const float* const* q, const uint16_t* k, int64_t dim_stride, int64_t count,
                                    int head_dim, float scale, float* const* out, SpreadPrefetch pf = {}) {
   const __m256 sc = _mm256_set1_ps(scale);
-  for (int64_t j = 0; j < count; j += 16, pf.lines = 0) {  // prefetches in the first step only
+  for (int64_t j = 0; j < count; j += 16, pf = {}) {  // prefetches in the first step only
     __m256 acc[G][2];
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
@@ -580,16 +579,23 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // prefetches of the next run's K and this run's V over its d loop
   // (spread_prefetch) instead of the bursts above.
   const bool spread = !q8 && s.k_dim_stride != 0 && s.kv_head_stride != 0;
+  // The next run's K of the head (its positions' rows of the block: head_dim
+  // rows of k_dim_stride, the last one cut at the run's end) and this run's
+  // V rows of the head, over the head_dim steps of the d loop (one line of
+  // each per step at SmolLM2's shape and blocks of 16: 32 lines each).
   auto spread_prefetch = [&](size_t r, int kv) {
-    SpreadPrefetch pf;
-    if (r + 1 < runs.size()) pf.a = reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_stride);
-    pf.b = reinterpret_cast<const char*>(runs[r].v + kv * s.kv_head_stride);
-    // One head's K block and the run's V rows of the head (the larger of
-    // the two; a prefetch past the smaller one's end reads nothing). At most
-    // head_dim lines, one pair per step of the d loop: all of them at
-    // SmolLM2's shape and blocks of 16 (32 lines each).
-    const int64_t bytes = std::max(s.head_dim * s.k_dim_stride, runs[r].count * row_stride) * 2;
-    pf.lines = static_cast<int>((bytes + 63) / 64);
+    const char* next_k = nullptr;
+    int64_t k_bytes = 0;
+    if (r + 1 < runs.size()) {
+      next_k = reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_stride);
+      k_bytes = ((s.head_dim - 1) * s.k_dim_stride + runs[r + 1].count) * 2;
+    }
+    SpreadPrefetch pf{next_k, reinterpret_cast<const char*>(runs[r].v + kv * s.kv_head_stride),
+                      static_cast<int>((k_bytes + 63) / 64), static_cast<int>((runs[r].count * row_stride * 2 + 63) / 64)};
+    // Lines past the loop's head_dim steps (blocks of more than 32
+    // positions at head_dim 64) go in a burst now.
+    if (pf.a_lines > s.head_dim) prefetch_rows(pf.a + 64 * s.head_dim, pf.a_lines - s.head_dim, 64);
+    if (pf.b_lines > s.head_dim) prefetch_rows(pf.b + 64 * s.head_dim, pf.b_lines - s.head_dim, 64);
     return pf;
   };
   // For each run r (positions first .. first + count) and each batch of at

@@ -21,8 +21,6 @@ enum class KvCacheType : uint8_t { kF16, kQ8_0, kBF16 };
 const char* kv_cache_type_name(KvCacheType type);
 // The type --kv-type `name` stands for; false for a name it does not know.
 bool parse_kv_cache_type(const char* name, KvCacheType* type);
-// Whether the cache keeps 16-bit floats (f16 or bf16) in KvRun::k / v.
-inline bool kv_cache_is_16bit(KvCacheType type) { return type != KvCacheType::kQ8_0; }
 
 inline constexpr int kKvQ8Group = 32;
 
