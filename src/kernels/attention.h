@@ -176,7 +176,7 @@ namespace avx2 {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end);
 // One chunk of attention_row_pair_paged: row 1 over all the runs' positions,
-// row 0 over the first count0 (>= 1) of them. Transposed K (f16 or q8_0)
+// row 0 over the first count0 (>= 1) of them. Transposed K (f16, bf16, q8_0)
 // only; heads [head_begin, head_end) at most 16.
 void attention_chunk_pair(const AttentionShape& shape, const float* q0, const float* q1, std::span<const KvRun> runs,
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,

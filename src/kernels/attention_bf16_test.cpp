@@ -82,26 +82,8 @@ TEST(AttentionBf16Test, ExactOnTheCachedValues) {
         auto q = random_floats(9 * 64, 701 + n_kv);
         for (float& x : q) x *= spread;
         const auto k = random_bf16(n_kv * 192, 702 + n_kv), v = random_bf16(n_kv * 192, 703 + n_kv);
-        const auto kf = widen_bf16(k), vf = widen_bf16(v);
-        std::vector<float> want(9 * 64), scores(9 * n_kv);
-        const int group = 3;
-        for (int h = 0; h < 9; ++h) {
-          const int64_t kv = int64_t{h / group} * 64;
-          std::vector<double> s(n_kv);
-          double max_score = -INFINITY, sum = 0;
-          for (int64_t j = 0; j < n_kv; ++j) {
-            double dot = 0;
-            for (int d = 0; d < 64; ++d) dot += double{f16_to_f32(f32_to_f16(q[h * 64 + d]))} * kf[j * 192 + kv + d];
-            s[j] = dot * rows.scale;
-            max_score = std::max(max_score, s[j]);
-          }
-          for (double& x : s) sum += (x = std::exp(x - max_score));
-          for (int d = 0; d < 64; ++d) {
-            double acc = 0;
-            for (int64_t j = 0; j < n_kv; ++j) acc += s[j] * vf[j * 192 + kv + d];
-            want[h * 64 + d] = static_cast<float>(acc / sum);
-          }
-        }
+        const auto want = attention_in_double(rows, q, widen_bf16(k), widen_bf16(v), n_kv);
+        std::vector<float> scores(9 * n_kv);
         AttentionShape transposed = rows;
         std::vector<uint16_t> ks, vs;
         const auto t_runs = transposed_blocks(k, v, transposed, n_kv, 16, ks, vs);

@@ -39,35 +39,6 @@ std::vector<float> q8_roundtrip(const std::vector<uint16_t>& rows, int head_dim)
   return out;
 }
 
-// Attention in double over f32 K and V rows (q rounded to f16, as the kernels
-// do), one softmax over all positions.
-std::vector<float> attention_in_double(const AttentionShape& s, const std::vector<float>& q,
-                                       const std::vector<float>& k, const std::vector<float>& v, int64_t n_kv) {
-  const int group = s.n_head / s.n_head_kv;
-  const int64_t stride = int64_t{s.n_head_kv} * s.head_dim;
-  std::vector<float> out(q.size());
-  std::vector<double> scores(n_kv);
-  for (int h = 0; h < s.n_head; ++h) {
-    const int64_t kv = int64_t{h / group} * s.head_dim;
-    double max_score = -INFINITY;
-    for (int64_t j = 0; j < n_kv; ++j) {
-      double dot = 0;
-      for (int d = 0; d < s.head_dim; ++d)
-        dot += static_cast<double>(f16_to_f32(f32_to_f16(q[h * s.head_dim + d]))) * k[j * stride + kv + d];
-      scores[j] = dot * s.scale;
-      max_score = std::max(max_score, scores[j]);
-    }
-    double sum = 0;
-    for (double& x : scores) sum += (x = std::exp(x - max_score));
-    for (int d = 0; d < s.head_dim; ++d) {
-      double acc = 0;
-      for (int64_t j = 0; j < n_kv; ++j) acc += scores[j] * v[j * stride + kv + d];
-      out[h * s.head_dim + d] = static_cast<float>(acc / sum);
-    }
-  }
-  return out;
-}
-
 // However positions are cut into blocks and heads into calls, a q8_0 row
 // gives the same bits, on every path.
 TEST(AttentionQ8Test, BitIdenticalAcrossBlockLayouts) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <span>
@@ -50,6 +51,35 @@ inline void ref_row(const AttentionShape& s, const float* q, std::span<const KvR
 inline void avx2_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
               float* out, int h0, int h1) {
   attention_row_paged_with(avx2::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+
+// Attention in double over f32 K and V rows (q rounded to f16, as the kernels
+// do), one softmax over all positions.
+inline std::vector<float> attention_in_double(const AttentionShape& s, const std::vector<float>& q,
+                                       const std::vector<float>& k, const std::vector<float>& v, int64_t n_kv) {
+  const int group = s.n_head / s.n_head_kv;
+  const int64_t stride = int64_t{s.n_head_kv} * s.head_dim;
+  std::vector<float> out(q.size());
+  std::vector<double> scores(n_kv);
+  for (int h = 0; h < s.n_head; ++h) {
+    const int64_t kv = int64_t{h / group} * s.head_dim;
+    double max_score = -INFINITY;
+    for (int64_t j = 0; j < n_kv; ++j) {
+      double dot = 0;
+      for (int d = 0; d < s.head_dim; ++d)
+        dot += static_cast<double>(f16_to_f32(f32_to_f16(q[h * s.head_dim + d]))) * k[j * stride + kv + d];
+      scores[j] = dot * s.scale;
+      max_score = std::max(max_score, scores[j]);
+    }
+    double sum = 0;
+    for (double& x : scores) sum += (x = std::exp(x - max_score));
+    for (int d = 0; d < s.head_dim; ++d) {
+      double acc = 0;
+      for (int64_t j = 0; j < n_kv; ++j) acc += scores[j] * v[j * stride + kv + d];
+      out[h * s.head_dim + d] = static_cast<float>(acc / sum);
+    }
+  }
+  return out;
 }
 
 // The paged store's layout: blocks of `block_size` positions, V as

@@ -1,0 +1,315 @@
+// The AVX2 attention kernels shared by one row and two (attention_avx2.cpp,
+// attention_pair_avx2.cpp): scores from row-major, transposed f16/bf16 and
+// q8_0 K; the weighted sums of V. Include only from *_avx2.cpp files.
+#pragma once
+
+#include <span>
+
+#include "kernels/attention_avx2_common.h"
+
+namespace omnibus::avx2::attention_detail {
+
+// Scores of `count` (1..4) consecutive positions (f16 rows at k, `stride`
+// apart) against G heads' q vectors at once, so each K vector is widened
+// once for the G heads of a GQA group: out[g][p] for p < count. Each score
+// has its own eight lanes over head_dim in order, one fixed add tree
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)), then times scale, so which
+// positions and heads share a call changes nothing.
+template <class Fmt, int G>
+inline void score_heads4(const float* const* q, const uint16_t* k, int64_t stride, int count, int head_dim,
+                         float scale, float* const* out) {
+  __m256 acc[G][4];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) acc[g][p] = _mm256_setzero_ps();
+  for (int d = 0; d < head_dim; d += 8) {
+    __m256 qv[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) qv[g] = _mm256_loadu_ps(q[g] + d);
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      if (p >= count) break;  // unused positions keep zero accumulators
+      const __m256 kv = Fmt::load8(k + p * stride + d);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[g][p] = _mm256_fmadd_ps(qv[g], kv, acc[g][p]);
+    }
+  }
+  const __m128 sc = _mm_set1_ps(scale);
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(acc[g][0], acc[g][1]), _mm256_hadd_ps(acc[g][2], acc[g][3]));
+    const __m128 sums = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)), sc);
+    if (count == 4) {
+      _mm_storeu_ps(out[g], sums);
+    } else {
+      alignas(16) float tmp[4];
+      _mm_store_ps(tmp, sums);
+      std::copy(tmp, tmp + count, out[g]);
+    }
+  }
+}
+
+// Sixteen scores (two accumulators of eight positions) times scale to out,
+// only the first `left` of them when fewer remain.
+inline void store_scores16(const __m256* acc, __m256 scale, int64_t left, float* out) {
+  const __m256 s0 = _mm256_mul_ps(acc[0], scale), s1 = _mm256_mul_ps(acc[1], scale);
+  if (left >= 16) {
+    _mm256_storeu_ps(out, s0);
+    _mm256_storeu_ps(out + 8, s1);
+    return;
+  }
+  alignas(32) float tmp[16];
+  _mm256_store_ps(tmp, s0);
+  _mm256_store_ps(tmp + 8, s1);
+  std::copy(tmp, tmp + left, out);
+}
+
+// Scores of `count` positions against G heads' q vectors from transposed K
+// (k: dimension d of position j at k + d * dim_stride + j): sixteen
+// positions per step, two vectors of eight, each score one FMA chain over
+// d = 0 .. head_dim - 1 in order with q[g][d] broadcast, then times scale.
+// A position's score does not depend on the step, run or heads it is
+// computed with. Vectors may read up to 15 elements past the last position
+// (kTransposedKeyOverread); those lanes are computed and dropped.
+template <class Fmt, int G>
+inline void score_heads_transposed(const float* const* q, const uint16_t* k, int64_t dim_stride, int64_t count,
+                                   int head_dim, float scale, float* const* out, SpreadPrefetch pf = {}) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < count; j += 16, pf = {}) {  // prefetches in the first step only
+    __m256 acc[G][2];
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+    const uint16_t* kj = k + j;
+    // Split lanes (bf16) load sixteen positions at the cost of eight.
+    if (Fmt::kSplitLanes || count - j > 8) {
+      for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
+        pf.at(d);
+        __m256 k0, k1;
+        Fmt::load16(kj, k0, k1);
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g) {
+          const __m256 qd = _mm256_broadcast_ss(q[g] + d);
+          acc[g][0] = _mm256_fmadd_ps(qd, k0, acc[g][0]);
+          acc[g][1] = _mm256_fmadd_ps(qd, k1, acc[g][1]);
+        }
+      }
+    } else {
+      for (int d = 0; d < head_dim; ++d, kj += dim_stride) {
+        pf.at(d);
+        const __m256 k0 = Fmt::load8(kj);
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g) acc[g][0] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[g] + d), k0, acc[g][0]);
+      }
+    }
+    if constexpr (Fmt::kSplitLanes) {
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) join_lanes(acc[g][0], acc[g][1]);
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) store_scores16(acc[g], sc, count - j, out[g] + j);
+  }
+}
+
+// score_heads_transposed over all of a chunk's runs for one KV head (K of
+// run r at runs[r].k + head_offset), run after run, each run's scores at
+// out[g] + its first position: one call per KV head and chunk instead of
+// one per KV block. prefetch_of(r): the SpreadPrefetch for run r.
+template <class Fmt, int G, class PrefetchOf>
+inline void score_runs_transposed(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
+                                  int64_t dim_stride, int head_dim, float scale, float* const* out,
+                                  PrefetchOf&& prefetch_of) {
+  float* at[G];
+  for (int g = 0; g < G; ++g) at[g] = out[g];
+  for (size_t r = 0; r < runs.size(); ++r) {
+    score_heads_transposed<Fmt, G>(q, runs[r].k + head_offset, dim_stride, runs[r].count, head_dim, scale, at,
+                                   prefetch_of(r));
+    for (int g = 0; g < G; ++g) at[g] += runs[r].count;
+  }
+}
+
+// score_heads_transposed for q8_0 K: codes transposed like f16 K, one f16
+// scale per group of kKvQ8Group dimensions and position (group g's scales
+// of these positions at k_scale + g * dim_stride). Per score: each group's
+// codes dotted with q in one FMA chain over d, then added to the score as
+// part * scale (FMA), groups in order. Reads of codes and scales may run up
+// to 15 elements past the last position.
+template <int G>
+inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_t* k_scale, int64_t dim_stride,
+                           int64_t count, int head_dim, float scale, float* const* out) {
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t j = 0; j < count; j += 16) {
+    __m256 acc[G][2];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
+    const int8_t* kj = k + j;
+    const uint16_t* sj = k_scale + j;
+    for (int d0 = 0; d0 < head_dim; d0 += kKvQ8Group, sj += dim_stride) {
+      __m256 part[G][2];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) part[g][0] = part[g][1] = _mm256_setzero_ps();
+      for (int d = d0; d < d0 + kKvQ8Group; ++d, kj += dim_stride) {
+        const __m256 k0 = load_i8x8(kj), k1 = load_i8x8(kj + 8);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m256 qd = _mm256_broadcast_ss(q[g] + d);
+          part[g][0] = _mm256_fmadd_ps(qd, k0, part[g][0]);
+          part[g][1] = _mm256_fmadd_ps(qd, k1, part[g][1]);
+        }
+      }
+      const __m256 s0 = load_f16x8(sj), s1 = load_f16x8(sj + 8);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        acc[g][0] = _mm256_fmadd_ps(part[g][0], s0, acc[g][0]);
+        acc[g][1] = _mm256_fmadd_ps(part[g][1], s1, acc[g][1]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) store_scores16(acc[g], sc, count - j, out[g] + j);
+  }
+}
+
+
+
+// p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
+// weight: one rounding).
+inline void scale_weights(const float* p, const uint16_t* scale, int64_t count, float* w) {
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) _mm256_storeu_ps(w + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), load_f16x8(scale + j)));
+  for (; j < count; ++j) w[j] = p[j] * _cvtsh_ss(scale[j]);
+}
+
+// The weights the value kernels multiply V by: slot n's softmax numerators
+// p[n] (position j of the runs at p[n][j]); for a q8_0 cache times the
+// scale of the 32 values being summed (at run.v_scale + scale_offset, one
+// per position), made per run into `scratch` (kAttentionChunk floats per
+// slot: a run holds at most a chunk's positions).
+struct RunWeights {
+  const float* const* p;
+  float* scratch = nullptr;  // null: f16, the weights are p itself
+  int64_t scale_offset = 0;
+  // w[n]: slot n's weight of the run's first position (which is position
+  // `at` of the runs).
+  template <int N>
+  void of_run(const KvRun& run, int64_t at, const float* (&w)[N]) const {
+    for (int n = 0; n < N; ++n) {
+      if (scratch == nullptr) {
+        w[n] = p[n] + at;
+        continue;
+      }
+      float* scaled = scratch + n * kAttentionChunk;
+      scale_weights(p[n] + at, run.v_scale + scale_offset, run.count, scaled);
+      w[n] = scaled;
+    }
+  }
+};
+
+// out[g][0..8 * VECS) += w[g][j] * v_j[0..8 * VECS) over the positions of
+// `runs` in order (rows at Fmt::rows(run) + offset, `stride` apart) for G
+// heads sharing the V rows, each V vector widened once. Per output float:
+// loaded from out, one FMA per position in order, stored back, so splitting
+// positions into runs (or calls) changes nothing. The accumulators stay in
+// registers across runs (a load and store per KV block cost ~10% at
+// 16-position blocks).
+template <class Fmt, int G, int VECS>
+inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+                               float* const* out) {
+  __m256 acc[G][VECS];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < VECS; ++c) acc[g][c] = _mm256_loadu_ps(out[g] + 8 * c);
+  // Split lanes: vectors c, c + 1 (c even) hold 16 floats as load16 splits
+  // them; an odd last vector stays in order (load8).
+  constexpr int kPaired = Fmt::kSplitLanes ? VECS / 2 * 2 : 0;
+  if constexpr (kPaired > 0) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+      for (int c = 0; c < kPaired; c += 2) split_lanes(acc[g][c], acc[g][c + 1]);
+  }
+  int64_t at = 0;  // position of the run's first, counted from runs[0]'s
+  for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
+    if (r + 1 < runs.size())
+      prefetch_rows(Fmt::rows(runs[r + 1]) + offset, runs[r + 1].count, stride * Fmt::kElementBytes);
+    const float* w_run[G];
+    weights.of_run(runs[r], at, w_run);
+    const typename Fmt::Element* v = Fmt::rows(runs[r]) + offset;
+    // Weights first, then one V vector at a time: G * VECS accumulators + G
+    // weights + 1 vector fit the 16 ymm registers at G = 3, VECS = 4 (all
+    // four V vectors live at once spilled one register every position).
+    for (int64_t j = 0; j < runs[r].count; ++j, v += stride) {
+      __m256 w[G];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(w_run[g] + j);
+#pragma GCC unroll 4
+      for (int c = 0; c < kPaired; c += 2) {
+        __m256 v0, v1;
+        Fmt::load16(v + 8 * c, v0, v1);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          acc[g][c] = _mm256_fmadd_ps(w[g], v0, acc[g][c]);
+          acc[g][c + 1] = _mm256_fmadd_ps(w[g], v1, acc[g][c + 1]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int c = kPaired; c < VECS; ++c) {
+        const __m256 vv = Fmt::load8(v + 8 * c);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
+      }
+    }
+  }
+  if constexpr (kPaired > 0) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+      for (int c = 0; c < kPaired; c += 2) join_lanes(acc[g][c], acc[g][c + 1]);
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 4
+    for (int c = 0; c < VECS; ++c) _mm256_storeu_ps(out[g] + 8 * c, acc[g][c]);
+}
+
+// accumulate_heads32 for G heads and `vecs` (1..4) vectors of 8 floats.
+template <class Fmt, int G>
+inline void accumulate_heads_g(int vecs, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
+                               int64_t stride, float* const* out) {
+  switch (vecs) {
+    case 4: return accumulate_heads32<Fmt, G, 4>(w, runs, offset, stride, out);
+    case 3: return accumulate_heads32<Fmt, G, 3>(w, runs, offset, stride, out);
+    case 2: return accumulate_heads32<Fmt, G, 2>(w, runs, offset, stride, out);
+    default: return accumulate_heads32<Fmt, G, 1>(w, runs, offset, stride, out);
+  }
+}
+
+// accumulate_heads32 for n (1..3) heads and width (8..32, a multiple of 8;
+// a q8_0 cache's weights cover one 32-value group, so width 32).
+template <class Fmt>
+inline void accumulate_heads(int n, int width, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
+                             int64_t stride, float* const* out) {
+  switch (n) {
+    case 3: return accumulate_heads_g<Fmt, 3>(width / 8, w, runs, offset, stride, out);
+    case 2: return accumulate_heads_g<Fmt, 2>(width / 8, w, runs, offset, stride, out);
+    default: return accumulate_heads_g<Fmt, 1>(width / 8, w, runs, offset, stride, out);
+  }
+}
+
+// accumulate_heads on either cache type: the 32 (or fewer, f16) output
+// floats from dimension d of KV head kv. scratch: kHeadsPerKernel (3) x
+// kAttentionChunk floats, used by q8_0.
+inline void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
+                              int kv, int d, int64_t row_stride, float* scratch, float* const* out) {
+  const int64_t offset = kv * s.kv_head_step() + d;
+  if (s.kv_type == KvCacheType::kQ8_0) {
+    const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+    return accumulate_heads<Q8Elements>(n, 32, w, runs, offset, row_stride, out);
+  }
+  const int width = std::min(32, s.head_dim - d);
+  with_16bit_elements(s.kv_type, [&](auto fmt) {
+    accumulate_heads<decltype(fmt)>(n, width, RunWeights{p}, runs, offset, row_stride, out);
+  });
+}
+
+}  // namespace omnibus::avx2::attention_detail
