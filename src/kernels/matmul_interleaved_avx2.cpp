@@ -95,6 +95,86 @@ inline void block_sums(const uint8_t* codes, const int8_t* const* xb, __m256i* s
   }
 }
 
+// Decode (one x row) against NG groups of eight rows at once, codes[g]
+// pointing at group g's codes of one block. Each output's arithmetic is
+// block_sums' with MR = 1 (same int16 chain, same widening), so results are
+// bit-identical; what changes is that the broadcasts of x are made once for
+// the NG groups.
+template <class K, int NG>
+inline void block_sums_groups(const uint8_t* const* codes, const int8_t* xb, __m256i* sums) {
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  if constexpr (!K::kSigned) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i p[NG];
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) p[g] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m256i xl = broadcast4(xb + 4 * j), xh = broadcast4(xb + 16 + 4 * j);
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        const __m256i packed = load256(codes[g] + 32 * j);
+        const __m256i lo = _mm256_and_si256(packed, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+        p[g] = _mm256_add_epi16(p[g], _mm256_maddubs_epi16(lo, xl));
+        keep_in_register(p[g]);
+        p[g] = _mm256_add_epi16(p[g], _mm256_maddubs_epi16(hi, xh));
+        keep_in_register(p[g]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) sums[g] = _mm256_madd_epi16(p[g], ones16);
+  } else {
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) sums[g] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m256i xj = broadcast4(xb + 4 * j);
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        const __m256i w = load256(codes[g] + 32 * j);
+        const __m256i x = _mm256_sign_epi8(xj, w);
+        sums[g] = _mm256_add_epi32(sums[g], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), x), ones16));
+      }
+    }
+  }
+}
+
+// Outputs of NG groups of eight weight rows for the single x row, group g's
+// written to out[g * 8 ..]. Same float steps per output as group_tile<K, 1>.
+template <class K, int NG>
+void decode_groups(const MatmulArgs& a, const uint8_t* const* groups, float* const* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  constexpr int kBlockBytes = K::kScaleBytes + K::kCodeBytes;
+  __m256 acc[NG], acc_m[NG];
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g) acc[g] = acc_m[g] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb = qx.q.data() + b * kQK;
+    const uint8_t* codes[NG];
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) codes[g] = groups[g] + b * kBlockBytes + K::kScaleBytes;
+    __m256i sums[NG];
+    block_sums_groups<K, NG>(codes, xb, sums);
+    const __m256 sx = _mm256_set1_ps(qx.scale[b]);
+    const __m256 mx = _mm256_set1_ps(K::kAffine ? qx.scaled_sum[b] : 0.0f);
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) {
+      const uint8_t* blk = groups[g] + b * kBlockBytes;
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      if constexpr (K::kBias) sums[g] = _mm256_sub_epi32(sums[g], _mm256_set1_epi32(qx.bias_sum[b]));
+      acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[g]), _mm256_mul_ps(d, sx), acc[g]);
+      if constexpr (K::kAffine) {
+        const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+        acc_m[g] = _mm256_fmadd_ps(m, mx, acc_m[g]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g) _mm256_storeu_ps(out[g], K::kAffine ? _mm256_add_ps(acc[g], acc_m[g]) : acc[g]);
+}
+
 // Outputs of one group of eight weight rows for x rows r0..r0+MR, written to
 // out[i * 8 + r].
 template <class K, int MR>
@@ -133,15 +213,70 @@ void group_tile(const MatmulArgs& a, const uint8_t* group, int64_t r0, float* ou
 // Batches: MR x rows share each unpacked block.
 constexpr int kBatchRows = 4;
 
+// Decode walks this many far-apart groups of a thread's rows together.
+//
+// Why: with one x row a group's block is used once, so decode streams the
+// weights from DRAM, and one sequential stream per core leaves the memory
+// system underused on this machine (Zen 1 VM, 2 cores): software prefetch
+// one to eight groups ahead, into L1 or L2, measured no better than none.
+// Four streams, a quarter of the thread's rows apart, keep more lines in
+// flight, and the four groups share each broadcast of x. Measured on the dev
+// box (--gtest_filter=*MatmulBench*, one x row, medians of 15, 2026-12-01):
+// Q4_1 49152 x 576 from DRAM 6.2 -> 8.3 GB/s on one thread, 11.8 -> 14.0 on
+// two; Q8_0 8.9 -> 12.3 and 13.9 -> 16.7; in L2 Q4_1 +10-15% (the shared
+// broadcasts). Six streams measured the same as four, eight slower (the
+// accumulators no longer fit in registers).
+constexpr int kDecodeStreams = 4;
+
+// Groups [0, n) of a thread's share (group i at `first + i * group_bytes`)
+// for the single x row: kDecodeStreams sections walked side by side, then
+// the remainder together.
+template <class K>
+void decode_rows(const MatmulArgs& a, const uint8_t* first, size_t group_bytes, int64_t n, int64_t row0,
+                 int64_t row_end) {
+  alignas(32) float out[kDecodeStreams * kInterleaveRows];
+  auto emit = [&](int64_t gi, const float* o8) {
+    const int64_t o = row0 + gi * kInterleaveRows;
+    std::copy(o8, o8 + std::min<int64_t>(kInterleaveRows, row_end - o), a.y + o);
+  };
+  // NG groups, group g being index idx(g), in one pass.
+  auto run = [&]<int NG>(auto idx) {
+    const uint8_t* groups[NG];
+    float* outs[NG];
+    for (int g = 0; g < NG; ++g) groups[g] = first + idx(g) * group_bytes, outs[g] = out + g * kInterleaveRows;
+    decode_groups<K, NG>(a, groups, outs);
+    for (int g = 0; g < NG; ++g) emit(idx(g), outs[g]);
+  };
+  const int64_t len = n / kDecodeStreams;
+  for (int64_t i = 0; i < len; ++i) run.template operator()<kDecodeStreams>([&](int g) { return g * len + i; });
+  const int64_t done = kDecodeStreams * len;
+  auto rest = [&](int g) { return done + g; };
+  static_assert(kDecodeStreams == 4, "the remainder switch below covers 1..3 groups");
+  switch (n - done) {
+    case 1:
+      return run.template operator()<1>(rest);
+    case 2:
+      return run.template operator()<2>(rest);
+    case 3:
+      return run.template operator()<3>(rest);
+    default:
+      return;
+  }
+}
+
 template <class K>
 void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
   const WeightMatrix& w = *a.w;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  alignas(32) float out[kBatchRows * kInterleaveRows];
+  const size_t group_bytes = static_cast<size_t>(kInterleaveRows) * w.row_bytes;
   // begin is a multiple of 8 (matmul() splits rows in units of 16); end may
   // cut the last, padded group.
+  const uint8_t* first = base + (begin / kInterleaveRows) * group_bytes;
+  if (a.n_x == 1)
+    return decode_rows<K>(a, first, group_bytes, (end - begin + kInterleaveRows - 1) / kInterleaveRows, begin, end);
+  alignas(32) float out[kBatchRows * kInterleaveRows];
   for (int64_t o = begin; o < end; o += kInterleaveRows) {
-    const uint8_t* group = base + (o / kInterleaveRows) * kInterleaveRows * w.row_bytes;
+    const uint8_t* group = first + ((o - begin) / kInterleaveRows) * group_bytes;
     const int64_t n_out = std::min<int64_t>(kInterleaveRows, end - o);
     auto emit = [&](int64_t r0, int mr) {
       for (int i = 0; i < mr; ++i)

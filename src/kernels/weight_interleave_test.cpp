@@ -30,7 +30,9 @@ class Interleave : public ::testing::TestWithParam<DType> {
 
 TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
   const DType t = GetParam();
-  for (int64_t rows : {8, 13, 40, 67}) {
+  // 157, 184 and 200 rows give decode (n_x 1) enough groups per thread for
+  // its four streams with every remainder (0-3 groups) over 1-3 threads.
+  for (int64_t rows : {8, 13, 40, 67, 157, 184, 200}) {
     for (int64_t cols : {32, 96, 576}) {
       // Padding between rows in the source, as row_bytes allows.
       const auto w = random_weights(t, rows, cols, static_cast<uint32_t>(rows * cols), rows == 13 ? 5 : 0);
