@@ -441,13 +441,25 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
     for (int l = 0; l < kLayers; ++l)
       bf16_runs[l] = transposed_blocks(as_bf16(keys[l]), as_bf16(values[l]), bf16_shape, n_kv, 16, bf16_keys[l],
                                        bf16_values[l]);
-    for (int layout : {0, 1, 2, 3, 4}) {
+    std::vector<std::vector<uint16_t>> hx_keys(kLayers), hx_values(kLayers), hxb_keys(kLayers), hxb_values(kLayers);
+    std::vector<std::vector<KvRun>> hx_runs(kLayers), hxb_runs(kLayers);
+    AttentionShape hx_shape = rows_shape, hxb_shape = bf16_shape;
+    for (int l = 0; l < kLayers; ++l) {
+      hx_runs[l] = transposed_blocks(keys[l], values[l], hx_shape, n_kv, 16, hx_keys[l], hx_values[l], true);
+      hxb_runs[l] = transposed_blocks(as_bf16(keys[l]), as_bf16(values[l]), hxb_shape, n_kv, 16, hxb_keys[l],
+                                      hxb_values[l], true);
+    }
+    for (int layout : {2, 5, 4, 6, 2, 5, 4, 6}) {
       const bool by_head = layout != 0;
       std::vector<double> per_layer;
       for (int rep = 0; rep < 15; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int l = 0; l < kLayers; ++l) {
-          if (layout == 4) {
+          if (layout == 5) {
+            attention_row_paged(hx_shape, q.data(), hx_runs[l], 64, scores.data(), out.data(), 0, 9);
+          } else if (layout == 6) {
+            attention_row_paged(hxb_shape, q.data(), hxb_runs[l], 64, scores.data(), out.data(), 0, 9);
+          } else if (layout == 4) {
             attention_row_paged(bf16_shape, q.data(), bf16_runs[l], 64, scores.data(), out.data(), 0, 9);
           } else if (layout == 3) {
             attention_row_paged(q8_shape, q.data(), q8_runs[l], 64, scores.data(), out.data(), 0, 9);
@@ -465,7 +477,9 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
       const double median = per_layer[per_layer.size() / 2];
       std::printf("cold n_kv %5lld, %s: median %7.1f us per layer (best %7.1f), the layer's K and V at %.1f GB/s\n",
                   static_cast<long long>(n_kv),
-                  layout == 4   ? "bf16 cache (the store's layout)"
+                  layout == 6   ? "bf16, heads across blocks"
+                  : layout == 5 ? "f16, heads across blocks"
+                  : layout == 4 ? "bf16 cache (the store's layout)"
                   : layout == 3 ? "q8_0 cache (the store's layout)"
                   : layout == 2 ? "head-major, K transposed (the store)"
                   : by_head     ? "head-major blocks"

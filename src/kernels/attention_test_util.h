@@ -90,12 +90,16 @@ inline std::vector<float> attention_in_double(const AttentionShape& s, const std
 // block.
 inline std::vector<KvRun> transposed_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
                                      AttentionShape& shape, int64_t n_kv, int64_t block_size,
-                                     std::vector<uint16_t>& key_store, std::vector<uint16_t>& value_store) {
+                                     std::vector<uint16_t>& key_store, std::vector<uint16_t>& value_store,
+                                     bool heads_across_blocks = false) {
   const int n_head_kv = shape.n_head_kv, head_dim = shape.head_dim;
   const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
   const uint16_t nan = shape.kv_type == KvCacheType::kBF16 ? 0x7FC0 : 0x7E00;  // unread slots
   key_store.assign(blocks * block_size * kv_dim + kTransposedKeyOverread, nan);
   value_store.assign(blocks * block_size * kv_dim, nan);
+  // heads_across_blocks: [kv_head][block][...], each head's blocks in a row
+  // (PagedKvStore's layout); otherwise [block][kv_head][...].
+  auto head_base = [&](int64_t b, int h) { return (h * blocks + b) * block_size * head_dim; };
   std::vector<KvRun> runs;
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t count = std::min(block_size, n_kv - b * block_size), base = b * block_size * kv_dim;
@@ -103,12 +107,14 @@ inline std::vector<KvRun> transposed_blocks(const std::vector<uint16_t>& keys, c
       for (int h = 0; h < n_head_kv; ++h)
         for (int d = 0; d < head_dim; ++d) {
           const int64_t from = (b * block_size + o) * kv_dim + h * head_dim + d;
-          key_store[base + (h * head_dim + d) * block_size + o] = keys[from];
-          value_store[base + (h * block_size + o) * head_dim + d] = values[from];
+          const int64_t head = heads_across_blocks ? head_base(b, h) : base + h * block_size * head_dim;
+          key_store[head + d * block_size + o] = keys[from];
+          value_store[head + o * head_dim + d] = values[from];
         }
-    runs.push_back({key_store.data() + base, value_store.data() + base, count});
+    const int64_t first = heads_across_blocks ? head_base(b, 0) : base;
+    runs.push_back({key_store.data() + first, value_store.data() + first, count});
   }
-  shape.kv_head_stride = block_size * head_dim;
+  shape.kv_head_stride = heads_across_blocks ? blocks * block_size * head_dim : block_size * head_dim;
   shape.k_dim_stride = block_size;
   return runs;
 }

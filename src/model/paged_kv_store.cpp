@@ -29,7 +29,6 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   kv.groups_ = config.head_dim / kKvQ8Group;
   kv.num_blocks_ = num_blocks;
   kv.block_size_ = block_size;
-  kv.kv_dim_ = config.kv_dim();
   kv.head_dim_ = config.head_dim;
   // Transposed K is read in whole vectors of positions, up to
   // kTransposedKeyOverread elements past a block's last one.

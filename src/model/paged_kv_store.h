@@ -6,24 +6,27 @@
 // block_size] at offset p % block_size. Blocks need not be contiguous or in
 // order, so kv/'s KvManager can hand them out and share them between
 // sequences.
-// Layout, K and V in separate buffers: V as [layer][block][kv_head][offset]
-// [head_dim], K transposed as [layer][block][kv_head][head_dim][offset]. A
-// block's data of one KV head is contiguous and its heads follow one
-// another, so attention reads each head of a block as one sequential run and
-// a whole block in order; transposed K puts eight positions of one
-// dimension in a vector, which is how the AVX2 kernel computes scores
-// (kernels/attention.h, AttentionShape::k_dim_stride). (Rows of all
-// heads side by side, [offset][kv_head][head_dim], made each head's read a
-// strided one: at 2,048 positions, with K and V coming from DRAM, the
-// attention microbenchmark took 445-477 us per layer against 373-392 us in
-// this layout, docs/profiling.md.) Sized once at construction: nothing grows at
-// run time. Not thread-safe; owned by the engine thread.
+// Layout, K and V in separate buffers: V as [layer][kv_head][block][offset]
+// [head_dim], K transposed as [layer][kv_head][block][head_dim][offset]. A
+// block's data of one KV head is contiguous, and one KV head's blocks follow
+// one another, so attention, which reads a KV head's blocks in turn, reads
+// one sequential run when a sequence's blocks are consecutive (as they are
+// when a sequence fills fresh blocks); transposed K puts eight positions of
+// one dimension in a vector, which is how the AVX2 kernel computes scores
+// (kernels/attention.h, AttentionShape::k_dim_stride). Measured with K and V
+// from DRAM (`--gtest_filter=*DecodeRowColdCache*`, one decode row at 2,048
+// positions, f16): rows of all heads side by side ([block][offset][kv_head]
+// [head_dim], each head's read strided) 445-477 us per layer; each block's
+// heads one after another ([block][kv_head]..., 2 KB runs 6 KB apart)
+// 347-354 us; this layout 302-307 us (docs/profiling.md). Sized once at
+// construction: nothing grows at run time. Not thread-safe; owned by the
+// engine thread.
 //
 // KvCacheType::kQ8_0 (--kv-type q8_0) stores int8 codes in the same layout
 // as the f16 elements, plus one f16 scale per 32 values of a head's vector
-// (kernels/kv_quant.h): K's and V's scales as [kv_head][group][offset] per
-// block (eight positions' scales in one vector). 34 bytes per 32 values
-// instead of 64.
+// (kernels/kv_quant.h): K's and V's scales as [layer][kv_head][block]
+// [group][offset] (eight positions' scales in one vector). 34 bytes per 32
+// values instead of 64.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +53,10 @@ class PagedKvStore {
   // position's dimension d is the next element).
   int64_t key_dim_stride() const { return block_size_; }
   // K and V: elements from KV head h's data to head h + 1's, same position.
-  int64_t head_stride() const { return static_cast<int64_t>(block_size_) * head_dim_; }
+  int64_t head_stride() const { return static_cast<int64_t>(num_blocks_) * block_size_ * head_dim_; }
 
   // q8_0 scales: elements from KV head h's scales to head h + 1's.
-  int64_t scale_head_stride() const { return static_cast<int64_t>(block_size_) * groups_; }
+  int64_t scale_head_stride() const { return static_cast<int64_t>(num_blocks_) * block_size_ * groups_; }
 
   // f16 cache. KV head 0, dimension 0 of one position's key (f16 bits);
   // dimension d of head h is h * head_stride() + d * key_dim_stride()
@@ -93,16 +96,17 @@ class PagedKvStore {
 
  private:
   PagedKvStore() = default;
+  // KV head 0's data of (layer, block); head h's is h * head_stride()
+  // further.
   int64_t block_start(int layer, int block) const {
-    return (static_cast<int64_t>(layer) * num_blocks_ + block) * block_size_ * kv_dim_;
+    return (static_cast<int64_t>(layer) * n_head_kv_ * num_blocks_ + block) * block_size_ * head_dim_;
   }
   int64_t scale_block_start(int layer, int block) const {
-    return (static_cast<int64_t>(layer) * num_blocks_ + block) * block_size_ * n_head_kv_ * groups_;
+    return (static_cast<int64_t>(layer) * n_head_kv_ * num_blocks_ + block) * block_size_ * groups_;
   }
   KvCacheType type_ = KvCacheType::kF16;
   int num_blocks_ = 0;
   int block_size_ = 0;
-  int64_t kv_dim_ = 0;
   int64_t head_dim_ = 0;
   int64_t n_head_kv_ = 0;
   int64_t groups_ = 0;  // q8_0 scales per head vector
