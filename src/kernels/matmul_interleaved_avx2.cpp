@@ -287,10 +287,23 @@ void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
       group_tile<K, kBatchRows>(a, group, r, out);
       emit(r, kBatchRows);
     }
-    for (; r < a.n_x; ++r) {
-      group_tile<K, 1>(a, group, r, out);
-      emit(r, 1);
+    // The last 1-3 x rows in one tile: a pass per row would unpack the
+    // block once per row (three rows took longer than four).
+    static_assert(kBatchRows == 4, "the switch below covers 1..3 rows");
+    switch (a.n_x - r) {
+      case 3:
+        group_tile<K, 3>(a, group, r, out);
+        break;
+      case 2:
+        group_tile<K, 2>(a, group, r, out);
+        break;
+      case 1:
+        group_tile<K, 1>(a, group, r, out);
+        break;
+      default:
+        break;
     }
+    emit(r, static_cast<int>(a.n_x - r));
   }
 }
 
