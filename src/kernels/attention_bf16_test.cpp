@@ -56,16 +56,18 @@ TEST(AttentionBf16Test, BitIdenticalAcrossBlockLayoutsAndHeadSplits) {
         std::vector<uint16_t> one_k, one_v;
         const auto one_block = transposed_blocks(k, v, one, n_kv, n_kv, one_k, one_v);
         fn(one, q.data(), one_block, head_dim, scores.data(), want.data(), 0, 9);
-        for (int64_t block_size : {1, 5, 16, 100}) {
-          AttentionShape shape = base;
-          std::vector<uint16_t> ks, vs;
-          const auto runs = transposed_blocks(k, v, shape, n_kv, block_size, ks, vs);
-          std::vector<float> got(9 * head_dim, NAN);
-          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 4);  // heads cut across a GQA group
-          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 4, 9);
-          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
-              << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size;
-        }
+        for (bool across : {false, true})  // each head's blocks in a row: the store's layout
+          for (int64_t block_size : {1, 5, 16, 100}) {
+            AttentionShape shape = base;
+            std::vector<uint16_t> ks, vs;
+            const auto runs = transposed_blocks(k, v, shape, n_kv, block_size, ks, vs, across);
+            std::vector<float> got(9 * head_dim, NAN);
+            fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 4);  // heads cut across a GQA group
+            fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 4, 9);
+            EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
+                << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size
+                << " across " << across;
+          }
       }
     }
   }
