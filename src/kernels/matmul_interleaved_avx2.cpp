@@ -216,15 +216,16 @@ constexpr int kBatchRows = 4;
 // Decode walks this many far-apart groups of a thread's rows together.
 //
 // Why: with one x row a group's block is used once, so decode streams the
-// weights from DRAM, and one sequential stream per core leaves the memory
-// system underused on this machine (Zen 1 VM, 2 cores): software prefetch
+// weights from DRAM, and one sequential stream per core left the memory
+// system underused on this machine (Zen 1 VM, 2 cores); software prefetch
 // one to eight groups ahead, into L1 or L2, measured no better than none.
 // Four streams, a quarter of the thread's rows apart, keep more lines in
-// flight, and the four groups share each broadcast of x. Measured on the dev
-// box (--gtest_filter=*MatmulBench*, one x row, medians of 15, 2026-12-01):
-// Q4_1 49152 x 576 from DRAM 6.2 -> 8.3 GB/s on one thread, 11.8 -> 14.0 on
-// two; Q8_0 8.9 -> 12.3 and 13.9 -> 16.7; in L2 Q4_1 +10-15% (the shared
-// broadcasts). Six streams measured the same as four, eight slower (the
+// flight, and the four groups share each broadcast of x. Measured against
+// the one-stream kernel (`--gtest_filter=*MatmulBench*`, the two builds in
+// turns, four rounds, busy VM, 2026-12-01): 49152 x 576 from DRAM on two
+// threads, medians Q4_1 1170 -> 871 us, Q8_0 2243 -> 1530 us; on one
+// thread 4-7% faster from DRAM and 11% in L2 (the shared broadcasts). Six
+// streams measured the same as four end to end, eight slower (the
 // accumulators no longer fit in registers).
 constexpr int kDecodeStreams = 4;
 
