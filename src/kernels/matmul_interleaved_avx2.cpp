@@ -21,7 +21,6 @@
 #include "kernels/matmul_avx2_common.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/weight_interleave.h"
-#include "kernels/weight_prefetch.h"
 #include "tensor/quant_blocks.h"
 
 namespace omnibus::matmul_detail {
@@ -53,161 +52,103 @@ struct IlQ8_0 {
   static constexpr int kScaleBytes = 16, kCodeBytes = 256;
 };
 
-// Exact int32 sums over one block of the eight rows (lane r: row r) against
-// MR x rows, xb[i] pointing at x row i's 32 int8 values of the block.
-template <class K, int MR>
-inline void block_sums(const uint8_t* codes, const int8_t* const* xb, __m256i* sums) {
+// Exact int32 sums over one block of NG groups of eight rows (lane r: row r)
+// against MR x rows: codes[g] points at group g's codes of the block, xb[i]
+// at x row i's 32 int8 values of it; sums[g * MR + i]. Each (group, x row)
+// pair gets the same int16 chain and widening whatever NG and MR are, so
+// results do not depend on the tile shape. Decode (MR = 1) walks several
+// groups at once and shares each broadcast of x among them; batches (NG =
+// 1) share each unpacked block among the x rows.
+template <class K, int NG, int MR>
+inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m256i* sums) {
   const __m256i ones16 = _mm256_set1_epi16(1);
   if constexpr (!K::kSigned) {
     const __m256i low = _mm256_set1_epi8(0x0F);
-    __m256i p[MR];
+    __m256i p[NG * MR];
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) p[i] = _mm256_setzero_si256();
+    for (int k = 0; k < NG * MR; ++k) p[k] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      const __m256i packed = load256(codes + 32 * j);
-      const __m256i lo = _mm256_and_si256(packed, low);                        // elements 4j..4j+3
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);  // 16+4j..16+4j+3
 #pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) {
-        p[i] = _mm256_add_epi16(p[i], _mm256_maddubs_epi16(lo, broadcast4(xb[i] + 4 * j)));
-        keep_in_register(p[i]);
-        p[i] = _mm256_add_epi16(p[i], _mm256_maddubs_epi16(hi, broadcast4(xb[i] + 16 + 4 * j)));
-        keep_in_register(p[i]);
+      for (int g = 0; g < NG; ++g) {
+        const __m256i packed = load256(codes[g] + 32 * j);
+        const __m256i lo = _mm256_and_si256(packed, low);                        // elements 4j..4j+3
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);  // 16+4j..16+4j+3
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          __m256i& acc = p[g * MR + i];
+          acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, broadcast4(xb[i] + 4 * j)));
+          keep_in_register(acc);
+          acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, broadcast4(xb[i] + 16 + 4 * j)));
+          keep_in_register(acc);
+        }
       }
     }
     // |p| <= 8 * 2 * 15 * 127 = 30480: no int16 overflow before widening.
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) sums[i] = _mm256_madd_epi16(p[i], ones16);
+    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_madd_epi16(p[k], ones16);
   } else {
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) sums[i] = _mm256_setzero_si256();
+    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      const __m256i w = load256(codes + 32 * j);
-      const __m256i mag = _mm256_abs_epi8(w);
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) {
-        const __m256i x = _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w);
-        sums[i] = _mm256_add_epi32(sums[i], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, x), ones16));
-      }
-    }
-  }
-}
-
-// Decode (one x row) against NG groups of eight rows at once, codes[g]
-// pointing at group g's codes of one block. Each output's arithmetic is
-// block_sums' with MR = 1 (same int16 chain, same widening), so results are
-// bit-identical; what changes is that the broadcasts of x are made once for
-// the NG groups.
-template <class K, int NG>
-inline void block_sums_groups(const uint8_t* const* codes, const int8_t* xb, __m256i* sums) {
-  const __m256i ones16 = _mm256_set1_epi16(1);
-  if constexpr (!K::kSigned) {
-    const __m256i low = _mm256_set1_epi8(0x0F);
-    __m256i p[NG];
-#pragma GCC unroll 8
-    for (int g = 0; g < NG; ++g) p[g] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      const __m256i xl = broadcast4(xb + 4 * j), xh = broadcast4(xb + 16 + 4 * j);
-#pragma GCC unroll 8
-      for (int g = 0; g < NG; ++g) {
-        const __m256i packed = load256(codes[g] + 32 * j);
-        const __m256i lo = _mm256_and_si256(packed, low);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
-        p[g] = _mm256_add_epi16(p[g], _mm256_maddubs_epi16(lo, xl));
-        keep_in_register(p[g]);
-        p[g] = _mm256_add_epi16(p[g], _mm256_maddubs_epi16(hi, xh));
-        keep_in_register(p[g]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int g = 0; g < NG; ++g) sums[g] = _mm256_madd_epi16(p[g], ones16);
-  } else {
-#pragma GCC unroll 8
-    for (int g = 0; g < NG; ++g) sums[g] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-      const __m256i xj = broadcast4(xb + 4 * j);
 #pragma GCC unroll 8
       for (int g = 0; g < NG; ++g) {
         const __m256i w = load256(codes[g] + 32 * j);
-        const __m256i x = _mm256_sign_epi8(xj, w);
-        sums[g] = _mm256_add_epi32(sums[g], _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), x), ones16));
+        const __m256i mag = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const __m256i x = _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w);
+          sums[g * MR + i] =
+              _mm256_add_epi32(sums[g * MR + i], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, x), ones16));
+        }
       }
     }
   }
 }
 
-// Outputs of NG groups of eight weight rows for the single x row, group g's
-// written to out[g * 8 ..]. Same float steps per output as group_tile<K, 1>.
-template <class K, int NG>
-void decode_groups(const MatmulArgs& a, const uint8_t* const* groups, float* const* out) {
+// Outputs of NG groups of eight weight rows for x rows r0..r0+MR: group g's
+// for x row i written to out[g][i * 8 + r].
+template <class K, int NG, int MR>
+void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
   constexpr int kBlockBytes = K::kScaleBytes + K::kCodeBytes;
-  __m256 acc[NG], acc_m[NG];
+  __m256 acc[NG * MR], acc_m[NG * MR];
 #pragma GCC unroll 8
-  for (int g = 0; g < NG; ++g) acc[g] = acc_m[g] = _mm256_setzero_ps();
+  for (int k = 0; k < NG * MR; ++k) acc[k] = acc_m[k] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
-    const int8_t* xb = qx.q.data() + b * kQK;
     const uint8_t* codes[NG];
 #pragma GCC unroll 8
     for (int g = 0; g < NG; ++g) codes[g] = groups[g] + b * kBlockBytes + K::kScaleBytes;
-    __m256i sums[NG];
-    block_sums_groups<K, NG>(codes, xb, sums);
-    const __m256 sx = _mm256_set1_ps(qx.scale[b]);
-    const __m256 mx = _mm256_set1_ps(K::kAffine ? qx.scaled_sum[b] : 0.0f);
+    const int8_t* xb[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xb[i] = qx.q.data() + (r0 + i) * qx.cols + b * kQK;
+    __m256i sums[NG * MR];
+    block_sums<K, NG, MR>(codes, xb, sums);
 #pragma GCC unroll 8
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * kBlockBytes;
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
-      if constexpr (K::kBias) sums[g] = _mm256_sub_epi32(sums[g], _mm256_set1_epi32(qx.bias_sum[b]));
-      acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[g]), _mm256_mul_ps(d, sx), acc[g]);
-      if constexpr (K::kAffine) {
-        const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
-        acc_m[g] = _mm256_fmadd_ps(m, mx, acc_m[g]);
+      const __m256 m = K::kAffine ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)))
+                                  : _mm256_setzero_ps();
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const int64_t xi = (r0 + i) * blocks + b;
+        const int k = g * MR + i;
+        if constexpr (K::kBias) sums[k] = _mm256_sub_epi32(sums[k], _mm256_set1_epi32(qx.bias_sum[xi]));
+        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[k]), _mm256_mul_ps(d, _mm256_set1_ps(qx.scale[xi])), acc[k]);
+        if constexpr (K::kAffine) acc_m[k] = _mm256_fmadd_ps(m, _mm256_set1_ps(qx.scaled_sum[xi]), acc_m[k]);
       }
     }
   }
 #pragma GCC unroll 8
-  for (int g = 0; g < NG; ++g) _mm256_storeu_ps(out[g], K::kAffine ? _mm256_add_ps(acc[g], acc_m[g]) : acc[g]);
-}
-
-// Outputs of one group of eight weight rows for x rows r0..r0+MR, written to
-// out[i * 8 + r].
-template <class K, int MR>
-void group_tile(const MatmulArgs& a, const uint8_t* group, int64_t r0, float* out) {
-  const QuantizedX& qx = *a.qx;
-  const int64_t blocks = qx.blocks;
-  constexpr int kBlockBytes = K::kScaleBytes + K::kCodeBytes;
-  __m256 acc[MR], acc_m[MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) acc[i] = acc_m[i] = _mm256_setzero_ps();
-  const NextTilePrefetch prefetch(group, static_cast<size_t>(blocks) * kBlockBytes, blocks, 1);
-  for (int64_t b = 0; b < blocks; ++b) {
-    if constexpr (MR == 1) prefetch.part(b);
-    const uint8_t* blk = group + b * kBlockBytes;
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
-    const __m256 m =
-        K::kAffine ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16))) : _mm256_setzero_ps();
-    const int8_t* xb[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) xb[i] = qx.q.data() + (r0 + i) * qx.cols + b * kQK;
-    __m256i sums[MR];
-    block_sums<K, MR>(blk + K::kScaleBytes, xb, sums);
+  for (int g = 0; g < NG; ++g)
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const int64_t xi = (r0 + i) * blocks + b;
-      if constexpr (K::kBias) sums[i] = _mm256_sub_epi32(sums[i], _mm256_set1_epi32(qx.bias_sum[xi]));
-      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[i]), _mm256_mul_ps(d, _mm256_set1_ps(qx.scale[xi])), acc[i]);
-      if constexpr (K::kAffine) acc_m[i] = _mm256_fmadd_ps(m, _mm256_set1_ps(qx.scaled_sum[xi]), acc_m[i]);
+      const int k = g * MR + i;
+      _mm256_storeu_ps(out[g] + i * kInterleaveRows, K::kAffine ? _mm256_add_ps(acc[k], acc_m[k]) : acc[k]);
     }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-    _mm256_storeu_ps(out + i * kInterleaveRows, K::kAffine ? _mm256_add_ps(acc[i], acc_m[i]) : acc[i]);
 }
 
 // Batches: MR x rows share each unpacked block.
@@ -245,7 +186,7 @@ void decode_rows(const MatmulArgs& a, const uint8_t* first, size_t group_bytes, 
     const uint8_t* groups[NG];
     float* outs[NG];
     for (int g = 0; g < NG; ++g) groups[g] = first + idx(g) * group_bytes, outs[g] = out + g * kInterleaveRows;
-    decode_groups<K, NG>(a, groups, outs);
+    tile<K, NG, 1>(a, groups, 0, outs);
     for (int g = 0; g < NG; ++g) emit(idx(g), outs[g]);
   };
   const int64_t len = n / kDecodeStreams;
@@ -283,9 +224,10 @@ void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
       for (int i = 0; i < mr; ++i)
         std::copy(out + i * kInterleaveRows, out + i * kInterleaveRows + n_out, a.y + (r0 + i) * w.rows + o);
     };
+    float* const outs[1] = {out};
     int64_t r = 0;
     for (; r + kBatchRows <= a.n_x; r += kBatchRows) {
-      group_tile<K, kBatchRows>(a, group, r, out);
+      tile<K, 1, kBatchRows>(a, &group, r, outs);
       emit(r, kBatchRows);
     }
     // The last 1-3 x rows in one tile: a pass per row would unpack the
@@ -293,13 +235,13 @@ void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
     static_assert(kBatchRows == 4, "the switch below covers 1..3 rows");
     switch (a.n_x - r) {
       case 3:
-        group_tile<K, 3>(a, group, r, out);
+        tile<K, 1, 3>(a, &group, r, outs);
         break;
       case 2:
-        group_tile<K, 2>(a, group, r, out);
+        tile<K, 1, 2>(a, &group, r, outs);
         break;
       case 1:
-        group_tile<K, 1>(a, group, r, out);
+        tile<K, 1, 1>(a, &group, r, outs);
         break;
       default:
         break;
