@@ -135,12 +135,18 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
 
     prefill(), decode()  # warm-up: page cache, CPU clocks
     pre = [prefill() for _ in range(args.reps)]
-    dec, long_dec = [], []
+    dec, long_dec, bw_around = [], [], []
+    pair_bandwidth = not args.skip_limits
     for _ in range(args.reps):
         # Short and long context back to back, so each pair sees the same
         # machine: on a shared VM speed drifts by tens of percent over
         # minutes, which a ratio of two separate medians would take in.
+        # For the same reason each short decode run is bracketed by two
+        # bandwidth probes (roofline.probe_read_gb_per_s).
+        before = roofline.probe_read_gb_per_s(threads) if pair_bandwidth else None
         dec.append(decode())
+        if pair_bandwidth:
+            bw_around.append([before, roofline.probe_read_gb_per_s(threads)])
         if long_prompt_file is not None:
             long_dec.append(long_decode())
     if pre[0]["prompt_tokens"] != expect_tokens:
@@ -157,6 +163,7 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
         "load_ms": median(r["load_ms"] for r in pre + dec),
         "peak_rss_mib": max(r["peak_rss_mib"] for r in pre + dec),
         "runs": {"prefill": pre, "decode": dec, "decode_long_context": long_dec},
+        **({"decode_read_gb_per_s_around": bw_around} if bw_around else {}),
         **({"decode_tokens_per_s_long_context": median(r["decode_tokens_per_s"] for r in long_dec),
             "long_context_share_paired": median(l["decode_tokens_per_s"] / d["decode_tokens_per_s"]
                                                 for d, l in zip(dec, long_dec))}
@@ -172,6 +179,7 @@ def bench_llamacpp(args, threads, prompt_tokens, short_tokens, long_tokens=None)
         "model": str(args.model), "threads": threads, "batch": args.batch,
         "kv_type": args.kv_type, "reps": args.reps, "decode_tokens": args.decode_tokens,
         "prompt_tokens": prompt_tokens, "short_tokens": short_tokens,
+        "pair_bandwidth": not args.skip_limits,
         "long_tokens": long_tokens or [], "long_decode_tokens": LONG_DECODE_TOKENS})
     for key, values in result["runs"].items():
         warn_if_unstable(f"llama.cpp {key} ({threads}t)", values)
@@ -245,7 +253,13 @@ def llama_child(config_path):
 
     prefill(), decode()  # warm-up
     pre = [prefill() for _ in range(cfg["reps"])]
-    dec = [decode() for _ in range(cfg["reps"])]
+    dec, bw_around = [], []
+    for _ in range(cfg["reps"]):
+        # Bracketed by bandwidth probes, as omnibus's runs (bench_omnibus).
+        before = roofline.probe_read_gb_per_s(cfg["threads"]) if cfg["pair_bandwidth"] else None
+        dec.append(decode())
+        if cfg["pair_bandwidth"]:
+            bw_around.append([before, roofline.probe_read_gb_per_s(cfg["threads"])])
     long_dec = []
     if cfg["long_tokens"]:
         # A second context just big enough, so the standard rows above keep
@@ -270,6 +284,7 @@ def llama_child(config_path):
         "runs": {"prefill_tokens_per_s": pre,
                  "decode_tokens_per_s": [d[0] for d in dec],
                  "decode_tokens_per_s_long_context": long_dec},
+        **({"decode_read_gb_per_s_around": bw_around} if bw_around else {}),
         **({"decode_tokens_per_s_long_context": statistics.median(long_dec),
             "long_context_share_paired": statistics.median(
                 l / d for d, l in zip(paired_short, long_dec))} if long_dec else {}),
@@ -317,6 +332,20 @@ def print_long_context(omni, llama, n_tokens):
             "decode_tokens_per_s_long_context" in (llama or {}):
         print(f"  ratio omnibus / llama.cpp: "
               f"{omni['decode_tokens_per_s_long_context'] / llama['decode_tokens_per_s_long_context']:.2f}")
+
+
+def paired_roofline_shares(omni, llama, costs):
+    """Each engine's decode as a share of the bandwidth roofline of its own
+    moment (roofline.paired_share per run), median over the runs."""
+    shares = {}
+    for name, r, speeds in (
+            ("omnibus", omni, lambda r: [d["decode_tokens_per_s"] for d in r["runs"]["decode"]]),
+            ("llama.cpp", llama, lambda r: r["runs"]["decode_tokens_per_s"])):
+        if r and r.get("decode_read_gb_per_s_around"):
+            shares[name] = median(
+                roofline.paired_share(tps, around, costs["bytes_per_token"])
+                for tps, around in zip(speeds(r), r["decode_read_gb_per_s_around"]))
+    return shares
 
 
 def fmt(value, pattern="{:.1f}"):
@@ -432,6 +461,12 @@ def measure(args, prompt_file, prep, report):
                                short_tokens, long_tokens)
         report["llama_cpp"] = llama
     print_table(omni, llama, report.get("rooflines", {}))
+    shares = paired_roofline_shares(omni, llama, report["model_costs"])
+    if shares:
+        report["decode_roofline_share_paired"] = shares
+        print("decode against the bandwidth probed right before and after each run "
+              "(median of the runs' shares): "
+              + ", ".join(f"{name} {100 * share:.0f}%" for name, share in shares.items()))
     if long_tokens:
         print_long_context(omni, llama, len(long_tokens))
     if args.threads_scaling:

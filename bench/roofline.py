@@ -139,6 +139,28 @@ def rooflines(limits, costs):
     return result
 
 
+def probe_read_gb_per_s(threads, mib=256, reps=3):
+    """Read bandwidth now: a short probe (best of `reps` reads over `mib` MiB
+    on `threads` threads, about half a second with the child's start-up),
+    in a child process so the caller's peak RSS stays its own. The bench
+    takes one right before and one right after each timed decode run: on a
+    shared VM the bandwidth drifts by tens of percent within minutes, and a
+    decode run set against the best of a separate probe minutes earlier
+    reads low for reasons that are not the engine's."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--probe",
+           "-t", str(threads), "--mib", str(mib), "--reps", str(reps)]
+    out = subprocess.run(cmd, check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["read_gb_per_s"]
+
+
+def paired_share(tokens_per_s, gb_per_s_around, bytes_per_token):
+    """Decode tok/s as a share of the bandwidth roofline of its own moment:
+    tok/s x bytes per token / the mean of the probes around the run."""
+    bw = sum(gb_per_s_around) / len(gb_per_s_around)
+    return tokens_per_s * bytes_per_token / (bw * 1e9)
+
+
 def model_mib(costs):
     """Size in MiB of the weights read per token, rounded up."""
     return -(-costs["bytes_per_token"] // (1024 * 1024))
@@ -153,7 +175,12 @@ def main():
     parser.add_argument("--model-mib", type=int, default=0,
                         help="also read an array this big (0: model size)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.probe:
+        print(json.dumps(_bandwidth(args.threads, args.mib, args.reps,
+                                    with_copy=False)))
+        return
     if args.child:
         print(json.dumps(_measure_here(args.threads, args.mib, args.reps,
                                        args.model_mib)))

@@ -17,7 +17,11 @@
 //  * values: 32 output floats of up to three heads at a time, one FMA per
 //    value element in position order (each V vector widened once for the
 //    heads), left unnormalised (attention_finish divides by the sum);
-//  * the next KV block is prefetched while one is computed.
+//  * in the paged store's layout (K transposed, each KV head's blocks
+//    apart), KV head by KV head: its scores while its V is fetched, its
+//    softmax, its values while the next KV head's K is fetched, so each
+//    pass pulls one stream from DRAM; other layouts prefetch the next
+//    block while one is computed.
 // Q and the softmax numerators are rounded to f16 as llama.cpp's CPU
 // attention does: the golden tests agree with llama.cpp a little better so
 // (docs/correctness.md).
@@ -35,6 +39,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/attention.h"
 #include "kernels/attention_avx2_kernels.h"
@@ -86,20 +91,31 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // 16-bit transposed K in the paged layout: the score kernel spreads the
   // prefetches of the next run's K and this run's V over its d loop
   // (spread_prefetch) instead of the bursts above.
-  const bool spread = !q8 && s.k_dim_stride != 0 && s.kv_head_stride != 0;
+  const bool spread = s.k_dim_stride != 0 && s.kv_head_stride != 0;
+  // Where KV head kv's K (codes, for q8_0) and V rows of run r start.
+  auto key_bytes = [&](const KvRun& run, int kv) {
+    return q8 ? reinterpret_cast<const char*>(run.k_q + kv * s.kv_head_stride)
+              : reinterpret_cast<const char*>(run.k + kv * s.kv_head_stride);
+  };
+  auto value_bytes = [&](const KvRun& run, int kv) {
+    return q8 ? reinterpret_cast<const char*>(run.v_q + kv * s.kv_head_stride)
+              : reinterpret_cast<const char*>(run.v + kv * s.kv_head_stride);
+  };
   // The next run's K of the head (its positions' rows of the block: head_dim
   // rows of k_dim_stride, the last one cut at the run's end) and this run's
   // V rows of the head, over the head_dim steps of the d loop (one line of
-  // each per step at SmolLM2's shape and blocks of 16: 32 lines each).
+  // each per step at SmolLM2's shape and blocks of 16: 32 lines each, 16
+  // for q8_0 codes; q8_0's scales, 64 bytes a block, are left to the
+  // hardware prefetcher).
   auto spread_prefetch = [&](size_t r, int kv) {
     const char* next_k = nullptr;
     int64_t k_bytes = 0;
     if (r + 1 < runs.size()) {
-      next_k = reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_stride);
-      k_bytes = ((s.head_dim - 1) * s.k_dim_stride + runs[r + 1].count) * 2;
+      next_k = key_bytes(runs[r + 1], kv);
+      k_bytes = ((s.head_dim - 1) * s.k_dim_stride + runs[r + 1].count) * element_bytes;
     }
-    SpreadPrefetch pf{next_k, reinterpret_cast<const char*>(runs[r].v + kv * s.kv_head_stride),
-                      static_cast<int>((k_bytes + 63) / 64), static_cast<int>((runs[r].count * row_stride * 2 + 63) / 64)};
+    SpreadPrefetch pf{next_k, value_bytes(runs[r], kv), static_cast<int>((k_bytes + 63) / 64),
+                      static_cast<int>((runs[r].count * row_stride * element_bytes + 63) / 64)};
     // Lines past the loop's head_dim steps (blocks of more than 32
     // positions at head_dim 64) go in a burst now.
     if (pf.a_lines > s.head_dim) prefetch_rows(pf.a + 64 * s.head_dim, pf.a_lines - s.head_dim, 64);
@@ -122,13 +138,62 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       first += runs[r].count;
     }
   };
-  // Scores: head i's go to scores[i * n_kv ...].
+  // Head i's scores go to scores[i * n_kv ...]. The softmax of heads
+  // [i_begin, i_end), and the values of the batches of heads sharing KV head
+  // kv: for each 32 floats of their outputs, one kernel call over all the
+  // chunk's runs (each output float's sum in position order). nk: K lines
+  // of another KV head to fetch meanwhile.
+  auto softmax_heads = [&](int i_begin, int i_end) {
+    for (int i = i_begin; i < i_end; ++i) {
+      float* oh = out.acc + static_cast<int64_t>(i) * s.head_dim;
+      std::fill(oh, oh + s.head_dim, 0.0f);
+      out.max[i] = -INFINITY;  // an empty chunk (no caller sends one): max -inf, sum 0
+      out.sum[i] = n_kv == 0 ? 0.0f : softmax_numerators(scores + i * n_kv, n_kv, &out.max[i]);
+    }
+  };
+  // The call's heads that share KV head kv, counted from head_begin.
+  auto heads_of_kv = [&](int kv) {
+    return std::pair{std::max(head_begin, kv * group) - head_begin, std::min(head_end, (kv + 1) * group) - head_begin};
+  };
+  alignas(32) float weight_scratch[kHeadsPerKernel * kAttentionChunk];
+  auto values_of_kv_head = [&](int kv, int kv_next) {
+    const auto [i_begin, i_end] = heads_of_kv(kv);
+    for (int i0 = i_begin; i0 < i_end; i0 += kHeadsPerKernel) {
+      const int n = std::min(kHeadsPerKernel, i_end - i0);
+      const float* ps[kHeadsPerKernel];
+      float* outs[kHeadsPerKernel];
+      for (int d = 0; d < s.head_dim; d += 32) {
+        for (int g = 0; g < n; ++g) {
+          ps[g] = scores + (i0 + g) * n_kv;
+          outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
+        }
+        // The first batch fetches KV head kv_next's K: one line per position,
+        // so each pass over a block of B positions (a 32-float slice) takes
+        // B of the block's head_dim * B * 2 / 64 lines, head_dim / 32 passes
+        // taking them all.
+        NextKeys nk;
+        if (kv_next >= 0 && i0 == i_begin) {
+          const int64_t lines = (s.head_dim * s.k_dim_stride * element_bytes + 63) / 64;
+          const int64_t passes = (s.head_dim + 31) / 32;
+          nk = {runs, kv_next * s.kv_head_stride * element_bytes, q8, d / 32 * (lines / passes), lines / passes};
+        }
+        accumulate_values(s, n, ps, runs, kv, d, row_stride, weight_scratch, outs, nk);
+      }
+    }
+  };
   if (spread) {
-    // KV head by KV head, each over all the runs in one kernel call.
+    // KV head by KV head: its scores, over all the runs in one kernel call
+    // per batch of query heads, fetching its V; its heads' softmax; its
+    // values, fetching the next KV head's K. Each pass then pulls one
+    // stream from DRAM while it computes (fetching the next run's K and this
+    // run's V during the scores, and nothing during the values, asked for
+    // twice the bytes per second of either pass and left the values pass's
+    // time unused: a two-thread decode row at 2,048 positions from DRAM,
+    // `*DecodeRowColdCacheTwoThreads*`, went 3-9% faster, one thread 5-8%;
+    // docs/profiling.md). Each head's arithmetic is unchanged.
     prefetch_keys(0);  // run 0's K: nothing computes before it
     for (int kv = kv_first; kv <= kv_last; ++kv) {
-      const int i_begin = std::max(head_begin, kv * group) - head_begin;
-      const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
+      const auto [i_begin, i_end] = heads_of_kv(kv);
       for (int i0 = i_begin; i0 < i_end; i0 += kHeadsPerKernel) {
         const int n = std::min(kHeadsPerKernel, i_end - i0);
         const float* qs[kHeadsPerKernel];
@@ -137,11 +202,25 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
           qs[g] = qbuf[i0 + g];
           outs[g] = scores + (i0 + g) * n_kv;
         }
-        // The first batch of the KV head's query heads prefetches for all.
+        // The first batch of the KV head's query heads prefetches for all:
+        // this run's V and, for the first KV head only (the others' K came
+        // during the previous values pass), the next run's K.
         auto prefetch_of = [&, first_batch = i0 == i_begin](size_t r) {
-          return first_batch ? spread_prefetch(r, kv) : SpreadPrefetch{};
+          if (!first_batch) return SpreadPrefetch{};
+          SpreadPrefetch pf = spread_prefetch(r, kv);
+          if (kv != kv_first) pf.a = nullptr, pf.a_lines = 0;
+          return pf;
         };
         const int64_t head_offset = kv * s.kv_head_step();
+        if (q8) {
+          const int64_t scale_offset = kv * s.scale_head_stride;
+          switch (n) {
+            case 3: score_runs_q8<3>(qs, runs, head_offset, scale_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+            case 2: score_runs_q8<2>(qs, runs, head_offset, scale_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+            default: score_runs_q8<1>(qs, runs, head_offset, scale_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+          }
+          continue;
+        }
         with_16bit_elements(s.kv_type, [&](auto fmt) {
           using Fmt = decltype(fmt);
           switch (n) {
@@ -151,8 +230,14 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
           }
         });
       }
+      softmax_heads(i_begin, i_end);
+      if (n_kv > 0) values_of_kv_head(kv, kv < kv_last ? kv + 1 : -1);
     }
-  } else for_runs_and_head_batches([&](const KvRun& run, int64_t first, int i0, int n, int kv) {
+    return;
+  }
+  // Other layouts: every KV head's scores run by run, then the softmax,
+  // then the values.
+  for_runs_and_head_batches([&](const KvRun& run, int64_t first, int i0, int n, int kv) {
     const float* qs[kHeadsPerKernel];
     float* outs[kHeadsPerKernel];
     if (q8) {
@@ -202,32 +287,9 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       });
     }
   });
-  for (int i = 0; i < heads; ++i) {
-    float* oh = out.acc + static_cast<int64_t>(i) * s.head_dim;
-    std::fill(oh, oh + s.head_dim, 0.0f);
-    out.max[i] = -INFINITY;  // an empty chunk (no caller sends one): max -inf, sum 0
-    out.sum[i] = n_kv == 0 ? 0.0f : softmax_numerators(scores + i * n_kv, n_kv, &out.max[i]);
-  }
+  softmax_heads(0, heads);
   if (n_kv == 0) return;
-  // Values: for each batch of heads sharing a KV head and each 32 floats of
-  // their outputs, one kernel call over all the chunk's runs (each output
-  // float's sum in position order).
-  alignas(32) float weight_scratch[kHeadsPerKernel * kAttentionChunk];
-  for (int kv = kv_first; kv <= kv_last; ++kv) {
-    const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
-    for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel) {
-      const int n = std::min(kHeadsPerKernel, i_end - i0);
-      const float* ps[kHeadsPerKernel];
-      float* outs[kHeadsPerKernel];
-      for (int d = 0; d < s.head_dim; d += 32) {
-        for (int g = 0; g < n; ++g) {
-          ps[g] = scores + (i0 + g) * n_kv;
-          outs[g] = out.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
-        }
-        accumulate_values(s, n, ps, runs, kv, d, row_stride, weight_scratch, outs);
-      }
-    }
-  }
+  for (int kv = kv_first; kv <= kv_last; ++kv) values_of_kv_head(kv, -1);
 }
 
 }  // namespace

@@ -136,9 +136,9 @@ inline void score_runs_transposed(const float* const* q, std::span<const KvRun> 
 // to 15 elements past the last position.
 template <int G>
 inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_t* k_scale, int64_t dim_stride,
-                           int64_t count, int head_dim, float scale, float* const* out) {
+                           int64_t count, int head_dim, float scale, float* const* out, SpreadPrefetch pf = {}) {
   const __m256 sc = _mm256_set1_ps(scale);
-  for (int64_t j = 0; j < count; j += 16) {
+  for (int64_t j = 0; j < count; j += 16, pf = {}) {  // prefetches in the first step only
     __m256 acc[G][2];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) acc[g][0] = acc[g][1] = _mm256_setzero_ps();
@@ -149,6 +149,7 @@ inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) part[g][0] = part[g][1] = _mm256_setzero_ps();
       for (int d = d0; d < d0 + kKvQ8Group; ++d, kj += dim_stride) {
+        pf.at(d);
         const __m256 k0 = load_i8x8(kj), k1 = load_i8x8(kj + 8);
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
@@ -170,6 +171,22 @@ inline void score_heads_q8(const float* const* q, const int8_t* k, const uint16_
 }
 
 
+
+// score_heads_q8 over all of a chunk's runs for one KV head (codes at
+// runs[r].k_q + head_offset, scales at runs[r].k_scale + scale_offset), as
+// score_runs_transposed.
+template <int G, class PrefetchOf>
+inline void score_runs_q8(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
+                          int64_t scale_offset, int64_t dim_stride, int head_dim, float scale, float* const* out,
+                          PrefetchOf&& prefetch_of) {
+  float* at[G];
+  for (int g = 0; g < G; ++g) at[g] = out[g];
+  for (size_t r = 0; r < runs.size(); ++r) {
+    score_heads_q8<G>(q, runs[r].k_q + head_offset, runs[r].k_scale + scale_offset, dim_stride, runs[r].count,
+                      head_dim, scale, at, prefetch_of(r));
+    for (int g = 0; g < G; ++g) at[g] += runs[r].count;
+  }
+}
 
 // p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
 // weight: one rounding).
@@ -211,9 +228,25 @@ struct RunWeights {
 // positions into runs (or calls) changes nothing. The accumulators stay in
 // registers across runs (a load and store per KV block cost ~10% at
 // 16-position blocks).
+// Lines of another KV head's K (transposed; codes for q8_0) for
+// accumulate_heads32 to fetch while it runs: for run r, at position j <
+// lines, line line0 + j from the run's K (k, or k_q when q8) plus
+// head_bytes. Empty runs: none (the kernel then fetches the next run's V
+// rows instead).
+struct NextKeys {
+  std::span<const KvRun> runs;
+  int64_t head_bytes = 0;
+  bool q8 = false;
+  int64_t line0 = 0, lines = 0;
+  const char* first_line(const KvRun& run) const {
+    const char* k = q8 ? reinterpret_cast<const char*>(run.k_q) : reinterpret_cast<const char*>(run.k);
+    return k + head_bytes + 64 * line0;
+  }
+};
+
 template <class Fmt, int G, int VECS>
 inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
-                               float* const* out) {
+                               float* const* out, const NextKeys& nk = {}) {
   __m256 acc[G][VECS];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g)
@@ -230,8 +263,9 @@ inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun>
   }
   int64_t at = 0;  // position of the run's first, counted from runs[0]'s
   for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
-    if (r + 1 < runs.size())
+    if (nk.runs.empty() && r + 1 < runs.size())
       prefetch_rows(Fmt::rows(runs[r + 1]) + offset, runs[r + 1].count, stride * Fmt::kElementBytes);
+    const char* nk_line = nk.runs.empty() ? nullptr : nk.first_line(nk.runs[r]);
     const float* w_run[G];
     weights.of_run(runs[r], at, w_run);
     const typename Fmt::Element* v = Fmt::rows(runs[r]) + offset;
@@ -239,6 +273,7 @@ inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun>
     // weights + 1 vector fit the 16 ymm registers at G = 3, VECS = 4 (all
     // four V vectors live at once spilled one register every position).
     for (int64_t j = 0; j < runs[r].count; ++j, v += stride) {
+      if (nk_line != nullptr && j < nk.lines) asm volatile("prefetcht0 %0" : : "m"(nk_line[64 * j]));
       __m256 w[G];
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) w[g] = _mm256_broadcast_ss(w_run[g] + j);
@@ -275,12 +310,12 @@ inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun>
 // accumulate_heads32 for G heads and `vecs` (1..4) vectors of 8 floats.
 template <class Fmt, int G>
 inline void accumulate_heads_g(int vecs, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
-                               int64_t stride, float* const* out) {
+                               int64_t stride, float* const* out, const NextKeys& nk = {}) {
   switch (vecs) {
-    case 4: return accumulate_heads32<Fmt, G, 4>(w, runs, offset, stride, out);
-    case 3: return accumulate_heads32<Fmt, G, 3>(w, runs, offset, stride, out);
-    case 2: return accumulate_heads32<Fmt, G, 2>(w, runs, offset, stride, out);
-    default: return accumulate_heads32<Fmt, G, 1>(w, runs, offset, stride, out);
+    case 4: return accumulate_heads32<Fmt, G, 4>(w, runs, offset, stride, out, nk);
+    case 3: return accumulate_heads32<Fmt, G, 3>(w, runs, offset, stride, out, nk);
+    case 2: return accumulate_heads32<Fmt, G, 2>(w, runs, offset, stride, out, nk);
+    default: return accumulate_heads32<Fmt, G, 1>(w, runs, offset, stride, out, nk);
   }
 }
 
@@ -288,11 +323,11 @@ inline void accumulate_heads_g(int vecs, const RunWeights& w, std::span<const Kv
 // a q8_0 cache's weights cover one 32-value group, so width 32).
 template <class Fmt>
 inline void accumulate_heads(int n, int width, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
-                             int64_t stride, float* const* out) {
+                             int64_t stride, float* const* out, const NextKeys& nk = {}) {
   switch (n) {
-    case 3: return accumulate_heads_g<Fmt, 3>(width / 8, w, runs, offset, stride, out);
-    case 2: return accumulate_heads_g<Fmt, 2>(width / 8, w, runs, offset, stride, out);
-    default: return accumulate_heads_g<Fmt, 1>(width / 8, w, runs, offset, stride, out);
+    case 3: return accumulate_heads_g<Fmt, 3>(width / 8, w, runs, offset, stride, out, nk);
+    case 2: return accumulate_heads_g<Fmt, 2>(width / 8, w, runs, offset, stride, out, nk);
+    default: return accumulate_heads_g<Fmt, 1>(width / 8, w, runs, offset, stride, out, nk);
   }
 }
 
@@ -300,7 +335,8 @@ inline void accumulate_heads(int n, int width, const RunWeights& w, std::span<co
 // floats from dimension d of KV head kv. scratch: kHeadsPerKernel (3) x
 // kAttentionChunk floats, used by q8_0.
 inline void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
-                              int kv, int d, int64_t row_stride, float* scratch, float* const* out) {
+                              int kv, int d, int64_t row_stride, float* scratch, float* const* out,
+                              const NextKeys& nk = {}) {
   const int64_t offset = kv * s.kv_head_step() + d;
   if (s.kv_type == KvCacheType::kQ8_0) {
     const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
@@ -308,7 +344,7 @@ inline void accumulate_values(const AttentionShape& s, int n, const float* const
   }
   const int width = std::min(32, s.head_dim - d);
   with_16bit_elements(s.kv_type, [&](auto fmt) {
-    accumulate_heads<decltype(fmt)>(n, width, RunWeights{p}, runs, offset, row_stride, out);
+    accumulate_heads<decltype(fmt)>(n, width, RunWeights{p}, runs, offset, row_stride, out, nk);
   });
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/attention_test_util.h"
 #include "tensor/quant.h"
@@ -489,6 +490,53 @@ TEST(AttentionBench, DISABLED_DecodeRowColdCache) {
                                 : "rows of all heads",
                   median * 1e6, per_layer[0] * 1e6,
                   2.0 * n_kv * stride * (layout == 3 ? 34.0 / 32 : 2.0) / median / 1e9);
+    }
+  }
+}
+
+// One decode row at 2,048 positions from DRAM as ForwardPass::attend_chunks
+// splits it: each of `threads` threads takes a contiguous share of the
+// row's eight softmax chunks, all nine heads; 30 layers one after another.
+// Microseconds per layer, medians of 15 passes, f16 and bf16 store layouts.
+TEST(AttentionBench, DISABLED_DecodeRowColdCacheTwoThreads) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
+  constexpr int kLayers = 30;
+  constexpr int64_t kPositions = 2048, kChunks = kPositions / kAttentionChunk;
+  for (bool bf16 : {false, true}) {
+    AttentionShape shape{9, 3, 64, 0.125f};
+    if (bf16) shape.kv_type = KvCacheType::kBF16;
+    std::vector<std::vector<uint16_t>> keys(kLayers), values(kLayers);
+    std::vector<std::vector<KvRun>> runs(kLayers);
+    for (int l = 0; l < kLayers; ++l) {
+      auto k = random_halves(kPositions * 192, 10 + l), v = random_halves(kPositions * 192, 100 + l);
+      if (bf16) k = as_bf16(k), v = as_bf16(v);
+      runs[l] = transposed_blocks(k, v, shape, kPositions, 16, keys[l], values[l], true);
+    }
+    const auto q = random_floats(9 * 64, 3);
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      std::vector<float> scores(static_cast<size_t>(threads) * 9 * kAttentionChunk), acc(kChunks * 9 * 64);
+      std::vector<float> max(kChunks * 9), sum(kChunks * 9);
+      std::vector<double> per_layer;
+      for (int rep = 0; rep < 15; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int l = 0; l < kLayers; ++l) {
+          pool.run([&](int t, int count) {
+            KvRun chunk_runs[kAttentionChunk / 16];
+            for (int64_t ch = kChunks * t / count; ch < kChunks * (t + 1) / count; ++ch) {
+              const size_t n = slice_runs(runs[l], ch * kAttentionChunk, kAttentionChunk, 1, 64, chunk_runs);
+              const AttentionPartial part{acc.data() + ch * 9 * 64, max.data() + ch * 9, sum.data() + ch * 9};
+              attention_chunk(shape, q.data(), std::span(chunk_runs, n), 64, scores.data() + t * 9 * kAttentionChunk,
+                              part, 0, 9);
+            }
+          });
+        }
+        per_layer.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kLayers);
+      }
+      std::sort(per_layer.begin(), per_layer.end());
+      std::printf("cold n_kv %lld, %s, %d thread(s): median %6.1f us per layer (best %6.1f)\n",
+                  static_cast<long long>(kPositions), bf16 ? "bf16" : "f16 ", threads,
+                  per_layer[per_layer.size() / 2] * 1e6, per_layer[0] * 1e6);
     }
   }
 }
