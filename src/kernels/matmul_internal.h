@@ -46,6 +46,11 @@ void quantize_x(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* 
 void quantize_x_avx2(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out);
 // Sizes out's buffers and fields for quantizing n_x rows of cols for type t.
 void shape_quantized_x(DType t, int64_t n_x, int64_t cols, QuantizedX* out);
+// Rows [begin, end) of x (out->cols columns each) into out, already shaped
+// for x by shape_quantized_x: what quantize_x does for those rows, so
+// threads can each take a range (matmul_shared_input does for batches).
+void quantize_x_rows(DType t, const float* x, int64_t begin, int64_t end, QuantizedX* out);
+void quantize_x_rows_avx2(DType t, const float* x, int64_t begin, int64_t end, QuantizedX* out);
 // Code offset of unsigned legacy weight codes (value = d * (code - bias)):
 // 8 for Q4_0, 16 for Q5_0, else 0.
 int legacy_bias(DType t);

@@ -75,9 +75,14 @@ void shape_quantized_x(DType t, int64_t n_x, int64_t cols, QuantizedX* out) {
 
 void quantize_x(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out) {
   shape_quantized_x(t, n_x, cols, out);
+  quantize_x_rows(t, x, 0, n_x, out);
+}
+
+void quantize_x_rows(DType t, const float* x, int64_t begin, int64_t end, QuantizedX* out) {
+  const int64_t cols = out->cols;
   const int block = out->format == ActFormat::kQ8x256 ? 256 : 32;
   const int bias = legacy_bias(t);
-  for (int64_t r = 0; r < n_x; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     for (int64_t b = 0; b < out->blocks; ++b) {
       const int64_t idx = r * out->blocks + b;
       int8_t* q = out->q.data() + r * cols + b * block;

@@ -53,11 +53,16 @@ int hsum_epi32(__m256i v) {
 
 void quantize_x_avx2(DType t, const float* x, int64_t n_x, int64_t cols, QuantizedX* out) {
   shape_quantized_x(t, n_x, cols, out);
+  quantize_x_rows_avx2(t, x, 0, n_x, out);
+}
+
+void quantize_x_rows_avx2(DType t, const float* x, int64_t begin, int64_t end, QuantizedX* out) {
+  const int64_t cols = out->cols;
   const bool k_blocks = out->format == ActFormat::kQ8x256;
   const int block = k_blocks ? 256 : 32;
   const __m256i bias = _mm256_set1_epi32(legacy_bias(t));
   const bool has_bias = !out->bias_lanes.empty();
-  for (int64_t r = 0; r < n_x; ++r) {
+  for (int64_t r = begin; r < end; ++r) {
     for (int64_t b = 0; b < out->blocks; ++b) {
       const int64_t idx = r * out->blocks + b;
       const float* xb = x + r * cols + b * block;

@@ -94,6 +94,7 @@ class ForwardPass {
   int64_t max_positions_;
   int64_t scores_stride_;
   int64_t runs_stride_;
+  static constexpr int kParallelElementwiseRows = 16;  // rows from which swiglu is split over the pool
   static constexpr int kHeadsPerCall = 16;  // heads per attention call (scratch: this many score rows)
 };
 
