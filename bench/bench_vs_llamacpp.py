@@ -142,11 +142,13 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
         # machine: on a shared VM speed drifts by tens of percent over
         # minutes, which a ratio of two separate medians would take in.
         # For the same reason each short decode run is bracketed by two
-        # bandwidth probes (roofline.probe_read_gb_per_s).
-        before = roofline.probe_read_gb_per_s(threads) if pair_bandwidth else None
-        dec.append(decode())
+        # bandwidth probes (roofline.between_probes).
         if pair_bandwidth:
-            bw_around.append([before, roofline.probe_read_gb_per_s(threads)])
+            run, around = roofline.between_probes(decode, threads)
+            dec.append(run)
+            bw_around.append(around)
+        else:
+            dec.append(decode())
         if long_prompt_file is not None:
             long_dec.append(long_decode())
     if pre[0]["prompt_tokens"] != expect_tokens:
@@ -256,10 +258,12 @@ def llama_child(config_path):
     dec, bw_around = [], []
     for _ in range(cfg["reps"]):
         # Bracketed by bandwidth probes, as omnibus's runs (bench_omnibus).
-        before = roofline.probe_read_gb_per_s(cfg["threads"]) if cfg["pair_bandwidth"] else None
-        dec.append(decode())
         if cfg["pair_bandwidth"]:
-            bw_around.append([before, roofline.probe_read_gb_per_s(cfg["threads"])])
+            run, around = roofline.between_probes(decode, cfg["threads"])
+            dec.append(run)
+            bw_around.append(around)
+        else:
+            dec.append(decode())
     long_dec = []
     if cfg["long_tokens"]:
         # A second context just big enough, so the standard rows above keep

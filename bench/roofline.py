@@ -154,6 +154,14 @@ def probe_read_gb_per_s(threads, mib=256, reps=3):
     return json.loads(out.strip().splitlines()[-1])["read_gb_per_s"]
 
 
+def between_probes(run, threads):
+    """(run(), [read GB/s probed right before, right after]): one timed
+    decode run bracketed as paired_share wants it."""
+    before = probe_read_gb_per_s(threads)
+    result = run()
+    return result, [before, probe_read_gb_per_s(threads)]
+
+
 def paired_share(tokens_per_s, gb_per_s_around, bytes_per_token):
     """Decode tok/s as a share of the bandwidth roofline of its own moment:
     tok/s x bytes per token / the mean of the probes around the run."""

@@ -68,31 +68,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   auto prefetch = [element_bytes](const void* from, int64_t elements) {
     prefetch_rows(from, (elements * element_bytes + 63) / 64, 64);  // every line of the span
   };
-  // K of run r (the value kernels prefetch V themselves).
-  auto prefetch_keys = [&](size_t r) {
-    if (r >= runs.size()) return;
-    const void* base = q8 ? static_cast<const void*>(runs[r].k_q) : static_cast<const void*>(runs[r].k);
-    // One head's positions (or whole rows); transposed K: one head's block.
-    const int64_t span = s.k_dim_stride != 0 ? s.head_dim * s.k_dim_stride : runs[r].count * row_stride;
-    if (s.kv_head_stride == 0) return prefetch(base, span);
-    for (int kv = kv_first; kv <= kv_last; ++kv)
-      prefetch(static_cast<const char*>(base) + kv * s.kv_head_stride * element_bytes, span);
-  };
-  // V of run r, during the scores: the value pass after the softmax then
-  // finds the chunk's V (96 KB at SmolLM2's shape) in cache instead of
-  // waiting on DRAM one block ahead.
-  auto prefetch_values = [&](size_t r) {
-    const void* base = q8 ? static_cast<const void*>(runs[r].v_q) : static_cast<const void*>(runs[r].v);
-    const int64_t span = runs[r].count * row_stride;
-    if (s.kv_head_stride == 0) return prefetch(base, span);
-    for (int kv = kv_first; kv <= kv_last; ++kv)
-      prefetch(static_cast<const char*>(base) + kv * s.kv_head_stride * element_bytes, span);
-  };
-  // 16-bit transposed K in the paged layout: the score kernel spreads the
-  // prefetches of the next run's K and this run's V over its d loop
-  // (spread_prefetch) instead of the bursts above.
-  const bool spread = s.k_dim_stride != 0 && s.kv_head_stride != 0;
-  // Where KV head kv's K (codes, for q8_0) and V rows of run r start.
+  // Where KV head kv's K (codes, for q8_0) and V rows of a run start.
   auto key_bytes = [&](const KvRun& run, int kv) {
     return q8 ? reinterpret_cast<const char*>(run.k_q + kv * s.kv_head_stride)
               : reinterpret_cast<const char*>(run.k + kv * s.kv_head_stride);
@@ -101,6 +77,26 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     return q8 ? reinterpret_cast<const char*>(run.v_q + kv * s.kv_head_stride)
               : reinterpret_cast<const char*>(run.v + kv * s.kv_head_stride);
   };
+  // K of run r (the value kernels prefetch V themselves).
+  auto prefetch_keys = [&](size_t r) {
+    if (r >= runs.size()) return;
+    // One head's positions (or whole rows); transposed K: one head's block.
+    const int64_t span = s.k_dim_stride != 0 ? s.head_dim * s.k_dim_stride : runs[r].count * row_stride;
+    if (s.kv_head_stride == 0) return prefetch(key_bytes(runs[r], 0), span);
+    for (int kv = kv_first; kv <= kv_last; ++kv) prefetch(key_bytes(runs[r], kv), span);
+  };
+  // V of run r, during the scores: the value pass after the softmax then
+  // finds the chunk's V (96 KB at SmolLM2's shape) in cache instead of
+  // waiting on DRAM one block ahead.
+  auto prefetch_values = [&](size_t r) {
+    const int64_t span = runs[r].count * row_stride;
+    if (s.kv_head_stride == 0) return prefetch(value_bytes(runs[r], 0), span);
+    for (int kv = kv_first; kv <= kv_last; ++kv) prefetch(value_bytes(runs[r], kv), span);
+  };
+  // Transposed K in the paged layout (any cache type): the score kernels
+  // spread their prefetches over the d loop (spread_prefetch) instead of
+  // the bursts above, and a chunk runs KV head by KV head (below).
+  const bool spread = s.k_dim_stride != 0 && s.kv_head_stride != 0;
   // The next run's K of the head (its positions' rows of the block: head_dim
   // rows of k_dim_stride, the last one cut at the run's end) and this run's
   // V rows of the head, over the head_dim steps of the d loop (one line of
@@ -122,17 +118,21 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     if (pf.b_lines > s.head_dim) prefetch_rows(pf.b + 64 * s.head_dim, pf.b_lines - s.head_dim, 64);
     return pf;
   };
+  // The call's heads that share KV head kv, counted from head_begin.
+  auto heads_of_kv = [&](int kv) {
+    return std::pair{std::max(head_begin, kv * group) - head_begin, std::min(head_end, (kv + 1) * group) - head_begin};
+  };
   // For each run r (positions first .. first + count) and each batch of at
   // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
-  // i0 counted from head_begin; the bursts of prefetches, unless spread.
+  // i0 counted from head_begin; the bursts of prefetches.
   auto for_runs_and_head_batches = [&](auto&& fn) {
     int64_t first = 0;
     for (size_t r = 0; r < runs.size(); ++r) {
       prefetch_keys(r + 1);
       prefetch_values(r);
       for (int kv = kv_first; kv <= kv_last; ++kv) {
-        const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
-        for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
+        const auto [i_begin, i_end] = heads_of_kv(kv);
+        for (int i0 = i_begin; i0 < i_end; i0 += kHeadsPerKernel)
           fn(runs[r], first, i0, std::min(kHeadsPerKernel, i_end - i0), kv);
       }
       first += runs[r].count;
@@ -141,8 +141,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // Head i's scores go to scores[i * n_kv ...]. The softmax of heads
   // [i_begin, i_end), and the values of the batches of heads sharing KV head
   // kv: for each 32 floats of their outputs, one kernel call over all the
-  // chunk's runs (each output float's sum in position order). nk: K lines
-  // of another KV head to fetch meanwhile.
+  // chunk's runs (each output float's sum in position order), fetching KV
+  // head kv_next's K meanwhile when kv_next >= 0.
   auto softmax_heads = [&](int i_begin, int i_end) {
     for (int i = i_begin; i < i_end; ++i) {
       float* oh = out.acc + static_cast<int64_t>(i) * s.head_dim;
@@ -150,10 +150,6 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       out.max[i] = -INFINITY;  // an empty chunk (no caller sends one): max -inf, sum 0
       out.sum[i] = n_kv == 0 ? 0.0f : softmax_numerators(scores + i * n_kv, n_kv, &out.max[i]);
     }
-  };
-  // The call's heads that share KV head kv, counted from head_begin.
-  auto heads_of_kv = [&](int kv) {
-    return std::pair{std::max(head_begin, kv * group) - head_begin, std::min(head_end, (kv + 1) * group) - head_begin};
   };
   alignas(32) float weight_scratch[kHeadsPerKernel * kAttentionChunk];
   auto values_of_kv_head = [&](int kv, int kv_next) {

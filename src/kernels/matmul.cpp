@@ -19,7 +19,6 @@ constexpr int64_t kRowUnit = 16;
 constexpr int64_t kMinParallelWork = 1 << 16;
 
 using RowsFn = void (*)(const matmul_detail::MatmulArgs&, int64_t, int64_t);
-using QuantizeFn = void (*)(DType, const float*, int64_t, int64_t, matmul_detail::QuantizedX*);
 using QuantizeRowsFn = void (*)(DType, const float*, int64_t, int64_t, matmul_detail::QuantizedX*);
 
 // Batches of at least this many x rows are quantized by all threads, each
@@ -29,10 +28,6 @@ using QuantizeRowsFn = void (*)(DType, const float*, int64_t, int64_t, matmul_de
 constexpr int64_t kParallelQuantizeRows = 16;
 
 RowsFn pick_rows_fn() { return cpu_features().has_avx2_fma() ? matmul_detail::rows_avx2 : matmul_detail::rows_scalar; }
-
-QuantizeFn pick_quantize_fn() {
-  return cpu_features().has_avx2_fma() ? matmul_detail::quantize_x_avx2 : matmul_detail::quantize_x;
-}
 
 QuantizeRowsFn pick_quantize_rows_fn() {
   return cpu_features().has_avx2_fma() ? matmul_detail::quantize_x_rows_avx2 : matmul_detail::quantize_x_rows;
@@ -57,20 +52,21 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
     }
   }
   static const RowsFn rows_fn = pick_rows_fn();
-  static const QuantizeFn quantize_fn = pick_quantize_fn();
   static const QuantizeRowsFn quantize_rows_fn = pick_quantize_rows_fn();
   // The int8 form of x, made once here and read by every thread. The
   // buffers belong to the calling thread and keep their capacity.
   thread_local matmul_detail::QuantizedX qx;
   const bool int8 = matmul_detail::act_format(first.dtype) != matmul_detail::ActFormat::kFloat;
-  if (int8 && pool != nullptr && pool->size() > 1 && n_x >= kParallelQuantizeRows) {
+  if (int8) {
     matmul_detail::shape_quantized_x(first.dtype, n_x, first.cols, &qx);
-    matmul_detail::QuantizedX* into = &qx;  // the calling thread's, named here (see below)
-    pool->run([&](int index, int count) {
-      quantize_rows_fn(first.dtype, x, n_x * index / count, n_x * (index + 1) / count, into);
-    });
-  } else if (int8) {
-    quantize_fn(first.dtype, x, n_x, first.cols, &qx);
+    if (pool != nullptr && pool->size() > 1 && n_x >= kParallelQuantizeRows) {
+      matmul_detail::QuantizedX* into = &qx;  // the calling thread's, named here (see below)
+      pool->run([&](int index, int count) {
+        quantize_rows_fn(first.dtype, x, n_x * index / count, n_x * (index + 1) / count, into);
+      });
+    } else {
+      quantize_rows_fn(first.dtype, x, 0, n_x, &qx);
+    }
   }
   // Taken here, on the calling thread: inside the lambda `qx` would name the
   // worker thread's own (empty) thread_local.
