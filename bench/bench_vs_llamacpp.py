@@ -175,13 +175,15 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
 
 # ---------------------------------------------------------------- llama.cpp
 
-def bench_llamacpp(args, threads, prompt_tokens, short_tokens, long_tokens=None):
+def bench_llamacpp(args, threads, prompt_tokens, short_tokens, long_tokens=None,
+                   reps=None, pair_bandwidth=None):
     """Runs llama_child() in a fresh interpreter and returns its result."""
     result = run_child("--llama-child", {
         "model": str(args.model), "threads": threads, "batch": args.batch,
-        "kv_type": args.kv_type, "reps": args.reps, "decode_tokens": args.decode_tokens,
+        "kv_type": args.kv_type, "reps": reps or args.reps,
+        "decode_tokens": args.decode_tokens,
         "prompt_tokens": prompt_tokens, "short_tokens": short_tokens,
-        "pair_bandwidth": not args.skip_limits,
+        "pair_bandwidth": (not args.skip_limits) if pair_bandwidth is None else pair_bandwidth,
         "long_tokens": long_tokens or [], "long_decode_tokens": LONG_DECODE_TOKENS})
     for key, values in result["runs"].items():
         warn_if_unstable(f"llama.cpp {key} ({threads}t)", values)
@@ -396,7 +398,16 @@ def print_limits(limits, costs, roof):
 def scaling(args, prompt_file, prompt_tokens, short_tokens):
     """Speed at 1 and 2 threads, and the 2t/1t ratio; also the machine's
     read bandwidth at 1 and 2 threads, whose ratio caps decode's 2t/1t
-    wherever one thread's decode already reads near one core's bandwidth."""
+    wherever one thread's decode already reads near one core's bandwidth.
+
+    The 1- and 2-thread runs alternate (1t then 2t, then 2t then 1t, ...),
+    one of each per repetition, and each repetition's 2t/1t is a ratio of
+    two runs made seconds apart. On this shared VM speed drifts by tens of
+    percent over minutes, so running all 1-thread repetitions before all
+    2-thread ones put that drift into the ratio (1.50-1.64 for omnibus
+    prefill in runs where a back-to-back pair gave 2.0). The printed 2t/1t
+    is the median of the pairs' ratios; the medians per thread count are
+    kept too."""
     result = {}
     if not args.skip_limits:
         bw = {t: roofline.measure_machine(t)["read_gb_per_s"] for t in (1, 2)}
@@ -404,20 +415,42 @@ def scaling(args, prompt_file, prompt_tokens, short_tokens):
                                           "2t/1t": bw[2] / bw[1]}
         print(f"{'memory':9s} {'read GB/s':22s} 1t {bw[1]:8.1f}  "
               f"2t {bw[2]:8.1f}  2t/1t {bw[2] / bw[1]:.2f}")
-    for name, enabled, fn in (
-            ("omnibus", not args.skip_omnibus,
-             lambda t: bench_omnibus(args, t, prompt_file, len(prompt_tokens))),
-            ("llama.cpp", not args.skip_llamacpp,
-             lambda t: bench_llamacpp(args, t, prompt_tokens, short_tokens))):
+
+    def omnibus_once(t):
+        pre = run_omnibus(args.omnibus, args.model, t, args.batch,
+                          ["-f", str(prompt_file)], 1, args.kv_type)
+        dec = run_omnibus(args.omnibus, args.model, t, args.batch,
+                          ["-p", SHORT_PROMPT], args.decode_tokens, args.kv_type)
+        return {"prefill_tokens_per_s": pre["prefill_tokens_per_s"],
+                "decode_tokens_per_s": dec["decode_tokens_per_s"]}
+
+    def llamacpp_once(t):
+        # One child per run (it loads the model, warms up, times one
+        # prefill and one decode).
+        r = bench_llamacpp(args, t, prompt_tokens, short_tokens, reps=1, pair_bandwidth=False)
+        return {key: r[key] for key in ("prefill_tokens_per_s", "decode_tokens_per_s")}
+
+    for name, enabled, once in (("omnibus", not args.skip_omnibus, omnibus_once),
+                                ("llama.cpp", not args.skip_llamacpp, llamacpp_once)):
         if not enabled:
             continue
-        by_threads = {t: fn(t) for t in (1, 2)}
+        once(1), once(2)  # warm-up: page cache, CPU clocks
+        runs = {1: [], 2: []}
+        for rep in range(args.reps):
+            for t in ((1, 2) if rep % 2 == 0 else (2, 1)):
+                runs[t].append(once(t))
         result[name] = {}
         for key in ("prefill_tokens_per_s", "decode_tokens_per_s"):
-            one, two = (by_threads[t][key] for t in (1, 2))
-            result[name][key] = {"1t": one, "2t": two, "2t/1t": two / one}
+            ones = [r[key] for r in runs[1]]
+            twos = [r[key] for r in runs[2]]
+            one, two = median(ones), median(twos)
+            paired = median(b / a for a, b in zip(ones, twos))
+            result[name][key] = {"1t": one, "2t": two, "2t/1t": paired,
+                                 "2t/1t_of_medians": two / one,
+                                 "runs_1t": ones, "runs_2t": twos}
             print(f"{name:9s} {key:22s} 1t {one:8.1f}  2t {two:8.1f}  "
-                  f"2t/1t {two / one:.2f}")
+                  f"2t/1t {paired:.2f} (median of {len(ones)} back-to-back pairs; "
+                  f"of the medians {two / one:.2f})")
     return result
 
 

@@ -38,6 +38,7 @@ TEST(MatmulBench, DISABLED_DecodeAndPrefillThroughput) {
     int64_t rows, cols, n_x;
   };
   const Shape shapes[] = {
+      {DType::kQ4_1, 576, 576, 1},    {DType::kQ8_0, 576, 576, 1},    {DType::kQ4_0, 576, 576, 1},
       {DType::kQ4_1, 576, 1536, 1},   {DType::kQ4_1, 1536, 576, 1},   {DType::kQ4_1, 49152, 576, 1},
       {DType::kQ8_0, 49152, 576, 1},  {DType::kF16, 576, 1536, 1},    {DType::kF32, 576, 1536, 1},
       {DType::kQ4_1, 1536, 576, 8},   {DType::kQ4_1, 1536, 576, 512}, {DType::kQ4_1, 576, 1536, 512},
