@@ -46,12 +46,13 @@ void Profiler::enable(size_t max_events) {
   enabled_ = true;
 }
 
-void Profiler::record(ProfileOp op, int64_t start_ns, int64_t end_ns) {
+void Profiler::record(ProfileOp op, int64_t start_ns, int64_t end_ns, int64_t wait_ns) {
   if (!enabled_) return;
   const int64_t ns = end_ns - start_ns;
   OpStats& s = stats_[static_cast<int>(phase_)][static_cast<int>(op)];
   ++s.calls;
   s.total_ns += ns;
+  s.wait_ns += wait_ns;
   if (events_.size() < max_events_) {
     events_.push_back({start_ns, ns, op, phase_});
   } else {
@@ -72,13 +73,19 @@ struct TableRow {
   const char* name;
   int64_t calls;
   int64_t ns;
+  int64_t wait_ns = -1;  // -1: no wait column for this row
 };
 
 void append_row(std::string& out, const TableRow& r, double denominator_ns) {
   const double ms = r.ns * 1e-6;
   const double share = denominator_ns > 0 ? 100.0 * r.ns / denominator_ns : 0.0;
   const double us_per_call = r.calls > 0 ? r.ns * 1e-3 / r.calls : 0.0;
-  out += fmt::format("  {:<14} {:>8} {:>11.3f} {:>6.1f} {:>10.2f}\n", r.name, r.calls, ms, share, us_per_call);
+  out += fmt::format("  {:<14} {:>8} {:>11.3f} {:>6.1f} {:>10.2f}", r.name, r.calls, ms, share, us_per_call);
+  if (r.wait_ns >= 0) {
+    const double wait_share = r.ns > 0 ? 100.0 * r.wait_ns / r.ns : 0.0;
+    out += fmt::format(" {:>9.3f} {:>6.1f}", r.wait_ns * 1e-6, wait_share);
+  }
+  out += "\n";
 }
 
 }  // namespace
@@ -92,10 +99,15 @@ std::string Profiler::format_table() const {
     if (forward.calls == 0 && sampling.calls == 0) continue;
     std::vector<TableRow> rows;
     int64_t covered_ns = 0;
+    const OpStats& wait = s[static_cast<int>(ProfileOp::kThreadWait)];
+    // Per-op waits are shown when the run counted waits and the ops carry them.
+    bool per_op_waits = false;
+    for (int op = 0; op < kProfileOpCount; ++op)
+      per_op_waits |= op != static_cast<int>(ProfileOp::kForward) && s[op].wait_ns > 0;
     for (int op = 0; op < kProfileOpCount; ++op) {
       const auto kind = static_cast<ProfileOp>(op);
       if (kind == ProfileOp::kForward || kind == ProfileOp::kThreadWait || s[op].calls == 0) continue;
-      rows.push_back({profile_op_name(kind), s[op].calls, s[op].total_ns});
+      rows.push_back({profile_op_name(kind), s[op].calls, s[op].total_ns, per_op_waits ? s[op].wait_ns : -1});
       if (kind != ProfileOp::kSampling) covered_ns += s[op].total_ns;
     }
     rows.push_back({"other", forward.calls, std::max<int64_t>(0, forward.total_ns - covered_ns)});
@@ -104,10 +116,13 @@ std::string Profiler::format_table() const {
     out += fmt::format("profile: {}: {} forward calls, {:.3f} ms forward + {:.3f} ms sampling\n",
                        profile_phase_name(static_cast<ProfilePhase>(p)), forward.calls, forward.total_ns * 1e-6,
                        sampling.total_ns * 1e-6);
-    out += fmt::format("  {:<14} {:>8} {:>11} {:>6} {:>10}\n", "op", "calls", "total ms", "%", "us/call");
+    out += fmt::format("  {:<14} {:>8} {:>11} {:>6} {:>10}", "op", "calls", "total ms", "%", "us/call");
+    out += per_op_waits ? fmt::format(" {:>9} {:>6}\n", "wait ms", "wait%") : "\n";
     for (const TableRow& r : rows) append_row(out, r, total_ns);
     append_row(out, {"total", forward.calls, forward.total_ns + sampling.total_ns}, total_ns);
-    const OpStats& wait = s[static_cast<int>(ProfileOp::kThreadWait)];
+    if (per_op_waits)
+      out += "  (wait: thread 0 idle inside the op until the other workers finish their share;\n"
+             "   load imbalance plus hand-off latency; wait% is of the op's own time)\n";
     if (wait.calls > 0) {
       out += "  (thread 0 waiting for the other workers; already inside the rows above)\n";
       append_row(out, {"thread_wait", wait.calls, wait.total_ns}, total_ns);

@@ -10,7 +10,8 @@
 //
 // Not thread-safe: ops are timed on the engine thread only (thread 0 of the
 // pool); what the other workers do shows up inside the op that ran them, and
-// the time thread 0 waits for them is counted as kThreadWait.
+// the time thread 0 waits for them is counted as kThreadWait, in total and,
+// when a wait counter is set (set_wait_counter), inside each op.
 #pragma once
 
 #include <array>
@@ -61,6 +62,7 @@ class Profiler {
   struct OpStats {
     int64_t calls = 0;
     int64_t total_ns = 0;
+    int64_t wait_ns = 0;  // of total_ns, thread 0 waiting for the other workers
   };
   struct Event {
     int64_t start_ns;  // since enable()
@@ -84,8 +86,15 @@ class Profiler {
   int64_t now_ns() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin_).count();
   }
-  // One timed op: adds to the op's sums and records a trace event.
-  void record(ProfileOp op, int64_t start_ns, int64_t end_ns);
+  // One timed op: adds to the op's sums and records a trace event;
+  // wait_ns: how much of it thread 0 spent waiting for the other workers.
+  void record(ProfileOp op, int64_t start_ns, int64_t end_ns, int64_t wait_ns = 0);
+  // A running total of thread 0's waits (ThreadPool::wait_ns_counter()),
+  // read by each ProfileScope at its start and end so that every op gets its
+  // own share of the wait; null (the default) leaves the per-op waits zero.
+  // The counter must outlive the profiler's use or be unset first.
+  void set_wait_counter(const uint64_t* counter) { wait_counter_ = counter; }
+  uint64_t wait_now() const { return wait_counter_ != nullptr ? *wait_counter_ : 0; }
   // Time known only as a sum (no trace event), e.g. thread wait.
   void add_time(ProfileOp op, int64_t ns, int64_t calls);
 
@@ -112,6 +121,7 @@ class Profiler {
   std::vector<Event> events_;
   size_t max_events_ = 0;
   int64_t dropped_ = 0;
+  const uint64_t* wait_counter_ = nullptr;
 };
 
 // Times its own lifetime as one `op`. Does nothing when `profiler` is null or
@@ -120,10 +130,15 @@ class ProfileScope {
  public:
   ProfileScope(Profiler* profiler, ProfileOp op)
       : profiler_(profiler != nullptr && profiler->enabled() ? profiler : nullptr), op_(op) {
-    if (profiler_ != nullptr) start_ns_ = profiler_->now_ns();
+    if (profiler_ != nullptr) {
+      start_ns_ = profiler_->now_ns();
+      wait_start_ns_ = profiler_->wait_now();
+    }
   }
   ~ProfileScope() {
-    if (profiler_ != nullptr) profiler_->record(op_, start_ns_, profiler_->now_ns());
+    if (profiler_ != nullptr)
+      profiler_->record(op_, start_ns_, profiler_->now_ns(),
+                        static_cast<int64_t>(profiler_->wait_now() - wait_start_ns_));
   }
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;
@@ -132,6 +147,7 @@ class ProfileScope {
   Profiler* profiler_;
   ProfileOp op_;
   int64_t start_ns_ = 0;
+  uint64_t wait_start_ns_ = 0;
 };
 
 // Calls fn() inside a ProfileScope and returns its result; lets a single

@@ -125,5 +125,47 @@ TEST(ProfilerTest, TableSortsByTimeAndNamesTheRemainderOther) {
   EXPECT_NE(t.find("thread_wait"), std::string::npos) << t;
 }
 
+// Each scope takes the growth of the wait counter during its own lifetime:
+// nested scopes both see an inner wait, siblings split it, and the table
+// gets a wait column only when some op waited.
+TEST(ProfilerTest, ScopesTakeTheirShareOfTheWaitCounter) {
+  Profiler p;
+  p.enable(64);
+  p.set_phase(ProfilePhase::kDecode);
+  uint64_t waited = 1000;  // a running total, as ThreadPool keeps it
+  p.set_wait_counter(&waited);
+  {
+    ProfileScope forward(&p, ProfileOp::kForward);
+    {
+      ProfileScope qkv(&p, ProfileOp::kAttnQkv);
+      waited += 250'000;
+    }
+    { ProfileScope norm(&p, ProfileOp::kRmsNorm); }
+    {
+      ProfileScope down(&p, ProfileOp::kFfnDown);
+      waited += 50'000;
+    }
+  }
+  EXPECT_EQ(p.stats(ProfilePhase::kDecode, ProfileOp::kAttnQkv).wait_ns, 250'000);
+  EXPECT_EQ(p.stats(ProfilePhase::kDecode, ProfileOp::kRmsNorm).wait_ns, 0);
+  EXPECT_EQ(p.stats(ProfilePhase::kDecode, ProfileOp::kFfnDown).wait_ns, 50'000);
+  EXPECT_EQ(p.stats(ProfilePhase::kDecode, ProfileOp::kForward).wait_ns, 300'000);
+  const std::string t = p.format_table();
+  EXPECT_NE(t.find("wait ms"), std::string::npos) << t;
+  EXPECT_NE(t.find("0.250"), std::string::npos) << t;  // attn_qkv's wait in ms
+
+  // Without a counter nothing is attributed and the column stays away.
+  p.set_wait_counter(nullptr);
+  p.enable(64);
+  p.set_phase(ProfilePhase::kDecode);
+  {
+    ProfileScope forward(&p, ProfileOp::kForward);
+    ProfileScope qkv(&p, ProfileOp::kAttnQkv);
+    waited += 1'000'000;
+  }
+  EXPECT_EQ(p.stats(ProfilePhase::kDecode, ProfileOp::kAttnQkv).wait_ns, 0);
+  EXPECT_EQ(p.format_table().find("wait ms"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace omnibus

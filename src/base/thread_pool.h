@@ -44,6 +44,8 @@ class ThreadPool {
   // to wait_ns(). Off by default; off costs one branch per run().
   void set_wait_counting(bool on) { count_wait_ = on; }
   uint64_t wait_ns() const { return wait_ns_; }
+  // The running total behind wait_ns(), for Profiler::set_wait_counter.
+  const uint64_t* wait_ns_counter() const { return &wait_ns_; }
 
  private:
   void worker_loop(int index);

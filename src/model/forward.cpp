@@ -73,9 +73,17 @@ Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv
   return Status::ok();
 }
 
+ForwardPass::~ForwardPass() {
+  if (profiler_ != nullptr) profiler_->set_wait_counter(nullptr);  // the counter dies with pool_
+}
+
 void ForwardPass::set_profiler(Profiler* profiler) {
+  if (profiler_ != nullptr) profiler_->set_wait_counter(nullptr);
   profiler_ = profiler;
   pool_.set_wait_counting(profiler != nullptr);
+  // Each op's scope reads the pool's wait total: the table then shows how
+  // much of every op thread 0 spent waiting for the other workers.
+  if (profiler != nullptr) profiler->set_wait_counter(pool_.wait_ns_counter());
 }
 
 void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y) {

@@ -37,6 +37,9 @@ struct BatchRow {
 class ForwardPass {
  public:
   ForwardPass(std::shared_ptr<const Model> model, int max_batch, int64_t max_positions, int threads);
+  ~ForwardPass();
+  ForwardPass(const ForwardPass&) = delete;
+  ForwardPass& operator=(const ForwardPass&) = delete;
 
   // Runs the rows; writes one vocab-sized logits row per row with
   // want_logits, in batch order, to `logits`. Errors on bad token ids,
