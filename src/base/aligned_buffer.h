@@ -3,6 +3,8 @@
 // allocates.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -27,15 +29,26 @@ class AlignedBuffer {
   // Discards the old contents; the new contents are unspecified (callers
   // write before they read). Not touching the memory here keeps untouched
   // pages of large buffers (the KV cache) out of the resident set.
-  void resize(size_t count) {
+  //
+  // huge_pages: align to 2 MiB and ask the kernel to back the buffer with
+  // transparent huge pages (madvise MADV_HUGEPAGE; a hint, ignored where
+  // THP is off). For large buffers streamed every step (the repacked
+  // weights): one TLB entry per 2 MiB instead of per 4 KiB.
+  void resize(size_t count, bool huge_pages = false) {
     std::free(data_);
     data_ = nullptr;
     size_ = count;
     if (count == 0) return;
-    size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
-    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+    const size_t align = huge_pages ? kHugePageBytes : 64;
+    const size_t bytes = (count * sizeof(T) + align - 1) / align * align;
+    data_ = static_cast<T*>(std::aligned_alloc(align, bytes));
     if (data_ == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (huge_pages) madvise(data_, bytes, MADV_HUGEPAGE);
+#endif
   }
+
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
 
   T* data() { return data_; }
   const T* data() const { return data_; }

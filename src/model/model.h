@@ -72,7 +72,9 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
-  std::vector<AlignedBuffer<uint8_t>> repacked_;  // interleaved copies of matrices
+  // The interleaved copies of the matrices, end to end in one buffer on
+  // huge pages (Model::interleave_matrices).
+  AlignedBuffer<uint8_t> repacked_;
   void interleave_matrices();
 };
 
