@@ -74,16 +74,17 @@ class RunCursor {
       if (begin >= stop) continue;
       const int64_t skip = begin - at;
       const KvRun& run = runs_[r];
-      KvRun& cut = out[n++];
-      cut.count = stop - begin;
+      // Every member written: `out` may be uninitialised scratch (KvRunScratch).
       if (run.k_q == nullptr) {
-        cut.k = run.k + skip * k_step_;
-        cut.v = run.v + skip * v_step_;
+        out[n++] = KvRun{run.k + skip * k_step_, run.v + skip * v_step_, stop - begin};
       } else {
-        cut.k_q = run.k_q + skip * k_step_;
-        cut.v_q = run.v_q + skip * v_step_;
-        cut.k_scale = run.k_scale + skip;
-        cut.v_scale = run.v_scale + skip;
+        out[n++] = KvRun{nullptr,
+                         nullptr,
+                         stop - begin,
+                         run.k_q + skip * k_step_,
+                         run.v_q + skip * v_step_,
+                         run.k_scale + skip,
+                         run.v_scale + skip};
       }
     }
     return n;
@@ -128,7 +129,8 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
     return;
   }
   // A chunk of kAttentionChunk positions spans at most that many runs.
-  KvRun chunk_runs[kAttentionChunk];
+  KvRunScratch<kAttentionChunk> chunk_scratch;
+  KvRun* chunk_runs = chunk_scratch.data();
   float state_max[kMaxHeadsPerPass], state_sum[kMaxHeadsPerPass], next_max[kMaxHeadsPerPass],
       next_sum[kMaxHeadsPerPass];
   alignas(32) float next_acc_stack[kPassFloats];
@@ -176,7 +178,8 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
     attention_row_paged(s, q1, runs, row_stride, scores, out1, head_begin, head_end);
     return;
   }
-  KvRun chunk_runs[kAttentionChunk];
+  KvRunScratch<kAttentionChunk> chunk_scratch;
+  KvRun* chunk_runs = chunk_scratch.data();
   float max0[kMaxHeadsPerPass], sum0[kMaxHeadsPerPass], max1[kMaxHeadsPerPass], sum1[kMaxHeadsPerPass];
   float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],
       next_sum1[kMaxHeadsPerPass];

@@ -18,8 +18,10 @@
 // multiple of 8) are picked once from the CPU's features.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "kernels/kv_quant.h"
 
@@ -90,6 +92,21 @@ struct KvRun {
   const int8_t* v_q = nullptr;
   const uint16_t* k_scale = nullptr;
   const uint16_t* v_scale = nullptr;
+};
+
+// Room for up to N runs on the stack that is not zeroed at every call, as
+// an array of KvRun would be (its members have initializers): the
+// kernels' chunk buffers hold kAttentionChunk runs, 14 KB, and clearing
+// them per call and chunk showed as ~1% of a prefill in memset. Entries
+// are written (slice_runs, assignment) before they are read.
+template <size_t N>
+class KvRunScratch {
+ public:
+  static_assert(std::is_trivially_copyable_v<KvRun> && std::is_trivially_destructible_v<KvRun>);
+  KvRun* data() { return reinterpret_cast<KvRun*>(storage_); }
+
+ private:
+  alignas(KvRun) unsigned char storage_[N * sizeof(KvRun)];
 };
 
 // attention_row over positions split into runs, in position order (the

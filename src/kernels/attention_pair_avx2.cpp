@@ -185,7 +185,9 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   }
   // Values: both rows over the first count0 positions, then row 1 alone
   // over the rest (at most one position), each output's chain in order.
-  KvRun shared[kAttentionChunk], tail[kAttentionChunk];
+  KvRunScratch<kAttentionChunk> shared_scratch, tail_scratch;
+  KvRun* shared = shared_scratch.data();
+  KvRun* tail = tail_scratch.data();
   // q8_0: each slot's weights times the scales (RunWeights).
   alignas(32) float weights[kPairSlots * kAttentionChunk];
   const size_t n_shared = slice_runs(runs, 0, count0, 1, row_stride, shared);
