@@ -117,13 +117,16 @@ void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* 
   __m256 acc[NG * MR], acc_m[NG * MR];
 #pragma GCC unroll 8
   for (int k = 0; k < NG * MR; ++k) acc[k] = acc_m[k] = _mm256_setzero_ps();
+  // x rows r0.. are consecutive in qx: row i's block b at x0 + i * cols + b * kQK.
+  const int8_t* const x0 = qx.q.data() + r0 * qx.cols;
+  const int64_t x_stride = qx.cols;
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* codes[NG];
 #pragma GCC unroll 8
     for (int g = 0; g < NG; ++g) codes[g] = groups[g] + b * kBlockBytes + K::kScaleBytes;
     const int8_t* xb[MR];
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) xb[i] = qx.q.data() + (r0 + i) * qx.cols + b * kQK;
+    for (int i = 0; i < MR; ++i) xb[i] = x0 + i * x_stride + b * kQK;
     __m256i sums[NG * MR];
     block_sums<K, NG, MR>(codes, xb, sums);
 #pragma GCC unroll 8
