@@ -118,14 +118,24 @@ def run_omnibus(binary, model, threads, batch, prompt_args, n_new, kv_type="f16"
         return json.loads(stats_path.read_text())
 
 
+def omnibus_prefill(args, threads, prompt_file):
+    """One prefill run: the prompt file, one token generated."""
+    return run_omnibus(args.omnibus, args.model, threads, args.batch,
+                       ["-f", str(prompt_file)], 1, args.kv_type)
+
+
+def omnibus_decode(args, threads):
+    """One decode run: the short prompt, --decode-tokens generated."""
+    return run_omnibus(args.omnibus, args.model, threads, args.batch,
+                       ["-p", SHORT_PROMPT], args.decode_tokens, args.kv_type)
+
+
 def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=None):
     def prefill():
-        return run_omnibus(args.omnibus, args.model, threads, args.batch,
-                           ["-f", str(prompt_file)], 1, args.kv_type)
+        return omnibus_prefill(args, threads, prompt_file)
 
     def decode():
-        return run_omnibus(args.omnibus, args.model, threads, args.batch,
-                           ["-p", SHORT_PROMPT], args.decode_tokens, args.kv_type)
+        return omnibus_decode(args, threads)
 
     def long_decode():
         return run_omnibus(args.omnibus, args.model, threads, args.batch,
@@ -417,12 +427,8 @@ def scaling(args, prompt_file, prompt_tokens, short_tokens):
               f"2t {bw[2]:8.1f}  2t/1t {bw[2] / bw[1]:.2f}")
 
     def omnibus_once(t):
-        pre = run_omnibus(args.omnibus, args.model, t, args.batch,
-                          ["-f", str(prompt_file)], 1, args.kv_type)
-        dec = run_omnibus(args.omnibus, args.model, t, args.batch,
-                          ["-p", SHORT_PROMPT], args.decode_tokens, args.kv_type)
-        return {"prefill_tokens_per_s": pre["prefill_tokens_per_s"],
-                "decode_tokens_per_s": dec["decode_tokens_per_s"]}
+        return {"prefill_tokens_per_s": omnibus_prefill(args, t, prompt_file)["prefill_tokens_per_s"],
+                "decode_tokens_per_s": omnibus_decode(args, t)["decode_tokens_per_s"]}
 
     def llamacpp_once(t):
         # One child per run (it loads the model, warms up, times one

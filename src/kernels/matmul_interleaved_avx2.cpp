@@ -230,6 +230,7 @@ void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
   const uint8_t* first = base + (begin / kInterleaveRows) * group_bytes;
   if (a.n_x == 1)
     return decode_rows<K>(a, first, group_bytes, (end - begin + kInterleaveRows - 1) / kInterleaveRows, begin, end);
+  static_assert(kBatchRows<K> <= kMaxBatchRows, "out holds kMaxBatchRows x rows");
   alignas(32) float out[kMaxBatchRows * kInterleaveRows];
   for (int64_t o = begin; o < end; o += kInterleaveRows) {
     const uint8_t* group = first + ((o - begin) / kInterleaveRows) * group_bytes;
