@@ -32,7 +32,14 @@ TinyModelSpec spec_for(const Case& c) {
   s.embedding_type = c.type;
   s.n_head_kv = c.n_head_kv;
   s.tied_output = c.n_head_kv != 1;  // cover both tied and separate outputs
+  if (c.arch == "gemma3") {
+    // Six layers: five with a window of 4 positions (shorter than the test
+    // sequences), the sixth global; heads wider than n_embd / n_head.
+    s.n_layer = 6;
+    s.sliding_window = 4;
+  }
   const bool k_quant = c.type == DType::kQ4_K || c.type == DType::kQ5_K || c.type == DType::kQ6_K;
+  if (c.arch == "gemma3") s.head_dim = k_quant ? 64 : 32;  // q_dim a whole number of K-quant blocks
   if (k_quant) {
     s.n_embd = 256;
     s.n_ff = 512;
@@ -127,7 +134,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama", DType::kQ4_1, 2}, Case{"llama", DType::kQ4_1, 1}, Case{"llama", DType::kQ5_0, 2},
                       Case{"llama", DType::kQ5_1, 2}, Case{"llama", DType::kQ4_K, 2}, Case{"llama", DType::kQ5_K, 2},
                       Case{"llama", DType::kQ6_K, 1}, Case{"qwen2", DType::kF32, 2}, Case{"qwen2", DType::kQ4_1, 1},
-                      Case{"qwen2", DType::kQ8_0, 4}),
+                      Case{"qwen2", DType::kQ8_0, 4}, Case{"gemma3", DType::kF32, 1}, Case{"gemma3", DType::kQ8_0, 2},
+                      Case{"gemma3", DType::kQ4_K, 1}, Case{"gemma3", DType::kQ5_0, 1}),
     case_name);
 
 // MQA with more heads than one attention call takes (ForwardPass::
@@ -198,20 +206,15 @@ TEST(ForwardBatchTest, LogitsDoNotDependOnBlockSize) {
   }
 }
 
-// Rows longer than one softmax chunk (kAttentionChunk = 256 positions):
-// decode steps spread a row's chunks over the threads and merge them after,
-// a prefill chunk runs whole rows per item; the logits are bit-identical
-// either way, and match the reference forward (one softmax over the row).
-TEST(ForwardBatchTest, LongRowsSplitIntoSoftmaxChunksAreBatchInvariant) {
-  TinyModelSpec spec;
-  spec.matrix_type = DType::kQ8_0;
-  const auto bytes = make_tiny_model_bytes(spec);
-  auto model = load_tiny_model(bytes);
-  const int n = 600;  // three chunks, the last partial
-  const auto tokens = random_tokens(n, model->config().vocab_size, 9);
-  const auto whole = engine_logits(model, tokens, n, 2, 16, 640);
-  for (auto [chunk, threads, block_size] : {std::tuple{1, 2, 16}, {1, 3, 3}, {7, 2, 100}, {1, 1, 16}}) {
-    const auto other = engine_logits(model, tokens, chunk, threads, block_size, 640);
+// Long rows of `model`: the logits of n random tokens are bit-identical
+// however they are chunked, threaded and cut into KV blocks, and match the
+// reference forward.
+void check_long_rows(std::shared_ptr<const Model> model, int n, uint32_t seed, int max_positions,
+                     std::initializer_list<std::tuple<int, int, int>> chunk_threads_block) {
+  const auto tokens = random_tokens(n, model->config().vocab_size, seed);
+  const auto whole = engine_logits(model, tokens, n, 2, 16, max_positions);
+  for (auto [chunk, threads, block_size] : chunk_threads_block) {
+    const auto other = engine_logits(model, tokens, chunk, threads, block_size, max_positions);
     ASSERT_EQ(0, std::memcmp(whole.data(), other.data(), whole.size() * sizeof(float)))
         << "chunk " << chunk << " threads " << threads << " block size " << block_size;
   }
@@ -222,6 +225,58 @@ TEST(ForwardBatchTest, LongRowsSplitIntoSoftmaxChunksAreBatchInvariant) {
     max_err = std::max(max_err, std::fabs(double(want[i]) - whole[i]));
   }
   EXPECT_LT(max_err, 2e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
+}
+
+// Rows longer than one softmax chunk (kAttentionChunk = 256 positions):
+// decode steps spread a row's chunks over the threads and merge them after,
+// a prefill chunk runs whole rows per item; the logits are bit-identical
+// either way, and match the reference forward (one softmax over the row).
+TEST(ForwardBatchTest, LongRowsSplitIntoSoftmaxChunksAreBatchInvariant) {
+  TinyModelSpec spec;
+  spec.matrix_type = DType::kQ8_0;
+  const auto bytes = make_tiny_model_bytes(spec);
+  // 600 positions: three chunks, the last partial.
+  check_long_rows(load_tiny_model(bytes), 600, 9, 640, {{1, 2, 16}, {1, 3, 3}, {7, 2, 100}, {1, 1, 16}});
+}
+
+// Gemma 3's window layers over rows longer than one softmax chunk: a row
+// past its window reads from its first visible position, and its chunks
+// count from there, so decode (chunks over threads) and prefill (whole rows,
+// pairs only while the window has not slid) still give the same bits, and
+// the reference (one softmax over the window) agrees.
+TEST(ForwardBatchTest, SlidingWindowRowsAreBatchInvariantAndMatchTheReference) {
+  TinyModelSpec spec;
+  spec.architecture = "gemma3";
+  spec.n_layer = 6;
+  // f32 matrices: with int8 activations one rounding tie (at position 31)
+  // moves every later logit by ~0.1 against the double-precision reference.
+  spec.matrix_type = DType::kF32;
+  spec.sliding_window = 300;  // past one chunk of 256, so the window's rows are two chunks
+  const auto bytes = make_tiny_model_bytes(spec);
+  check_long_rows(load_tiny_model(bytes), 560, 17, 576, {{1, 2, 16}, {1, 3, 7}, {9, 2, 100}});
+}
+
+// The window is real: in a model of one window layer (span 4), changing
+// token 0 changes the logits of positions 0-3 only; with six layers, the
+// sixth global, it changes every position's.
+TEST(ForwardBatchTest, SlidingWindowHidesTokensBeforeTheWindowFromWindowLayers) {
+  TinyModelSpec spec;
+  spec.architecture = "gemma3";
+  spec.sliding_window = 4;
+  for (int layers : {1, 6}) {
+    spec.n_layer = layers;
+    const auto bytes = make_tiny_model_bytes(spec);
+    auto model = load_tiny_model(bytes);
+    const int vocab = model->config().vocab_size;
+    const auto a = random_tokens(12, vocab, 21);
+    auto b = a;
+    b[0] = (b[0] + 1) % vocab;
+    const auto la = engine_logits(model, a, 12, 2), lb = engine_logits(model, b, 12, 2);
+    for (int p = 0; p < 12; ++p) {
+      const bool same = std::memcmp(la.data() + p * vocab, lb.data() + p * vocab, vocab * sizeof(float)) == 0;
+      EXPECT_EQ(same, layers == 1 && p >= 4) << layers << " layers, position " << p;
+    }
+  }
 }
 
 // A KV cache type other than f16 (--kv-type q8_0 / bf16): logits stay

@@ -9,12 +9,12 @@ namespace {
 
 TEST(ModelLoadTest, UnknownArchitectureListsSupportedOnes) {
   TinyModelSpec spec;
-  spec.architecture = "gemma3";
+  spec.architecture = "mamba";
   auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
   ASSERT_FALSE(model.is_ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(model.status().message().find("'gemma3'"), std::string::npos) << model.status().message();
-  EXPECT_NE(model.status().message().find("llama, qwen2"), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("'mamba'"), std::string::npos) << model.status().message();
+  EXPECT_NE(model.status().message().find("llama, qwen2, gemma3"), std::string::npos) << model.status().message();
 }
 
 TEST(ModelLoadTest, MissingTensorIsNamed) {
@@ -33,6 +33,27 @@ TEST(ModelLoadTest, MissingQwen2BiasIsNamed) {
   auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
   ASSERT_FALSE(model.is_ok());
   EXPECT_NE(model.status().message().find("blk.0.attn_k.bias"), std::string::npos) << model.status().message();
+}
+
+TEST(ModelLoadTest, MissingGemma3NormIsNamed) {
+  TinyModelSpec spec;
+  spec.architecture = "gemma3";
+  spec.omit_tensor = "blk.1.post_ffw_norm.weight";
+  auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_FALSE(model.is_ok());
+  EXPECT_NE(model.status().message().find("blk.1.post_ffw_norm.weight"), std::string::npos) << model.status().message();
+}
+
+// Gemma 3's window span is required (a model without it would silently
+// attend globally where it was trained on windows).
+TEST(ModelLoadTest, Gemma3WithoutItsSlidingWindowIsRejected) {
+  TinyModelSpec spec;
+  spec.architecture = "gemma3";
+  spec.sliding_window = 0;  // the writer leaves the key out
+  auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_FALSE(model.is_ok());
+  EXPECT_NE(model.status().message().find("gemma3.attention.sliding_window"), std::string::npos)
+      << model.status().message();
 }
 
 TEST(ModelLoadTest, SeparateOutputAndTiedOutputBothLoad) {

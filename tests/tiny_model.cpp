@@ -29,7 +29,13 @@ class TinyWriter {
     w_.set_uint32(a + ".context_length", 256);
     w_.set_float32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
     w_.set_float32(a + ".rope.freq_base", s_.rope_base);
-    const int hd = s_.n_embd / s_.n_head;
+    const int hd = s_.head_dim > 0 ? s_.head_dim : s_.n_embd / s_.n_head;
+    if (s_.head_dim > 0) {
+      w_.set_uint32(a + ".attention.key_length", hd);
+      w_.set_uint32(a + ".attention.value_length", hd);
+    }
+    const bool gemma = a == "gemma3";
+    if (gemma && s_.sliding_window > 0) w_.set_uint32(a + ".attention.sliding_window", s_.sliding_window);
     tensor("token_embd.weight", s_.vocab, s_.n_embd, s_.embedding_type, 1.0f);
     norm("output_norm.weight", s_.n_embd);
     if (!s_.tied_output) tensor("output.weight", s_.vocab, s_.n_embd, s_.matrix_type, 0.3f);
@@ -45,6 +51,12 @@ class TinyWriter {
         tensor(p + "attn_q.bias", 1, s_.n_head * hd, DType::kF32, 0.2f);
         tensor(p + "attn_k.bias", 1, s_.n_head_kv * hd, DType::kF32, 0.2f);
         tensor(p + "attn_v.bias", 1, s_.n_head_kv * hd, DType::kF32, 0.2f);
+      }
+      if (gemma) {
+        norm(p + "attn_q_norm.weight", hd);
+        norm(p + "attn_k_norm.weight", hd);
+        norm(p + "post_attention_norm.weight", s_.n_embd);
+        norm(p + "post_ffw_norm.weight", s_.n_embd);
       }
       norm(p + "ffn_norm.weight", s_.n_embd);
       tensor(p + "ffn_gate.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
@@ -132,13 +144,13 @@ std::vector<double> rms_normed(const std::vector<double>& x, const float* weight
   return y;
 }
 
-void rotate(std::vector<double>& v, int heads, int hd, int pos, const ModelConfig& c) {
-  const int pairs = c.rope.rot_dims / 2;
+void rotate(std::vector<double>& v, int heads, int hd, int pos, const RopeParams& rope) {
+  const int pairs = rope.rot_dims / 2;
   for (int h = 0; h < heads; ++h)
     for (int i = 0; i < pairs; ++i) {
-      const bool neox = c.rope.style == RopeStyle::kNeox;
+      const bool neox = rope.style == RopeStyle::kNeox;
       const int a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + pairs : 2 * i + 1);
-      const double theta = pos * std::pow(double(c.rope.freq_base), -2.0 * i / c.rope.rot_dims);
+      const double theta = pos * std::pow(double(rope.freq_base), -2.0 * i / rope.rot_dims);
       const double x0 = v[a], x1 = v[b];
       v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
       v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
@@ -171,6 +183,8 @@ std::vector<float> reference_logits(const Model& model, const std::vector<int32_
   std::vector<float> logits;
   for (int t = 0; t < n; ++t) {
     std::vector<double> x(embd.begin() + int64_t(tokens[t]) * c.n_embd, embd.begin() + int64_t(tokens[t] + 1) * c.n_embd);
+    if (c.spec->embedding_scaled)
+      for (double& e : x) e *= std::sqrt(static_cast<float>(c.n_embd));  // the engine's float factor
     for (int l = 0; l < c.n_layer; ++l) {
       const LayerWeights& lw = w.layers[l];
       auto xn = rms_normed(x, lw.attn_norm, c.rms_eps);
@@ -179,8 +193,24 @@ std::vector<float> reference_logits(const Model& model, const std::vector<int32_
         for (int i = 0; i < c.q_dim(); ++i) q[i] += lw.bq[i];
         for (int i = 0; i < c.kv_dim(); ++i) k[i] += lw.bk[i], v[i] += lw.bv[i];
       }
-      rotate(q, c.n_head, hd, t, c);
-      rotate(k, c.n_head_kv, hd, t, c);
+      if (lw.q_norm) {  // per head, before RoPE
+        auto norm_heads = [&](std::vector<double>& v, int heads, const float* weight) {
+          for (int h = 0; h < heads; ++h) {
+            std::vector<double> head(v.begin() + h * hd, v.begin() + (h + 1) * hd);
+            head = rms_normed(head, weight, c.rms_eps);
+            std::copy(head.begin(), head.end(), v.begin() + h * hd);
+          }
+        };
+        norm_heads(q, c.n_head, lw.q_norm);
+        norm_heads(k, c.n_head_kv, lw.k_norm);
+      }
+      // Window layers: their own RoPE base, and only the last
+      // sliding_window positions (including this one) are seen.
+      const bool window = c.layer_has_window(l);
+      const RopeParams& rope = window ? c.window_rope : c.rope;
+      const int first = window ? std::max(0, t - c.sliding_window + 1) : 0;
+      rotate(q, c.n_head, hd, t, rope);
+      rotate(k, c.n_head_kv, hd, t, rope);
       // The engine stores K and V as f16 and rounds Q and the softmax
       // numerators to f16 (as llama.cpp does): so does the reference.
       for (int i = 0; i < c.kv_dim(); ++i) {
@@ -192,24 +222,32 @@ std::vector<float> reference_logits(const Model& model, const std::vector<int32_
       std::vector<double> attn(c.q_dim(), 0.0);
       for (int h = 0; h < c.n_head; ++h) {
         const int kvh = h / (c.n_head / c.n_head_kv);
-        std::vector<double> s(t + 1);
+        std::vector<double> s(t + 1 - first);
         double mx = -1e300, sum = 0;
-        for (int j = 0; j <= t; ++j) {
+        for (int j = first; j <= t; ++j) {
           double d = 0;
           for (int i = 0; i < hd; ++i) d += f16_round(q[h * hd + i]) * keys[l][j][kvh * hd + i];
-          s[j] = d / std::sqrt(double(hd));
-          mx = std::max(mx, s[j]);
+          s[j - first] = d / std::sqrt(double(hd));
+          mx = std::max(mx, s[j - first]);
         }
         for (auto& e : s) sum += (e = f16_round(std::exp(e - mx)));
-        for (int j = 0; j <= t; ++j)
-          for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j] / sum * values[l][j][kvh * hd + i];
+        for (int j = first; j <= t; ++j)
+          for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j - first] / sum * values[l][j][kvh * hd + i];
       }
       auto o = matvec(lw.wo, attn);
+      if (lw.post_attn_norm) o = rms_normed(o, lw.post_attn_norm, c.rms_eps);
       for (int i = 0; i < c.n_embd; ++i) x[i] += o[i];
       xn = rms_normed(x, lw.ffn_norm, c.rms_eps);
       auto g = matvec(lw.w_gate, xn), u = matvec(lw.w_up, xn);
-      for (int i = 0; i < c.n_ff; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      for (int i = 0; i < c.n_ff; ++i) {
+        if (c.spec->ffn_activation == FfnActivation::kGeluTanh) {
+          g[i] = 0.5 * g[i] * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i]))) * u[i];
+        } else {
+          g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+        }
+      }
       auto d = matvec(lw.w_down, g);
+      if (lw.post_ffn_norm) d = rms_normed(d, lw.post_ffn_norm, c.rms_eps);
       for (int i = 0; i < c.n_embd; ++i) x[i] += d[i];
     }
     auto out = matvec(w.output, rms_normed(x, w.output_norm, c.rms_eps));

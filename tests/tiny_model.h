@@ -16,7 +16,7 @@
 namespace omnibus::testing {
 
 struct TinyModelSpec {
-  std::string architecture = "llama";  // "llama" or "qwen2"
+  std::string architecture = "llama";  // "llama", "qwen2" or "gemma3"
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 4;
@@ -27,6 +27,8 @@ struct TinyModelSpec {
   DType embedding_type = DType::kF32;
   bool tied_output = true;
   float rope_base = 10000.0f;
+  int head_dim = 0;        // 0: n_embd / n_head; else written as attention.key_length
+  int sliding_window = 4;  // gemma3 only: its window layers' span (0: key left out)
   uint32_t seed = 1;
   std::string omit_tensor;  // leave this tensor out (to test load errors)
 };

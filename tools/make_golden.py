@@ -34,7 +34,8 @@ under 0.41 logits, and ppl differs by under 0.5%. Suggested checks:
                   attention off diverges within 64 tokens on 15 of the 20
                   prompts, at gaps of 0.008 to 0.29.)
 
-Usage: python3 tools/make_golden.py [--model PATH] [--threads 2]
+Usage: python3 tools/make_golden.py [--model PATH] [--threads 2] [--out-dir DIR]
+  Gemma 3: --model models/gemma-3-270m-q4_k_m.gguf --out-dir tests/golden/gemma3
 """
 
 import argparse

@@ -26,6 +26,9 @@ vocabularies derived from the model, to cover the other tokenizer paths:
 
 Usage:
   python3 tools/make_tokenizer_golden.py MODEL.gguf [--corpus ...] [--out-dir tests/golden]
+  Gemma 3 (a real SentencePiece vocabulary; writes tokenizer_golden_gemma3.jsonl only):
+  python3 tools/make_tokenizer_golden.py models/gemma-3-270m-q4_k_m.gguf --name gemma3 --no-variants \
+      --out-dir tests/golden/gemma3
 """
 
 import argparse
@@ -158,6 +161,8 @@ def main() -> int:
     ap.add_argument("model", help="GGUF model file (SmolLM2-135M-Instruct)")
     ap.add_argument("--corpus", default=str(ROOT / "tests/golden/tokenizer_corpus.jsonl"))
     ap.add_argument("--out-dir", default=str(ROOT / "tests/golden"))
+    ap.add_argument("--name", default="smollm2", help="the model's file: tokenizer_golden_NAME.jsonl")
+    ap.add_argument("--no-variants", action="store_true", help="skip the derived vocabularies")
     args = ap.parse_args()
     try:
         import llama_cpp
@@ -169,7 +174,7 @@ def main() -> int:
     out_dir = Path(args.out_dir)
 
     llm = llama_cpp.Llama(model_path=args.model, vocab_only=True, verbose=False)
-    with open(out_dir / "tokenizer_golden_smollm2.jsonl", "w", encoding="utf-8") as out:
+    with open(out_dir / f"tokenizer_golden_{args.name}.jsonl", "w", encoding="utf-8") as out:
         for text in texts:
             data = text.encode("utf-8")
             ids = llm.tokenize(data, add_bos=False, special=True)
@@ -177,6 +182,9 @@ def main() -> int:
             pieces = b"".join(token_bytes(llm._model.vocab, t) for t in ids)
             record = {"text": text, "ids": ids, "ids_plain": ids_plain, "pieces_hex": pieces.hex()}
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
+    if args.no_variants:
+        print(f"wrote {len(texts)} strings to {out_dir / f'tokenizer_golden_{args.name}.jsonl'}")
+        return 0
 
     with tempfile.TemporaryDirectory() as tmp, open(out_dir / "tokenizer_golden_variants.jsonl", "w") as out:
         for variant in PRE_VARIANTS + ["spm"]:

@@ -22,7 +22,7 @@ const char* profile_op_name(ProfileOp op) {
     case ProfileOp::kRope: return "rope";
     case ProfileOp::kKvStore: return "kv_store";
     case ProfileOp::kAttention: return "attention";
-    case ProfileOp::kSwiglu: return "swiglu";
+    case ProfileOp::kFfnActivation: return "ffn_act";
     case ProfileOp::kResidual: return "residual_add";
     case ProfileOp::kSampling: return "sampling";
     case ProfileOp::kThreadWait: return "thread_wait";

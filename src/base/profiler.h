@@ -40,7 +40,7 @@ enum class ProfileOp : uint8_t {
   kRope,        // angles and rotation
   kKvStore,     // copying this step's K/V rows into the cache
   kAttention,   // scores, softmax and weighted sum over the cache
-  kSwiglu,
+  kFfnActivation,  // the MLP's gated activation: SwiGLU or GeGLU
   kResidual,    // the residual adds after attention and MLP
   kSampling,    // the Sampler call, outside the forward pass
   kThreadWait,  // thread 0 waiting for the pool's other workers (overlaps the ops above)

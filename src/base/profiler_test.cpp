@@ -64,11 +64,11 @@ TEST(ProfilerTest, EnabledAccumulatesCountsPerPhaseAndOp) {
 TEST(ProfilerTest, FullBufferDropsEventsButKeepsExactSums) {
   Profiler p;
   p.enable(5);
-  for (int i = 0; i < 7; ++i) p.record(ProfileOp::kSwiglu, i * 10, i * 10 + 4);
+  for (int i = 0; i < 7; ++i) p.record(ProfileOp::kFfnActivation, i * 10, i * 10 + 4);
   EXPECT_EQ(p.events().size(), 5u);
   EXPECT_EQ(p.dropped_events(), 2);
-  EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kSwiglu).calls, 7);
-  EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kSwiglu).total_ns, 28);
+  EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kFfnActivation).calls, 7);
+  EXPECT_EQ(p.stats(ProfilePhase::kPrefill, ProfileOp::kFfnActivation).total_ns, 28);
 }
 
 TEST(ProfilerTest, TraceIsValidJsonWithTheRecordedEvents) {

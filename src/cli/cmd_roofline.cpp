@@ -87,8 +87,10 @@ int run_roofline(RooflineOptions& o) {
   const double P = o.prefill_tokens;
   const double ctx = P + o.decode_tokens / 2.0;  // average context while decoding
   Row prefill{fmt::format("prefill {} tokens", o.prefill_tokens), speed->prefill_tps};
-  const double prefill_flops = P * cost.matmul_flops + cost.attention_flops_per_position * P * P / 2;
-  const double prefill_bytes = cost.weight_bytes + cost.kv_bytes_per_position * P * P / 2;
+  double triangle = 0;  // positions attended over the prompt: ~P^2 / 2 without windows
+  for (int64_t p = 1; p <= o.prefill_tokens; ++p) triangle += cost.attended_positions(p);
+  const double prefill_flops = P * cost.matmul_flops + cost.attention_flops_per_position * triangle;
+  const double prefill_bytes = cost.weight_bytes + cost.kv_bytes_per_position * triangle;
   prefill.memory_bound = m.memory_bandwidth / (prefill_bytes / P);
   prefill.compute_bound = m.peak_flops / (prefill_flops / P);
   prefill.intensity = prefill_flops / prefill_bytes;

@@ -4,9 +4,9 @@
 
 namespace omnibus {
 
-void RooflineMeter::on_step(int64_t rows, int64_t attended_positions, double seconds) {
+void RooflineMeter::on_step(int64_t rows, double attended_positions, double seconds) {
   if (rows <= 0 || seconds <= 0) return;
-  const auto positions = static_cast<double>(attended_positions);
+  const double positions = attended_positions;
   Step& s = steps_[static_cast<size_t>(next_)];
   s.bytes = cost_.weight_bytes + cost_.kv_bytes_per_position * positions;
   s.flops = cost_.matmul_flops * static_cast<double>(rows) + cost_.attention_flops_per_position * positions;

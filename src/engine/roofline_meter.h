@@ -29,7 +29,10 @@ class RooflineMeter {
 
   // A step of `rows` tokens that attended to `attended_positions` cached
   // positions in all (sum over rows of position + 1) and took `seconds`.
-  void on_step(int64_t rows, int64_t attended_positions, double seconds);
+  void on_step(int64_t rows, double attended_positions, double seconds);
+  // What a row at `context` cached positions attends to (fewer than
+  // `context` in a model with sliding-window layers): sum these for on_step.
+  double attended_positions(int64_t context) const { return cost_.attended_positions(context); }
   RooflineReading reading() const;
 
   static constexpr int kWindow = 16;  // steps

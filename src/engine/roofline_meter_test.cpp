@@ -37,5 +37,19 @@ TEST(RooflineMeter, KeepsOnlyTheLastWindowOfSteps) {
   EXPECT_EQ(r.flops_utilization, 0);
 }
 
+// Sliding-window layers (Gemma 3: five in six) read at most their window:
+// 6 layers, 5 with a window of 512, at 2,048 positions attend
+// (1 x 2048 + 5 x 512) / 6 = 768 positions per layer on average.
+TEST(RooflineMeter, WindowLayersAttendToAtMostTheirWindow) {
+  TokenCost c = simple_cost();
+  c.n_layer = 6;
+  c.window_layers = 5;
+  c.window = 512;
+  EXPECT_DOUBLE_EQ(c.attended_positions(100), 100);
+  EXPECT_DOUBLE_EQ(c.attended_positions(2048), 768);
+  EXPECT_DOUBLE_EQ(c.decode_bytes(2048), 1000 + 10 * 768);
+  EXPECT_DOUBLE_EQ(simple_cost().attended_positions(2048), 2048);  // no windows
+}
+
 }  // namespace
 }  // namespace omnibus

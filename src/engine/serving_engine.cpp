@@ -327,8 +327,8 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
   std::vector<SampledToken> sampled;
   sample_chunks(plan, sampled);
-  int64_t attended = 0;
-  for (const BatchRow& row : rows_) attended += row.pos + 1;
+  double attended = 0;
+  for (const BatchRow& row : rows_) attended += roofline_->attended_positions(row.pos + 1);
   roofline_->on_step(static_cast<int64_t>(rows_.size()), attended, now_seconds() - now);
   if (admission_) {
     int64_t decode_rows = 0;

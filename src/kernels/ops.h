@@ -15,6 +15,11 @@ void rms_norm(const float* x, const float* weight, float* y, int64_t n, float ep
 // gate[i] = silu(gate[i]) * up[i]  (SwiGLU), in place on gate.
 void swiglu(float* gate, const float* up, int64_t n);
 
+// gate[i] = gelu(gate[i]) * up[i]  (GeGLU, Gemma), in place on gate, with
+// GELU's tanh approximation 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))),
+// computed as g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), the same value.
+void geglu(float* gate, const float* up, int64_t n);
+
 // sum_i a[i] * b[i]
 float dot_f32(const float* a, const float* b, int64_t n);
 
@@ -35,6 +40,7 @@ void add_f32(const float* x, float* y, int64_t n);
 namespace ref {
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
 void swiglu(float* gate, const float* up, int64_t n);
+void geglu(float* gate, const float* up, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
@@ -44,6 +50,7 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 namespace avx2 {
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
 void swiglu(float* gate, const float* up, int64_t n);
+void geglu(float* gate, const float* up, int64_t n);
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);

@@ -90,17 +90,32 @@ inline __m256 swiglu8(__m256 g, __m256 up) {
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), up);
 }
 
-void swiglu(float* gate, const float* up, int64_t n) {
+// gelu(g) * up with gelu's tanh form rewritten as g * sigmoid(2u):
+// 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)).
+inline __m256 geglu8(__m256 g, __m256 up) {
+  const __m256 g3 = _mm256_mul_ps(_mm256_mul_ps(g, g), g);
+  const __m256 u2 = _mm256_mul_ps(_mm256_fmadd_ps(g3, _mm256_set1_ps(0.044715f), g),
+                                  _mm256_set1_ps(2.0f * 0.7978845608028654f));
+  const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), u2));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), up);
+}
+
+// gate[i] = f(gate[i], up[i]) eight at a time. The tail goes through the
+// same 8-lane arithmetic, so an element's value never depends on where the
+// row sits in a batch (batch invariance).
+template <class F>
+void gated(float* gate, const float* up, int64_t n, F f) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(gate + i, swiglu8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(gate + i, f(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
   if (i == n) return;
-  // The tail goes through the same 8-lane arithmetic, so an element's value
-  // never depends on where the row sits in a batch (batch invariance).
   alignas(32) float g[8] = {}, u[8] = {};
   std::copy(gate + i, gate + n, g);
   std::copy(up + i, up + n, u);
-  _mm256_store_ps(g, swiglu8(_mm256_load_ps(g), _mm256_load_ps(u)));
+  _mm256_store_ps(g, f(_mm256_load_ps(g), _mm256_load_ps(u)));
   std::copy(g, g + (n - i), gate + i);
 }
+
+void swiglu(float* gate, const float* up, int64_t n) { gated(gate, up, n, swiglu8); }
+void geglu(float* gate, const float* up, int64_t n) { gated(gate, up, n, geglu8); }
 
 }  // namespace omnibus::avx2

@@ -19,6 +19,14 @@ void swiglu(float* gate, const float* up, int64_t n) {
   }
 }
 
+void geglu(float* gate, const float* up, int64_t n) {
+  constexpr float kC = 0.7978845608028654f;  // sqrt(2 / pi)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = 0.5f * g * (1.0f + std::tanh(kC * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
 float dot_f32(const float* a, const float* b, int64_t n) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];

@@ -73,6 +73,27 @@ TEST_F(OpsAvx2Test, SwigluIsAccurateOverTheWholeRange) {
   EXPECT_NEAR(nan_gate[1], 1.0f / (1.0f + std::exp(-1.0f)), 1e-7f);
 }
 
+// GeGLU (Gemma's MLP) against the tanh formula, over the range a gate
+// value can take, and an element's value whatever the call's length.
+TEST_F(OpsAvx2Test, GegluMatchesTheTanhFormulaAndIsLengthInvariant) {
+  std::vector<float> gate, up;
+  for (float g = -60.0f; g <= 60.0f; g += 0.01953125f) gate.push_back(g);
+  up.assign(gate.size(), 1.0f);
+  std::vector<float> expected = gate, got = gate;
+  ref::geglu(expected.data(), up.data(), static_cast<int64_t>(gate.size()));
+  avx2::geglu(got.data(), up.data(), static_cast<int64_t>(gate.size()));
+  for (size_t i = 0; i < gate.size(); ++i)
+    EXPECT_NEAR(got[i], expected[i], 2e-6f * std::fabs(gate[i]) + 1e-30f) << "gate " << gate[i];
+  const auto g = random_vector(37, 12), u = random_vector(37, 13);
+  std::vector<float> whole = g;
+  avx2::geglu(whole.data(), u.data(), 37);
+  for (int64_t start : {0, 5, 33}) {
+    std::vector<float> part(g.begin() + start, g.end());
+    avx2::geglu(part.data(), u.data() + start, 37 - start);
+    for (int64_t i = start; i < 37; ++i) EXPECT_EQ(whole[i], part[i - start]);
+  }
+}
+
 // Batch invariance: an element's value does not depend on the length of the
 // call it is in (the tail uses the vector arithmetic too).
 TEST_F(OpsAvx2Test, SwigluOfAnElementDoesNotDependOnTheCallLength) {

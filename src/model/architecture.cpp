@@ -5,12 +5,24 @@
 namespace omnibus {
 namespace {
 
-constexpr std::array<ArchitectureSpec, 2> kArchitectures = {{
+constexpr std::array<ArchitectureSpec, 3> kArchitectures = {{
     // SmolLM2, Llama 2/3.x, TinyLlama, Mistral (no window). The GGUF
     // converter permutes Q/K rows so adjacent-pair RoPE is right.
-    {"llama", RopeStyle::kNormal, false},
+    {.name = "llama", .rope_style = RopeStyle::kNormal, .qkv_bias = false},
     // Qwen2 and 2.5: biases on q/k/v, NeoX-style RoPE.
-    {"qwen2", RopeStyle::kNeox, true},
+    {.name = "qwen2", .rope_style = RopeStyle::kNeox, .qkv_bias = true},
+    // Gemma 3 (text; ModelConfig::attention_scale has 27B's exception).
+    // Its norms' weights in GGUF already carry Gemma's "1 +".
+    // docs/plan-gemma3.md.
+    {.name = "gemma3",
+     .rope_style = RopeStyle::kNeox,
+     .qkv_bias = false,
+     .ffn_activation = FfnActivation::kGeluTanh,
+     .embedding_scaled = true,
+     .qk_norm = true,
+     .post_norms = true,
+     .window_period = 6,
+     .window_rope_base = 10000.0f},
 }};
 
 }  // namespace

@@ -10,10 +10,22 @@
 
 namespace omnibus {
 
+enum class FfnActivation { kSilu, kGeluTanh };  // the gate's: SwiGLU or GeGLU
+
 struct ArchitectureSpec {
   std::string_view name;     // general.architecture
   RopeStyle rope_style;      // which pairs RoPE rotates
   bool qkv_bias;             // attn_q/k/v carry a bias tensor
+  FfnActivation ffn_activation = FfnActivation::kSilu;
+  bool embedding_scaled = false;  // the token's embedding row times sqrt(n_embd)
+  bool qk_norm = false;           // RMSNorm of each q and k head (attn_q_norm, attn_k_norm) before RoPE
+  bool post_norms = false;        // RMSNorm of the attention and MLP outputs before each residual add
+                                  // (post_attention_norm, post_ffw_norm)
+  // Sliding-window attention: layers il with il % period != period - 1 see
+  // only the last `<arch>.attention.sliding_window` positions, with RoPE
+  // base window_rope_base; 0: every layer sees every position.
+  int window_period = 0;
+  float window_rope_base = 10000.0f;
 };
 
 // nullptr when the architecture is not supported.

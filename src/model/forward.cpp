@@ -25,8 +25,10 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   proj_.resize(b * c.n_embd);
   gate_.resize(b * c.n_ff);
   up_.resize(b * c.n_ff);
-  rope_cos_.resize(b * (c.rope.rot_dims / 2 + 1));
-  rope_sin_.resize(b * (c.rope.rot_dims / 2 + 1));
+  // Two sets of angles when window layers rotate with their own base.
+  const size_t angle_sets = c.sliding_window > 0 ? 2 : 1;
+  rope_cos_.resize(angle_sets * b * (c.rope.rot_dims / 2 + 1));
+  rope_sin_.resize(angle_sets * b * (c.rope.rot_dims / 2 + 1));
   max_positions_ = max_positions;
   // Per thread: scores of one softmax chunk of up to kHeadsPerCall heads,
   // for two rows (attention_row_pair_paged).
@@ -91,10 +93,12 @@ void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, i
   matmul(w, x, n, y, &pool_);
 }
 
-void ForwardPass::norm_rows(const float* weight, int n) {
+void ForwardPass::norm_rows(const float* weight, int n) { norm_rows(weight, x_.data(), xn_.data(), n); }
+
+void ForwardPass::norm_rows(const float* weight, const float* from, float* to, int n) {
   ProfileScope scope(profiler_, ProfileOp::kRmsNorm);
   const int64_t d = model_->config().n_embd;
-  for (int i = 0; i < n; ++i) rms_norm(x_.data() + i * d, weight, xn_.data() + i * d, d, model_->config().rms_eps);
+  for (int i = 0; i < n; ++i) rms_norm(from + i * d, weight, to + i * d, d, model_->config().rms_eps);
 }
 
 // x += proj, the residual connection after attention and after the MLP.
@@ -110,6 +114,7 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto* row = static_cast<const uint8_t*>(e.data) + static_cast<size_t>(rows[i].token) * e.row_bytes;
     dequantize_row_ref(e.dtype, row, x_.data() + i * c.n_embd, c.n_embd);
+    if (c.spec->embedding_scaled) scale_f32(std::sqrt(static_cast<float>(c.n_embd)), x_.data() + i * c.n_embd, c.n_embd);
   }
 }
 
@@ -132,14 +137,24 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
       add_f32(l.bv, v_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.kv_dim());
     }
   }
+  if (l.q_norm != nullptr) {
+    ProfileScope scope(profiler_, ProfileOp::kRmsNorm);
+    for (int64_t h = 0; h < int64_t{n} * c.n_head; ++h)
+      rms_norm(q_.data() + h * c.head_dim, l.q_norm, q_.data() + h * c.head_dim, c.head_dim, c.rms_eps);
+    for (int64_t h = 0; h < int64_t{n} * c.n_head_kv; ++h)
+      rms_norm(k_.data() + h * c.head_dim, l.k_norm, k_.data() + h * c.head_dim, c.head_dim, c.rms_eps);
+  }
   const int half = c.rope.rot_dims / 2 + 1;
   {
     ProfileScope scope(profiler_, ProfileOp::kRope);
+    const RopeParams& rope = c.layer_rope(layer);
+    // Window layers' angles are the second set (run_layers).
+    const int64_t set = c.layer_has_window(layer) ? int64_t{max_batch_} * half : 0;
     for (int i = 0; i < n; ++i) {
-      const float* cos = rope_cos_.data() + i * half;
-      const float* sin = rope_sin_.data() + i * half;
-      apply_rope(c.rope, cos, sin, q_.data() + static_cast<int64_t>(i) * c.q_dim(), c.n_head, c.head_dim);
-      apply_rope(c.rope, cos, sin, k_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.n_head_kv, c.head_dim);
+      const float* cos = rope_cos_.data() + set + i * half;
+      const float* sin = rope_sin_.data() + set + i * half;
+      apply_rope(rope, cos, sin, q_.data() + static_cast<int64_t>(i) * c.q_dim(), c.n_head, c.head_dim);
+      apply_rope(rope, cos, sin, k_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.n_head_kv, c.head_dim);
     }
   }
   ProfileScope scope(profiler_, ProfileOp::kKvStore);
@@ -208,8 +223,13 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
 namespace {
 
 AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
-  return {c.n_head,          c.n_head_kv,           c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+  return {c.n_head,          c.n_head_kv,           c.head_dim, c.attention_scale,
           kv.head_stride(),  kv.key_dim_stride(), kv.type(), kv.scale_head_stride()};
+}
+
+// How many positions a row attends to in `layer` (its window or all).
+int64_t visible_positions(const ModelConfig& c, int layer, const BatchRow& row) {
+  return row.pos + 1 - c.first_visible(layer, row.pos);
 }
 
 // What every attention pool job reads; each job adds its own split state.
@@ -240,9 +260,10 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
   // the same bits (attention.h), so which path a row takes changes nothing.
   if (static_cast<int64_t>(rows.size()) < 4 * pool_.size()) {
     int64_t chunks = 0;
+    const ModelConfig& c = model_->config();
     for (size_t i = 0; i < rows.size(); ++i) {
       row_first_chunk_[i] = chunks;
-      chunks += (rows[i].pos + kAttentionChunk) / kAttentionChunk;  // pos + 1 positions
+      chunks += (visible_positions(c, layer, rows[i]) + kAttentionChunk - 1) / kAttentionChunk;
     }
     row_first_chunk_[rows.size()] = chunks;
     if (chunks <= max_chunk_partials_) {
@@ -274,8 +295,12 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
   row_units_.clear();
   const bool pairs = attention_pairs_supported(shape);
   for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
+    // A pair shares its first position: both rows see the same positions
+    // but row i + 1's last (in a window layer, only while the window has
+    // not started to slide).
     const bool pair = pairs && i + 1 < static_cast<int>(rows.size()) && rows[i + 1].pos == rows[i].pos + 1 &&
-                      rows[i + 1].block_table.data() == rows[i].block_table.data();
+                      rows[i + 1].block_table.data() == rows[i].block_table.data() &&
+                      c.first_visible(layer, rows[i].pos) == c.first_visible(layer, rows[i + 1].pos);
     row_units_.push_back({pair ? i + 1 : i, pair});
     if (pair) ++i;
   }
@@ -294,7 +319,8 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
       const int h_end = std::min(job.c.n_head, h + job.heads_per_item);
       const int i = unit.last_row;  // the unit's longest row
       const BatchRow& row = job.rows[i];
-      const size_t n_runs = position_runs(row, job.layer, job.kv, 0, static_cast<int64_t>(row.pos) + 1, runs);
+      const int64_t first = job.c.first_visible(job.layer, row.pos);
+      const size_t n_runs = position_runs(row, job.layer, job.kv, first, row.pos + 1 - first, runs);
       float* q = q_.data() + static_cast<int64_t>(i) * job.c.q_dim();
       float* out = attn_.data() + static_cast<int64_t>(i) * job.c.q_dim();
       if (unit.pair) {
@@ -326,7 +352,7 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
   int64_t total = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t n_chunks = row_first_chunk_[i + 1] - row_first_chunk_[i];
-    total += (static_cast<int64_t>(rows[i].pos) + 1 + kUnitOverhead * n_chunks) * c.n_head;
+    total += (visible_positions(c, layer, rows[i]) + kUnitOverhead * n_chunks) * c.n_head;
   }
   Job job{{c, shape, rows, layer, kv}, total};
   pool_.run([this, &job](int t, int count) {
@@ -339,15 +365,17 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
     for (size_t i = 0; i < job.rows.size() && at < hi; ++i) {
       const BatchRow& row = job.rows[i];
       const int64_t first_chunk = row_first_chunk_[i], n_chunks = row_first_chunk_[i + 1] - first_chunk;
+      // Chunks count from the row's first visible position, as in attend_rows.
+      const int64_t first = c.first_visible(job.layer, row.pos);
       for (int64_t ch = 0; ch < n_chunks && at < hi; ++ch) {
-        const int64_t positions = std::min(kAttentionChunk, static_cast<int64_t>(row.pos) + 1 - ch * kAttentionChunk);
+        const int64_t positions = std::min(kAttentionChunk, row.pos + 1 - first - ch * kAttentionChunk);
         const int64_t unit = positions + kUnitOverhead;
         // Heads h whose units start in [lo, hi): at + h * unit in range.
         const int h_begin = static_cast<int>(std::clamp<int64_t>((lo - at + unit - 1) / unit, 0, c.n_head));
         const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
         at += unit * c.n_head;
         if (h_begin >= h_end) continue;
-        const size_t n_runs = position_runs(row, job.layer, job.kv, ch * kAttentionChunk, positions, runs);
+        const size_t n_runs = position_runs(row, job.layer, job.kv, first + ch * kAttentionChunk, positions, runs);
         const int64_t partial = first_chunk + ch;
         for (int h = h_begin; h < h_end; h += kHeadsPerCall) {
           const int h1 = std::min(h_end, h + kHeadsPerCall);
@@ -378,6 +406,7 @@ void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, Pag
   qkv_rope_store(layer, rows, kv);
   attend(layer, rows, kv);
   project(ProfileOp::kAttnOutput, l.wo, attn_.data(), n, proj_.data());
+  if (l.post_attn_norm != nullptr) norm_rows(l.post_attn_norm, proj_.data(), proj_.data(), n);
   add_residual(n);
 }
 
@@ -391,21 +420,23 @@ void ForwardPass::mlp_block(int layer, int n) {
     matmul_shared_input(gate_up, xn_.data(), n, &pool_);
   }
   {
-    ProfileScope scope(profiler_, ProfileOp::kSwiglu);
+    ProfileScope scope(profiler_, ProfileOp::kFfnActivation);
     // Prompt chunks: each thread takes a range of rows (about 1 ms of a
     // 512-row step otherwise runs on one thread while the other waits).
     // A decode row is too small to be worth a pool job.
+    const auto activate = c.spec->ffn_activation == FfnActivation::kGeluTanh ? geglu : swiglu;
     if (n >= kParallelElementwiseRows && pool_.size() > 1) {
-      pool_.run([this, n](int t, int count) {
+      pool_.run([this, n, activate](int t, int count) {
         const int64_t n_ff = model_->config().n_ff;
         const int64_t r0 = int64_t{n} * t / count, r1 = int64_t{n} * (t + 1) / count;
-        swiglu(gate_.data() + r0 * n_ff, up_.data() + r0 * n_ff, (r1 - r0) * n_ff);
+        activate(gate_.data() + r0 * n_ff, up_.data() + r0 * n_ff, (r1 - r0) * n_ff);
       });
     } else {
-      swiglu(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);
+      activate(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);
     }
   }
   project(ProfileOp::kFfnDown, l.w_down, gate_.data(), n, proj_.data());
+  if (l.post_ffn_norm != nullptr) norm_rows(l.post_ffn_norm, proj_.data(), proj_.data(), n);
   add_residual(n);
 }
 
@@ -416,6 +447,12 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, f
   {
     ProfileScope scope(profiler_, ProfileOp::kRope);
     for (int i = 0; i < n; ++i) rope_angles(c.rope, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
+    // Window layers' angles (their own base), after max_batch rows of the first set.
+    if (c.sliding_window > 0) {
+      const int64_t set = int64_t{max_batch_} * half;
+      for (int i = 0; i < n; ++i)
+        rope_angles(c.window_rope, rows[i].pos, rope_cos_.data() + set + i * half, rope_sin_.data() + set + i * half);
+    }
   }
   embed(rows);
   for (int layer = 0; layer < c.n_layer; ++layer) {

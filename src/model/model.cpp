@@ -58,6 +58,14 @@ class WeightBinder {
     l.w_gate = matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
     l.w_up = matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
     l.w_down = matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+    if (c.spec->qk_norm) {
+      l.q_norm = vector(p + "attn_q_norm.weight", c.head_dim);
+      l.k_norm = vector(p + "attn_k_norm.weight", c.head_dim);
+    }
+    if (c.spec->post_norms) {
+      l.post_attn_norm = vector(p + "post_attention_norm.weight", c.n_embd);
+      l.post_ffn_norm = vector(p + "post_ffw_norm.weight", c.n_embd);
+    }
   }
 
   const GgufTensorInfo* find(const std::string& name) {

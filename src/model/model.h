@@ -27,6 +27,12 @@ struct LayerWeights {
   const float* bv = nullptr;
   const float* ffn_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
+  // Null unless the architecture has them (ArchitectureSpec::qk_norm,
+  // post_norms): head_dim weights for q and k, n_embd for the outputs.
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
+  const float* post_attn_norm = nullptr;
+  const float* post_ffn_norm = nullptr;
 
   // The seven matrices of the layer, for code that treats them alike.
   std::array<WeightMatrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }

@@ -72,6 +72,30 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (!(eps > 0.0 && eps < 1.0)) return Status::corrupt("layer_norm_rms_epsilon must be in (0, 1)");
   c.rms_eps = static_cast<float>(eps);
   OMNIBUS_RETURN_IF_ERROR(read_rope(f, a, c));
+  c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // Gemma 3 27B (62 layers) scales by 1/sqrt(n_embd / n_head), its
+  // query_pre_attn_scalar, which GGUF does not carry (llama.cpp decides by
+  // the layer count too).
+  if (c.architecture == "gemma3" && c.n_layer == 62)
+    c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head));
+  if (c.spec->window_period > 0) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, read_positive(f, a + ".attention.sliding_window", 1 << 24));
+    const std::string pattern_key = a + ".attention.sliding_window_pattern";
+    const GgufValue* pattern = f.find(pattern_key);
+    if (pattern != nullptr && pattern->type == GgufType::kArray)
+      return Status::unsupported(pattern_key + " as a per-layer array (supported: one period)");
+    OMNIBUS_ASSIGN_OR_RETURN(c.window_period, read_optional_positive(f, pattern_key, 4096, c.spec->window_period));
+    // Window layers rotate with their own base and no scaling (llama.cpp:
+    // rope_freq_base_train_swa, default 10,000, rope_freq_scale_train_swa = 1).
+    c.window_rope = c.rope;
+    c.window_rope.freq_base = c.spec->window_rope_base;
+    c.window_rope.freq_scale = 1.0f;
+    if (f.find(a + ".rope.freq_base_swa") != nullptr) {
+      OMNIBUS_ASSIGN_OR_RETURN(double base, f.get_float(a + ".rope.freq_base_swa"));
+      if (!(base > 1.0) || !std::isfinite(base)) return Status::corrupt(a + ".rope.freq_base_swa must be > 1");
+      c.window_rope.freq_base = static_cast<float>(base);
+    }
+  }
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) return Status::not_found("tensor 'token_embd.weight' is missing");
   if (embd->dims.size() != 2 || embd->dims[0] != c.n_embd || embd->dims[1] <= 0 || embd->dims[1] > (1 << 24))

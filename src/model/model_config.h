@@ -25,7 +25,23 @@ struct ModelConfig {
   int vocab_size = 0;        // from the token embedding's shape
   int n_ctx_train = 0;
   float rms_eps = 1e-5f;
+  float attention_scale = 0;  // of the q.k scores: 1/sqrt(head_dim), except Gemma 3 27B's
   RopeParams rope;           // freq_factors filled by the weight loader
+  // Sliding-window attention (ArchitectureSpec::window_period): a window
+  // layer's row at position p sees positions p - sliding_window + 1 .. p,
+  // rotated with window_rope. 0: no window layers.
+  int sliding_window = 0;
+  int window_period = 0;  // the spec's, or <arch>.attention.sliding_window_pattern
+  RopeParams window_rope;
+
+  bool layer_has_window(int layer) const {
+    return sliding_window > 0 && layer % window_period != window_period - 1;
+  }
+  // The first position a row at `pos` attends to in `layer`.
+  int64_t first_visible(int layer, int64_t pos) const {
+    return layer_has_window(layer) && pos >= sliding_window ? pos - sliding_window + 1 : 0;
+  }
+  const RopeParams& layer_rope(int layer) const { return layer_has_window(layer) ? window_rope : rope; }
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }

@@ -19,6 +19,9 @@ TokenCost token_cost(const Model& model, KvCacheType kv_type) {
   // Per query head and position: a head_dim dot for the score and a
   // head_dim axpy for the value, 2 FLOPs per element each.
   cost.attention_flops_per_position = 4.0 * c.n_layer * c.q_dim();
+  cost.n_layer = c.n_layer;
+  for (int l = 0; l < c.n_layer; ++l) cost.window_layers += c.layer_has_window(l);
+  cost.window = c.sliding_window;
   return cost;
 }
 

@@ -5,6 +5,7 @@
 //   prefill tokens/s <= peak FLOP/s / FLOPs per token
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/kv_quant.h"
@@ -18,13 +19,23 @@ struct TokenCost {
   double kv_bytes_per_position = 0; // K and V (f16) of one cached position, all layers
   double matmul_flops = 0;          // per token: 2 x matmul parameters (layers and output head)
   double attention_flops_per_position = 0;  // per token per attended position: QK^T and PV
+  // Sliding-window layers (Gemma 3) read at most `window` positions.
+  int n_layer = 1;
+  int window_layers = 0;
+  int64_t window = 0;
 
+  // The positions a token attends to at `context`, averaged over layers:
+  // `context` unless some layers see only a window of it.
+  double attended_positions(int64_t context) const {
+    const double windowed = static_cast<double>(window_layers) * static_cast<double>(std::min(context, window));
+    return (static_cast<double>(n_layer - window_layers) * static_cast<double>(context) + windowed) / n_layer;
+  }
   // One token decoded alone at `context` cached positions.
   double decode_bytes(int64_t context) const {
-    return weight_bytes + kv_bytes_per_position * static_cast<double>(context);
+    return weight_bytes + kv_bytes_per_position * attended_positions(context);
   }
   double flops(int64_t context) const {
-    return matmul_flops + attention_flops_per_position * static_cast<double>(context);
+    return matmul_flops + attention_flops_per_position * attended_positions(context);
   }
 };
 
