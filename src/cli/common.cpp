@@ -117,7 +117,11 @@ double peak_rss_mib() {
 }
 
 void warn_if_unrecognised(const ChatFormat& format) {
-  if (!format.recognised)
+  if (!format.guessed_from.empty())
+    log_info("the model has no chat template; its vocabulary has {}, so using the {} format (override with "
+             "--chat-template)",
+             format.guessed_from, chat_template_name(format.kind));
+  else if (!format.recognised)
     log_warn("the model's chat template is not one omnibus recognises; using ChatML (override with --chat-template)");
 }
 

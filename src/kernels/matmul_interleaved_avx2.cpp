@@ -39,22 +39,29 @@ inline __m256i broadcast4(const int8_t* x) {
   return _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x))));
 }
 
+// Per type: the block's scale bytes (d, m), fifth-bit bytes (Q5_0) and
+// code bytes for eight rows (kernels/weight_interleave.h).
 struct IlQ4_0 {
-  static constexpr bool kAffine = false, kBias = true, kSigned = false;
-  static constexpr int kScaleBytes = 16, kCodeBytes = 128;
+  static constexpr bool kAffine = false, kBias = true, kSigned = false, kFifthBit = false;
+  static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 128;
 };
 struct IlQ4_1 {
-  static constexpr bool kAffine = true, kBias = false, kSigned = false;
-  static constexpr int kScaleBytes = 32, kCodeBytes = 128;
+  static constexpr bool kAffine = true, kBias = false, kSigned = false, kFifthBit = false;
+  static constexpr int kScaleBytes = 32, kHighBytes = 0, kCodeBytes = 128;
+};
+struct IlQ5_0 {
+  static constexpr bool kAffine = false, kBias = true, kSigned = false, kFifthBit = true;
+  static constexpr int kScaleBytes = 16, kHighBytes = 32, kCodeBytes = 128;
 };
 struct IlQ8_0 {
-  static constexpr bool kAffine = false, kBias = false, kSigned = true;
-  static constexpr int kScaleBytes = 16, kCodeBytes = 256;
+  static constexpr bool kAffine = false, kBias = false, kSigned = true, kFifthBit = false;
+  static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 256;
 };
 
 // Exact int32 sums over one block of NG groups of eight rows (lane r: row r)
-// against MR x rows: codes[g] points at group g's codes of the block, xb[i]
-// at x row i's 32 int8 values of it; sums[g * MR + i]. Each (group, x row)
+// against MR x rows: codes[g] points at group g's codes of the block (its
+// fifth bits, Q5_0, just before them), xb[i] at x row i's 32 int8 values of
+// it; sums[g * MR + i]. Each (group, x row)
 // pair gets the same int16 chain and widening whatever NG and MR are, so
 // results do not depend on the tile shape. Decode (MR = 1) walks several
 // groups at once and shares each broadcast of x among them; batches (NG =
@@ -72,8 +79,15 @@ inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m
 #pragma GCC unroll 8
       for (int g = 0; g < NG; ++g) {
         const __m256i packed = load256(codes[g] + 32 * j);
-        const __m256i lo = _mm256_and_si256(packed, low);                        // elements 4j..4j+3
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);  // 16+4j..16+4j+3
+        __m256i lo = _mm256_and_si256(packed, low);                        // elements 4j..4j+3
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);  // 16+4j..16+4j+3
+        if constexpr (K::kFifthBit) {
+          // Bit 4 of each code from the regrouped fifth bits (header).
+          const __m256i high = load256(codes[g] - K::kHighBytes);
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(high, 4 - j), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi32(high, j), bit4));
+        }
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
           __m256i& acc = p[g * MR + i];
@@ -83,10 +97,20 @@ inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m
           keep_in_register(acc);
         }
       }
-    }
-    // |p| <= 8 * 2 * 15 * 127 = 30480: no int16 overflow before widening.
+      if constexpr (K::kFifthBit) {
+        // 5-bit codes: |p| <= 4 * 2 * 31 * 127 = 31496 after two chunks,
+        // so the int16 sums are widened halfway through the block.
+        if (j == 1) {
 #pragma GCC unroll 8
-    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_madd_epi16(p[k], ones16);
+          for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_madd_epi16(p[k], ones16), p[k] = _mm256_setzero_si256();
+        }
+      }
+    }
+    // 4-bit codes: |p| <= 8 * 2 * 15 * 127 = 30480: no int16 overflow before widening.
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k)
+      sums[k] = K::kFifthBit ? _mm256_add_epi32(sums[k], _mm256_madd_epi16(p[k], ones16))
+                             : _mm256_madd_epi16(p[k], ones16);
   } else {
 #pragma GCC unroll 8
     for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
@@ -113,7 +137,7 @@ template <class K, int NG, int MR>
 void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
-  constexpr int kBlockBytes = K::kScaleBytes + K::kCodeBytes;
+  constexpr int kBlockBytes = K::kScaleBytes + K::kHighBytes + K::kCodeBytes;
   __m256 acc[NG * MR], acc_m[NG * MR];
 #pragma GCC unroll 8
   for (int k = 0; k < NG * MR; ++k) acc[k] = acc_m[k] = _mm256_setzero_ps();
@@ -123,7 +147,7 @@ void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* 
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* codes[NG];
 #pragma GCC unroll 8
-    for (int g = 0; g < NG; ++g) codes[g] = groups[g] + b * kBlockBytes + K::kScaleBytes;
+    for (int g = 0; g < NG; ++g) codes[g] = groups[g] + b * kBlockBytes + K::kScaleBytes + K::kHighBytes;
     const int8_t* xb[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) xb[i] = x0 + i * x_stride + b * kQK;
@@ -154,7 +178,7 @@ void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* 
     }
 }
 
-// Batches: MR x rows share each unpacked block. Three for 4-bit codes,
+// Batches: MR x rows share each unpacked block. Three for 4- and 5-bit codes,
 // four for Q8_0: with four x rows the Q4 tile's sixteen accumulators no
 // longer fit the registers and its loop spilled (`*MatmulBench*`, 512 rows,
 // one thread, in turns: Q4_1 19.5-20.1 -> 18.3-18.9 ms, Q4_0 18.7-18.9 ->
@@ -279,6 +303,8 @@ void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_e
       return interleaved_rows<IlQ4_0>(a, row_begin, row_end);
     case DType::kQ4_1:
       return interleaved_rows<IlQ4_1>(a, row_begin, row_end);
+    case DType::kQ5_0:
+      return interleaved_rows<IlQ5_0>(a, row_begin, row_end);
     case DType::kQ8_0:
       return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
     default:

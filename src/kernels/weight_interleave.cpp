@@ -13,20 +13,54 @@ namespace {
 
 // Bytes of d (and m) at the start of each block of the type.
 size_t scale_bytes(DType t) { return t == DType::kQ4_1 ? 4 : 2; }
+// Bytes of the fifth bits (qh) after them: Q5_0 only.
+size_t high_bytes(DType t) { return t == DType::kQ5_0 ? 4 : 0; }
 
 size_t block_bytes(DType t) { return static_cast<size_t>(dtype_info(t)->block_bytes); }
 
-// Calls piece(row_offset, group_offset, bytes) for each piece of row r's
-// block of type t: where it sits in the GGUF block, and where in the
-// interleaved block of its group of eight (header's layout). interleave8
-// and gather_row_blocks copy along these pieces in opposite directions.
+// Q5_0's 32 fifth bits of a row's block, regrouped so that the kernel can
+// put them in place with one shift and one mask per code vector (header):
+// GGUF bit e (element e) goes to byte k, bit j for e = 4j + k, and to byte
+// k, bit 4 + j for e = 16 + 4j + k.
+uint32_t regroup_fifth_bits(uint32_t qh) {
+  uint32_t out = 0;
+  for (int e = 0; e < 32; ++e) {
+    if (((qh >> e) & 1u) == 0) continue;
+    const int i = e % 16, k = i % 4, j = i / 4;
+    out |= 1u << (8 * k + j + (e >= 16 ? 4 : 0));
+  }
+  return out;
+}
+
+uint32_t ungroup_fifth_bits(uint32_t regrouped) {
+  uint32_t qh = 0;
+  for (int e = 0; e < 32; ++e) {
+    const int i = e % 16, k = i % 4, j = i / 4;
+    if ((regrouped >> (8 * k + j + (e >= 16 ? 4 : 0))) & 1u) qh |= 1u << e;
+  }
+  return qh;
+}
+
+// Calls piece(row_offset, group_offset, bytes, fifth_bits) for each piece of
+// row r's block of type t: where it sits in the GGUF block, and where in the
+// interleaved block of its group of eight (header's layout); fifth_bits
+// marks Q5_0's qh, which moves regrouped (regroup_fifth_bits), not as is.
+// interleave8 and gather_row_blocks copy along these pieces in opposite
+// directions.
 template <class Piece>
 void for_each_piece(DType t, int64_t r, Piece&& piece) {
-  const size_t sb = scale_bytes(t), code_bytes = block_bytes(t) - sb;
-  piece(size_t{0}, static_cast<size_t>(2 * r), size_t{2});                                     // d
-  if (sb == 4) piece(size_t{2}, static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2});  // m
+  const size_t sb = scale_bytes(t), hb = high_bytes(t), code_bytes = block_bytes(t) - sb - hb;
+  piece(size_t{0}, static_cast<size_t>(2 * r), size_t{2}, false);                                     // d
+  if (sb == 4) piece(size_t{2}, static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2}, false);  // m
+  if (hb == 4) piece(sb, kInterleaveRows * sb + static_cast<size_t>(4 * r), size_t{4}, true);          // qh
   for (size_t j = 0; j < code_bytes / 4; ++j)
-    piece(sb + 4 * j, kInterleaveRows * sb + 32 * j + static_cast<size_t>(4 * r), size_t{4});
+    piece(sb + hb + 4 * j, kInterleaveRows * (sb + hb) + 32 * j + static_cast<size_t>(4 * r), size_t{4}, false);
+}
+
+uint32_t read_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);  // little-endian host (x86)
+  return v;
 }
 
 // A row's blocks without any padding between rows.
@@ -35,7 +69,7 @@ size_t packed_row_bytes(const WeightMatrix& w) { return static_cast<size_t>(w.co
 }  // namespace
 
 bool can_interleave8(DType t) {
-  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ8_0) return false;
+  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;
   if (!cpu_features().has_avx2_fma()) return false;
   return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x32;
 }
@@ -57,8 +91,10 @@ WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out) {
       uint8_t* group_block = out + (g * blocks + b) * kInterleaveRows * bb;
       for (int64_t r = 0; r < rows_here; ++r) {
         const uint8_t* block = src + (g * kInterleaveRows + r) * w.row_bytes + b * bb;
-        for_each_piece(w.dtype, r, [&](size_t row_off, size_t group_off, size_t n) {
-          std::memcpy(group_block + group_off, block + row_off, n);
+        for_each_piece(w.dtype, r, [&](size_t row_off, size_t group_off, size_t n, bool fifth_bits) {
+          if (!fifth_bits) return static_cast<void>(std::memcpy(group_block + group_off, block + row_off, n));
+          const uint32_t v = regroup_fifth_bits(read_u32(block + row_off));
+          std::memcpy(group_block + group_off, &v, 4);
         });
       }
     }
@@ -81,8 +117,10 @@ void gather_row_blocks(const WeightMatrix& w, int64_t o, uint8_t* out) {
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* group_block = src + (g * blocks + b) * kInterleaveRows * bb;
     uint8_t* block = out + b * bb;
-    for_each_piece(w.dtype, r, [&](size_t row_off, size_t group_off, size_t n) {
-      std::memcpy(block + row_off, group_block + group_off, n);
+    for_each_piece(w.dtype, r, [&](size_t row_off, size_t group_off, size_t n, bool fifth_bits) {
+      if (!fifth_bits) return static_cast<void>(std::memcpy(block + row_off, group_block + group_off, n));
+      const uint32_t v = ungroup_fifth_bits(read_u32(group_block + group_off));
+      std::memcpy(block + row_off, &v, 4);
     });
   }
 }

@@ -14,11 +14,17 @@
 // Group layout, per 32-element block b (all eight rows' block b together):
 //   Q4_0: d[8] (f16), codes[128]            = 8 x 18 bytes
 //   Q4_1: d[8] (f16), m[8] (f16), codes[128] = 8 x 20 bytes
+//   Q5_0: d[8] (f16), high[8] (u32), codes[128] = 8 x 22 bytes
 //   Q8_0: d[8] (f16), codes[256]            = 8 x 34 bytes
 // codes: 32-byte chunks j = 0, 1, ...; chunk j holds bytes 4j..4j+3 of each
 // row's quants (qs), row 0 first. For the 4-bit types a byte keeps GGUF's
 // pairing (low nibble: element i, high nibble: element i + 16), so chunk j
 // gives elements 4j..4j+3 from its low nibbles and 16+4j.. from its high.
+// Q5_0's fifth bits (GGUF's qh, bit e for element e) are regrouped per row
+// so that byte k of the word holds, in bit j, element 4j+k's and, in bit
+// 4+j, element 16+4j+k's: for code chunk j the kernel gets both halves'
+// fifth bits into bit 4 of each byte with one shift and one mask each
+// ((high << (4 - j)) & 0x10 and (high >> j) & 0x10).
 #pragma once
 
 #include <cstddef>

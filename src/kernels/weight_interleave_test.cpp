@@ -70,7 +70,7 @@ TEST_P(Interleave, SharedInputProductsMatchSingleOnes) {
   EXPECT_EQ(yb, wb);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ8_0),
+INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0),
                          [](const auto& info) { return dtype_name(info.param); });
 
 // Byte placement, independent of the kernels: block b of row r's scale and

@@ -1,5 +1,6 @@
 #include "tokenizer/chat_template.h"
 
+#include <algorithm>
 #include <initializer_list>
 
 #include "tokenizer/utf8.h"
@@ -230,7 +231,20 @@ std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& m
 
 Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view override_name) {
   ChatFormat format;
-  if (override_name.empty()) {
+  if (override_name.empty() && vocab.chat_template.empty()) {
+    // No template in the file (base models, some conversions): the turn
+    // tokens the vocabulary has name the family it was trained with.
+    format.recognised = false;
+    for (const auto& [token, kind] : {std::pair{"<start_of_turn>", ChatTemplateKind::kGemma},
+                                      {"<|start_header_id|>", ChatTemplateKind::kLlama3},
+                                      {"<|im_start|>", ChatTemplateKind::kChatML}}) {
+      if (std::find(vocab.tokens.begin(), vocab.tokens.end(), token) == vocab.tokens.end()) continue;
+      format.kind = kind;
+      format.recognised = true;
+      format.guessed_from = token;
+      break;
+    }
+  } else if (override_name.empty()) {
     format.kind = detect_chat_template(vocab.chat_template, &format.recognised);
   } else {
     OMNIBUS_ASSIGN_OR_RETURN(format.kind, chat_template_from_name(override_name));

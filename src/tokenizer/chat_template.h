@@ -56,13 +56,17 @@ std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& m
 struct ChatFormat {
   ChatTemplateKind kind = ChatTemplateKind::kChatML;
   bool recognised = true;       // false: the model's template matched no family (ChatML assumed)
+  // The model has no template and the family was guessed from a special
+  // token of its vocabulary ("<start_of_turn>" means Gemma); "" otherwise.
+  std::string guessed_from;
   std::string default_system;   // see default_system_message()
   std::string bos_text;         // "" when the tokenizer adds BOS itself (add_bos)
   std::string eos_text;
 };
 
 // The format for `vocab`: the family named by `override_name` (the
-// --chat-template flag; "" to detect it from vocab.chat_template).
+// --chat-template flag; "" to detect it from vocab.chat_template, or, when
+// the model has no template, from its vocabulary's turn tokens).
 Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view override_name);
 
 std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,

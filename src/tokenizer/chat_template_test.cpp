@@ -160,6 +160,30 @@ TEST(ChatTemplateTest, ChatFormatFromVocabulary) {
   v.chat_template = "";
   format = chat_format_for(v, "");
   EXPECT_FALSE(format->recognised);
+  EXPECT_EQ(format->kind, ChatTemplateKind::kChatML);
+}
+
+// No template in the file (Gemma 3 270M base): the vocabulary's turn token
+// picks the family; an override still wins.
+TEST(ChatTemplateTest, MissingTemplateIsGuessedFromTheVocabularysTurnTokens) {
+  VocabData v;
+  v.tokens = {"<pad>", "<eos>", "<bos>", "<start_of_turn>", "<end_of_turn>"};
+  v.bos_id = 2;
+  v.eos_id = 1;
+  v.add_bos = true;
+  auto format = chat_format_for(v, "");
+  ASSERT_TRUE(format.is_ok());
+  EXPECT_EQ(format->kind, ChatTemplateKind::kGemma);
+  EXPECT_TRUE(format->recognised);
+  EXPECT_EQ(format->guessed_from, "<start_of_turn>");
+  format = chat_format_for(v, "chatml");
+  ASSERT_TRUE(format.is_ok());
+  EXPECT_EQ(format->kind, ChatTemplateKind::kChatML);
+  EXPECT_EQ(format->guessed_from, "");
+  v.tokens = {"<unk>", "<|im_start|>", "<|im_end|>"};
+  format = chat_format_for(v, "");
+  EXPECT_EQ(format->kind, ChatTemplateKind::kChatML);
+  EXPECT_EQ(format->guessed_from, "<|im_start|>");
 }
 
 TEST(ChatTemplateTest, TrimUsesPythonWhitespace) {
