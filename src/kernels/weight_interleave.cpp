@@ -79,13 +79,19 @@ size_t interleaved8_bytes(const WeightMatrix& w) {
   return static_cast<size_t>(groups) * kInterleaveRows * packed_row_bytes(w);
 }
 
-WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out) {
+WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out,
+                         const std::function<void(int64_t row_begin, int64_t row_end)>& copied) {
   const size_t bb = block_bytes(w.dtype);
   const int64_t blocks = w.cols / kQK;
   const int64_t groups = (w.rows + kInterleaveRows - 1) / kInterleaveRows;
   std::memset(out, 0, interleaved8_bytes(w));  // padding rows: zero scales and codes
   const auto* src = static_cast<const uint8_t*>(w.data);
+  // Groups per `copied` call: about 4 MB of source rows.
+  const int64_t groups_per_call =
+      std::max<int64_t>(1, (int64_t{4} << 20) / std::max<int64_t>(1, kInterleaveRows * static_cast<int64_t>(w.row_bytes)));
   for (int64_t g = 0; g < groups; ++g) {
+    if (copied && g > 0 && g % groups_per_call == 0)
+      copied((g - groups_per_call) * kInterleaveRows, g * kInterleaveRows);
     const int64_t rows_here = std::min<int64_t>(kInterleaveRows, w.rows - g * kInterleaveRows);
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* group_block = out + (g * blocks + b) * kInterleaveRows * bb;
@@ -98,6 +104,10 @@ WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out) {
         });
       }
     }
+  }
+  if (copied) {
+    const int64_t last = (groups - 1) / groups_per_call * groups_per_call;  // the run not yet reported
+    copied(last * kInterleaveRows, w.rows);
   }
   WeightMatrix view = w;
   view.data = out;

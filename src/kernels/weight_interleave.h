@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "kernels/matmul.h"
 
@@ -45,8 +46,12 @@ bool can_interleave8(DType t);
 size_t interleaved8_bytes(const WeightMatrix& w);
 
 // Writes w (row layout, a type can_interleave8 accepts) interleaved into
-// out (interleaved8_bytes(w) bytes) and returns the view of it.
-WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out);
+// out (interleaved8_bytes(w) bytes) and returns the view of it. Rows are
+// copied in order; `copied(row_begin, row_end)`, when given, is called after
+// each run of them (a few MB), so the caller can drop the source pages while
+// a large matrix is still being copied.
+WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out,
+                         const std::function<void(int64_t row_begin, int64_t row_end)>& copied = {});
 
 // Row o of w in GGUF's row format (its blocks in order, w.row_bytes bytes
 // for an interleaved w), whatever w's layout: for the reference paths.

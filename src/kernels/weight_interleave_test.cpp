@@ -70,6 +70,29 @@ TEST_P(Interleave, SharedInputProductsMatchSingleOnes) {
   EXPECT_EQ(yb, wb);
 }
 
+// The copy reports its source rows in order, in runs that tile [0, rows)
+// (the loader drops each run's file pages as it goes), and gives the same
+// bytes as without a callback.
+TEST_P(Interleave, CopiedRowRunsTileTheMatrixInOrder) {
+  const DType t = GetParam();
+  // About 4 MB of source rows per run: 20,000 rows of 2,048 columns make
+  // several runs, the last one partial.
+  const auto w = random_weights(t, 20003, 2048, 5);
+  AlignedBuffer<uint8_t> plain(interleaved8_bytes(w.view)), reported(interleaved8_bytes(w.view));
+  interleave8(w.view, plain.data());
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  interleave8(w.view, reported.data(), [&](int64_t begin, int64_t end) { runs.emplace_back(begin, end); });
+  ASSERT_GE(runs.size(), 3u);
+  int64_t next = 0;
+  for (auto [begin, end] : runs) {
+    EXPECT_EQ(begin, next);
+    EXPECT_GT(end, begin);
+    next = end;
+  }
+  EXPECT_EQ(next, 20003);
+  EXPECT_EQ(0, std::memcmp(plain.data(), reported.data(), plain.size()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0),
                          [](const auto& info) { return dtype_name(info.param); });
 
