@@ -509,7 +509,7 @@ def measure(args, prompt_file, prep, report):
         report["decode_roofline_share_paired"] = shares
         print("decode against the bandwidth probed right before and after each run "
               "(median of the runs' shares): "
-              + ", ".join(f"{name} {100 * share:.0f}%" for name, share in shares.items()))
+              + ", ".join(f"{name} {100 * share:.1f}%" for name, share in shares.items()))
     if long_tokens:
         print_long_context(omni, llama, len(long_tokens))
     if args.threads_scaling:
