@@ -45,11 +45,20 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, Thread
 void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, ThreadPool* pool) {
   if (n_x <= 0 || targets.empty()) return;
   const WeightMatrix& first = *targets[0].w;
+  // Targets of different types share one quantized x when they read the
+  // same activation format: its int8 values and scales do not depend on the
+  // weight type, only the code-bias sums do (Q4_0's 8, Q5_0's 16), so x is
+  // quantized for the biased type and at most one bias may be in play.
+  // Gemma 3 mixes q5_0 q/k with a q8_0 v this way.
+  DType quant_type = first.dtype;
   for (const MatmulTarget& t : targets) {
-    if (t.w->dtype != first.dtype || t.w->cols != first.cols) {
+    const int bias = matmul_detail::legacy_bias(t.w->dtype), have = matmul_detail::legacy_bias(quant_type);
+    if (t.w->cols != first.cols || matmul_detail::act_format(t.w->dtype) != matmul_detail::act_format(first.dtype) ||
+        (bias != 0 && have != 0 && bias != have)) {
       for (const MatmulTarget& one : targets) matmul_shared_input(std::span(&one, 1), x, n_x, pool);
       return;
     }
+    if (bias != 0) quant_type = t.w->dtype;
   }
   static const RowsFn rows_fn = pick_rows_fn();
   static const QuantizeRowsFn quantize_rows_fn = pick_quantize_rows_fn();
@@ -58,14 +67,14 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
   thread_local matmul_detail::QuantizedX qx;
   const bool int8 = matmul_detail::act_format(first.dtype) != matmul_detail::ActFormat::kFloat;
   if (int8) {
-    matmul_detail::shape_quantized_x(first.dtype, n_x, first.cols, &qx);
+    matmul_detail::shape_quantized_x(quant_type, n_x, first.cols, &qx);
     if (pool != nullptr && pool->size() > 1 && n_x >= kParallelQuantizeRows) {
       matmul_detail::QuantizedX* into = &qx;  // the calling thread's, named here (see below)
       pool->run([&](int index, int count) {
-        quantize_rows_fn(first.dtype, x, n_x * index / count, n_x * (index + 1) / count, into);
+        quantize_rows_fn(quant_type, x, n_x * index / count, n_x * (index + 1) / count, into);
       });
     } else {
-      quantize_rows_fn(first.dtype, x, 0, n_x, &qx);
+      quantize_rows_fn(quant_type, x, 0, n_x, &qx);
     }
   }
   // Taken here, on the calling thread: inside the lambda `qx` would name the

@@ -1,6 +1,7 @@
 // matmul_shared_input (q/k/v and gate/up in one job) must give exactly what
-// separate matmul calls give, for every dtype and thread count, and fall back
-// to separate calls when the matrices differ in dtype.
+// separate matmul calls give, for every dtype and thread count, whether the
+// matrices share one quantized x (same activation format, at most one code
+// bias) or fall back to separate calls.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -47,8 +48,12 @@ TEST(MatmulSharedInputTest, MatchesSeparateCallsBitForBit) {
   for (DType t : {DType::kQ4_K, DType::kQ6_K}) check(t, t, 256);
 }
 
-TEST(MatmulSharedInputTest, MixedDtypesFallBackToSeparateCalls) {
-  check(DType::kQ4_1, DType::kQ8_0, 96);
+TEST(MatmulSharedInputTest, MixedDtypesMatchSeparateCalls) {
+  check(DType::kQ4_1, DType::kQ8_0, 96);  // one format, no bias: shared
+  check(DType::kQ5_0, DType::kQ8_0, 96);  // Gemma 3's q/k and v: shared, x quantized for Q5_0's bias
+  check(DType::kQ8_0, DType::kQ5_0, 96);  // the biased type second
+  check(DType::kQ4_0, DType::kQ5_0, 96);  // two different biases: separate calls
+  check(DType::kQ4_1, DType::kF32, 96);   // int8 and float activations: separate calls
   check(DType::kQ4_K, DType::kQ6_K, 256);
 }
 
