@@ -1,6 +1,7 @@
 // Causal attention of one query row against the cached keys and values of
 // its sequence. A row's positions are cut into chunks of kAttentionChunk,
-// counted from position 0; each chunk gets a two-pass softmax of its own
+// counted from the first position it sees (0, or the start of a
+// sliding-window layer's window: the first of the runs passed); each chunk gets a two-pass softmax of its own
 // (attention_chunk: scores, max, f16-rounded numerators, their sum and the
 // unnormalised weighted sum of V), and the chunks are merged in position
 // order (attention_merge, the flash-decoding rescale), then divided by the

@@ -227,6 +227,12 @@ AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
           kv.head_stride(),  kv.key_dim_stride(), kv.type(), kv.scale_head_stride()};
 }
 
+// gate = act(gate) * up with the architecture's activation.
+void gated_activation(const ModelConfig& c, float* gate, const float* up, int64_t n) {
+  if (c.spec->ffn_activation == FfnActivation::kGeluTanh) return geglu(gate, up, n);
+  swiglu(gate, up, n);
+}
+
 // How many positions a row attends to in `layer` (its window or all).
 int64_t visible_positions(const ModelConfig& c, int layer, const BatchRow& row) {
   return row.pos + 1 - c.first_visible(layer, row.pos);
@@ -424,15 +430,16 @@ void ForwardPass::mlp_block(int layer, int n) {
     // Prompt chunks: each thread takes a range of rows (about 1 ms of a
     // 512-row step otherwise runs on one thread while the other waits).
     // A decode row is too small to be worth a pool job.
-    const auto activate = c.spec->ffn_activation == FfnActivation::kGeluTanh ? geglu : swiglu;
     if (n >= kParallelElementwiseRows && pool_.size() > 1) {
-      pool_.run([this, n, activate](int t, int count) {
-        const int64_t n_ff = model_->config().n_ff;
+      // Two captures: a third would not fit std::function's inline buffer
+      // and cost a heap allocation per call.
+      pool_.run([this, n](int t, int count) {
+        const ModelConfig& c = model_->config();
         const int64_t r0 = int64_t{n} * t / count, r1 = int64_t{n} * (t + 1) / count;
-        activate(gate_.data() + r0 * n_ff, up_.data() + r0 * n_ff, (r1 - r0) * n_ff);
+        gated_activation(c, gate_.data() + r0 * c.n_ff, up_.data() + r0 * c.n_ff, (r1 - r0) * c.n_ff);
       });
     } else {
-      activate(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);
+      gated_activation(c, gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);
     }
   }
   project(ProfileOp::kFfnDown, l.w_down, gate_.data(), n, proj_.data());

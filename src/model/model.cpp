@@ -28,7 +28,11 @@ class WeightBinder {
     for (int i = 0; i < c.n_layer; ++i) bind_layer(i, w.layers[i]);
     if (f_.find_tensor("rope_freqs.weight") != nullptr) {
       const float* factors = vector("rope_freqs.weight", c.rope.rot_dims / 2);
-      if (factors != nullptr) m_.config_.rope.freq_factors.assign(factors, factors + c.rope.rot_dims / 2);
+      if (factors != nullptr) {
+        m_.config_.rope.freq_factors.assign(factors, factors + c.rope.rot_dims / 2);
+        // llama.cpp applies a model's rope_freqs on every layer, window layers included.
+        if (c.sliding_window > 0) m_.config_.window_rope.freq_factors = m_.config_.rope.freq_factors;
+      }
     }
     if (!missing_.empty()) {
       std::string list;
@@ -168,9 +172,13 @@ void Model::interleave_matrices() {
     // MiB. With a tied embedding these are also token_embd's pages; a
     // token's row is faulted back in when it is embedded.
     const auto* source = static_cast<const uint8_t*>(original.data);
+    // Each call releases from where the previous run's range began, so the
+    // page two runs share (release_pages keeps partial pages) goes too.
+    size_t from = 0;
     *w = interleave8(original, repacked_.data() + offset, [&](int64_t row_begin, int64_t row_end) {
-      file_->release_pages({source + row_begin * original.row_bytes,
-                            static_cast<size_t>(row_end - row_begin) * original.row_bytes});
+      const size_t end = static_cast<size_t>(row_end) * original.row_bytes;
+      file_->release_pages({source + from, end - from});
+      from = static_cast<size_t>(row_begin) * original.row_bytes;
     });
     offset += padded(original);
   }
