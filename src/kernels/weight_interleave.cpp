@@ -22,22 +22,21 @@ size_t block_bytes(DType t) { return static_cast<size_t>(dtype_info(t)->block_by
 // put them in place with one shift and one mask per code vector (header):
 // GGUF bit e (element e) goes to byte k, bit j for e = 4j + k, and to byte
 // k, bit 4 + j for e = 16 + 4j + k.
+// Where element e's fifth bit sits in the regrouped word.
+int fifth_bit_position(int e) {
+  const int i = e % 16, k = i % 4, j = i / 4;
+  return 8 * k + j + (e >= 16 ? 4 : 0);
+}
+
 uint32_t regroup_fifth_bits(uint32_t qh) {
   uint32_t out = 0;
-  for (int e = 0; e < 32; ++e) {
-    if (((qh >> e) & 1u) == 0) continue;
-    const int i = e % 16, k = i % 4, j = i / 4;
-    out |= 1u << (8 * k + j + (e >= 16 ? 4 : 0));
-  }
+  for (int e = 0; e < 32; ++e) out |= ((qh >> e) & 1u) << fifth_bit_position(e);
   return out;
 }
 
 uint32_t ungroup_fifth_bits(uint32_t regrouped) {
   uint32_t qh = 0;
-  for (int e = 0; e < 32; ++e) {
-    const int i = e % 16, k = i % 4, j = i / 4;
-    if ((regrouped >> (8 * k + j + (e >= 16 ? 4 : 0))) & 1u) qh |= 1u << e;
-  }
+  for (int e = 0; e < 32; ++e) qh |= ((regrouped >> fifth_bit_position(e)) & 1u) << e;
   return qh;
 }
 

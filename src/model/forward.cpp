@@ -93,6 +93,13 @@ void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, i
   matmul(w, x, n, y, &pool_);
 }
 
+// Where a set of rope angles starts in rope_cos_ / rope_sin_: the model's,
+// then (models with window layers) the window layers' own, each max_batch
+// rows of rot_dims / 2 + 1.
+int64_t ForwardPass::rope_set_offset(bool window_layers) const {
+  return window_layers ? int64_t{max_batch_} * (model_->config().rope.rot_dims / 2 + 1) : 0;
+}
+
 void ForwardPass::norm_rows(const float* weight, int n) { norm_rows(weight, x_.data(), xn_.data(), n); }
 
 void ForwardPass::norm_rows(const float* weight, const float* from, float* to, int n) {
@@ -148,8 +155,7 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
   {
     ProfileScope scope(profiler_, ProfileOp::kRope);
     const RopeParams& rope = c.layer_rope(layer);
-    // Window layers' angles are the second set (run_layers).
-    const int64_t set = c.layer_has_window(layer) ? int64_t{max_batch_} * half : 0;
+    const int64_t set = rope_set_offset(c.layer_has_window(layer));
     for (int i = 0; i < n; ++i) {
       const float* cos = rope_cos_.data() + set + i * half;
       const float* sin = rope_sin_.data() + set + i * half;
@@ -454,9 +460,8 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, f
   {
     ProfileScope scope(profiler_, ProfileOp::kRope);
     for (int i = 0; i < n; ++i) rope_angles(c.rope, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
-    // Window layers' angles (their own base), after max_batch rows of the first set.
     if (c.sliding_window > 0) {
-      const int64_t set = int64_t{max_batch_} * half;
+      const int64_t set = rope_set_offset(true);
       for (int i = 0; i < n; ++i)
         rope_angles(c.window_rope, rows[i].pos, rope_cos_.data() + set + i * half, rope_sin_.data() + set + i * half);
     }

@@ -69,6 +69,7 @@ class ForwardPass {
   void attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   AttentionPartial chunk_partial(int64_t chunk, int h);
   void mlp_block(int layer, int n);
+  int64_t rope_set_offset(bool window_layers) const;
   void norm_rows(const float* weight, int n);  // x_ -> xn_
   void norm_rows(const float* weight, const float* from, float* to, int n);  // n_embd-wide rows; to may be from
   void project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y);
