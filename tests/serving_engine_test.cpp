@@ -4,6 +4,7 @@
 // a full queue and impossible requests are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -335,6 +336,112 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleAndLogprobsArrive) {
   r.sampling.seed = 43;
   Output c = collect(**engine->submit(r));
   EXPECT_NE(a.tokens, c.tokens);
+}
+
+// Guesses each request's known continuation (from a run without guesses),
+// every `wrong_every`-th guess wrong; the request is told by its prompt.
+DraftFunction oracle(const std::vector<std::vector<int32_t>>& ps, const std::vector<std::vector<int32_t>>& outputs,
+                     int wrong_every) {
+  return [=](std::span<const int32_t> history, int max_tokens, std::vector<int32_t>& draft) {
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const std::vector<int32_t>& p = ps[i];
+      const std::vector<int32_t>& out = outputs[i];
+      if (history.size() < p.size() || history.size() > p.size() + out.size()) continue;
+      if (!std::equal(p.begin(), p.end(), history.begin()) ||
+          !std::equal(history.begin() + p.size(), history.end(), out.begin()))
+        continue;
+      const size_t done = history.size() - p.size();
+      for (int k = 0; k < max_tokens && done + k < out.size(); ++k) {
+        const int32_t t = out[done + k];
+        draft.push_back(wrong_every > 0 && (done + k) % wrong_every == 0 ? (t + 1) % 256 : t);
+      }
+      return;
+    }
+  };
+}
+
+double metric(const std::string& text, const std::string& name) {
+  const auto at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+}
+
+TEST_F(ServingEngineTest, SpeculativeDecodingGivesTheSameTokens) {
+  const auto ps = prompts(8);
+  ServingEngineOptions plain;
+  const std::vector<Output> alone = run_alone(plain, ps, 24);
+  std::vector<std::vector<int32_t>> outputs;
+  for (const Output& o : alone) outputs.push_back(o.tokens);
+  for (int budget : {5, 64, 300}) {
+    for (int wrong_every : {0, 3}) {
+      ServingEngineOptions o;
+      o.scheduler.max_batched_tokens = budget;
+      o.threads = 2;
+      o.speculation.source = DraftSource::kCustom;
+      o.speculation.max_draft = 5;
+      o.speculation.custom = oracle(ps, outputs, wrong_every);
+      o.speculative_max_seqs = 8;
+      ServingEngine* engine = nullptr;
+      const std::vector<Output> together = run_together(o, ps, 24, &engine);
+      for (size_t i = 0; i < ps.size(); ++i) {
+        EXPECT_EQ(together[i].tokens, alone[i].tokens) << "prompt " << i << " budget " << budget;
+        EXPECT_EQ(together[i].text, alone[i].text);
+        EXPECT_EQ(together[i].finish_reason, "length");
+      }
+    }
+  }
+  // One at a time, so every decode step may guess: the counters move, and a
+  // right guess saves a step.
+  ServingEngineOptions o;
+  o.speculation.source = DraftSource::kCustom;
+  o.speculation.max_draft = 5;
+  o.speculation.custom = oracle(ps, outputs, 4);
+  auto engine = make_engine(o);
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(collect(**engine->submit(greedy(ps[i], 24))).tokens, alone[i].tokens);
+  const std::string m = engine->metrics_text();
+  EXPECT_GT(metric(m, "omnibus_speculative_guessed_tokens_total"), 0) << m;
+  EXPECT_GT(metric(m, "omnibus_speculative_accepted_tokens_total"), 0) << m;
+  EXPECT_LT(metric(m, "omnibus_engine_steps_total"), 8 * 24) << m;
+}
+
+TEST_F(ServingEngineTest, SpeculativeSamplingAndPreemptionGiveTheSameTokens) {
+  const auto ps = prompts(6);
+  auto sampled = [](std::vector<int32_t> p) {
+    EngineRequest r = greedy(std::move(p), 20);
+    r.sampling.temperature = 0.8f;
+    r.sampling.top_p = 0.9f;
+    r.sampling.repetition_penalty = 1.2f;
+    r.sampling.frequency_penalty = 0.3f;
+    r.sampling.seed = 7;
+    return r;
+  };
+  std::vector<Output> alone;
+  {
+    auto engine = make_engine({});
+    for (const auto& p : ps) alone.push_back(collect(**engine->submit(sampled(p))));
+  }
+  std::vector<std::vector<int32_t>> outputs;
+  for (const Output& o : alone) outputs.push_back(o.tokens);
+  ServingEngineOptions small;  // a tiny pool: sequences are preempted and recomputed
+  small.kv_block_size = 4;
+  small.kv_cache_bytes = 32 * 4 * 256;
+  small.prefix_caching = false;
+  small.speculation.source = DraftSource::kCustom;
+  small.speculation.max_draft = 6;
+  small.speculation.custom = oracle(ps, outputs, 5);
+  small.speculative_max_seqs = 6;
+  auto engine = make_engine(small);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& p : ps) streams.push_back(*engine->submit(sampled(p)));
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(collect(*streams[i]).tokens, alone[i].tokens) << i;
+  const std::string m = engine->metrics_text();
+  EXPECT_GT(metric(m, "omnibus_speculative_accepted_tokens_total"), 0) << m;
+  // Prompt-lookup guesses on the same requests, greedy.
+  ServingEngineOptions ngram;
+  ngram.speculation.source = DraftSource::kNgram;
+  ngram.speculation.ngram.min_ngram = 1;
+  const std::vector<Output> alone_greedy = run_alone({}, ps, 20);
+  const std::vector<Output> with_ngram = run_together(ngram, ps, 20);
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(with_ngram[i].tokens, alone_greedy[i].tokens) << i;
 }
 
 }  // namespace

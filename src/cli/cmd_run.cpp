@@ -59,9 +59,11 @@ void write_stats_json(const std::string& path, const GenerationStats& s, double 
   fmt::print(f,
              "{{\"prompt_tokens\": {}, \"prefilled_tokens\": {}, \"generated_tokens\": {}, \"load_ms\": {:.3f}, "
              "\"ttft_ms\": {:.3f}, \"prefill_tokens_per_s\": {:.3f}, \"decode_tokens_per_s\": {:.3f}, "
-             "\"peak_rss_mib\": {:.1f}, \"finish_reason\": \"{}\"}}\n",
+             "\"peak_rss_mib\": {:.1f}, \"finish_reason\": \"{}\", \"draft_steps\": {}, \"drafted_tokens\": {}, "
+             "\"accepted_tokens\": {}}}\n",
              s.prompt_tokens, s.prefilled_tokens, s.generated_tokens, load_ms, ttft_ms, s.prefill_tokens_per_second(),
-             s.decode_tokens_per_second(), peak_rss_mib(), s.finish_reason);
+             s.decode_tokens_per_second(), peak_rss_mib(), s.finish_reason, s.draft_steps, s.drafted_tokens,
+             s.accepted_tokens);
   std::fclose(f);
 }
 
@@ -112,6 +114,10 @@ int run(RunOptions& o) {
              "({} tokens), load {:.0f} ms, peak RSS {:.0f} MiB\n",
              stats->prompt_tokens, ttft_ms, stats->prefill_tokens_per_second(), stats->decode_tokens_per_second(),
              stats->generated_tokens, loaded->load_seconds * 1e3, peak_rss_mib());
+  if (o.gen.options.speculation.source != DraftSource::kNone)
+    fmt::print(stderr, "omnibus: draft: {} of {} guessed tokens accepted ({:.0f}%) in {} of {} decode steps\n",
+               stats->accepted_tokens, stats->drafted_tokens, 100 * stats->acceptance_rate(), stats->draft_steps,
+               stats->decode_steps);
   if (!o.stats_json.empty()) write_stats_json(o.stats_json, *stats, loaded->load_seconds * 1e3, ttft_ms);
   if (o.profile) {
     (*gen)->forward().set_profiler(nullptr);

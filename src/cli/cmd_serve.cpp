@@ -18,6 +18,7 @@
 #include "base/timer.h"
 #include "bench/machine_limits.h"
 #include "cli/commands.h"
+#include "cli/sampling_flags.h"
 #include "cli/common.h"
 #include "engine/deferred_service.h"
 #include "engine/serving_engine.h"
@@ -175,6 +176,11 @@ CommandRunner add_serve_command(CLI::App& app) {
                 "Skip measuring bandwidth and FLOP/s at start (/metrics then reports no MBU/MFU)");
   cmd->add_option("--drain-timeout-s", o->drain_timeout_s, "On SIGINT/SIGTERM, wait this long for running requests")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  add_speculation_flags(*cmd, o->engine.speculation);
+  cmd->add_option("--draft-max-seqs", o->engine.speculative_max_seqs,
+                  "--draft: guess only while at most this many sequences are decoding")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   return [o] { return serve(*o); };
 }
 

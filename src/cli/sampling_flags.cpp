@@ -1,6 +1,8 @@
 #include "cli/sampling_flags.h"
 
+#include <map>
 #include <random>
+#include <string>
 
 namespace omnibus::cli {
 
@@ -21,6 +23,24 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
   cmd.add_flag("--ignore-eos", f.options.ignore_eos, "Keep generating past end-of-sequence tokens");
   cmd.add_option("--stop", f.stop, "Stop string (repeatable); not printed");
   cmd.add_option("--chat-template", f.chat_template, "Chat template: chatml, llama3, llama2, mistral, gemma");
+  add_speculation_flags(cmd, f.options.speculation);
+}
+
+void add_speculation_flags(CLI::App& cmd, SpeculationOptions& o) {
+  const std::map<std::string, DraftSource> sources = {{"none", DraftSource::kNone}, {"ngram", DraftSource::kNgram}};
+  cmd.add_option("--draft", o.source,
+                 "Speculative decoding: 'ngram' guesses the next tokens from earlier text (prompt lookup) and checks "
+                 "them in one step; same output, fewer steps when text repeats (default none)")
+      ->transform(CLI::CheckedTransformer(sources, CLI::ignore_case));
+  cmd.add_option("--draft-max", o.max_draft, "Most tokens guessed per step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmd.add_option("--ngram-min", o.ngram.min_ngram, "Shortest run of recent tokens a guess must match")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
+  cmd.add_option("--ngram-max", o.ngram.max_ngram, "Longest run of recent tokens tried first")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
 }
 
 uint64_t resolve_seed(GenerationFlags& f) {

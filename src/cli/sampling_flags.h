@@ -19,6 +19,9 @@ struct GenerationFlags {
 };
 
 void add_generation_flags(CLI::App& cmd, GenerationFlags& flags);
+// --draft, --draft-max, --ngram-min, --ngram-max (part of the above; also
+// for commands without sampling flags).
+void add_speculation_flags(CLI::App& cmd, SpeculationOptions& options);
 // Fills options.sampling.seed (random when -1) and returns it.
 uint64_t resolve_seed(GenerationFlags& flags);
 

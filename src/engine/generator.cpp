@@ -45,6 +45,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
                                     " tokens does not fit the context of " + std::to_string(context_));
   const int vocab = model_->config().vocab_size;
   OMNIBUS_RETURN_IF_ERROR(options.sampling.validate(vocab));
+  OMNIBUS_RETURN_IF_ERROR(validate_speculation_options(options.speculation));
   for (int32_t t : prompt)
     if (t < 0 || t >= vocab) return Status::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary");
 
@@ -65,38 +66,76 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
   }
   stats.prefill_seconds = clock.seconds();
 
+  const int max_draft = options.speculation.enabled() ? options.speculation.max_draft : 0;
+  const size_t logits_rows = 1 + static_cast<size_t>(std::min(max_draft, forward_->max_batch() - 1));
+  if (logits_.size() < logits_rows * vocab) logits_.resize(logits_rows * vocab);
+  draft_.reserve(logits_rows);
   Sampler sampler(options.sampling, vocab);
   std::vector<int32_t> generated;
   const int limit = options.max_tokens < 0 ? context_ : options.max_tokens;
   generated.reserve(std::max(0, std::min(limit, context_)));
   Stopwatch decode_clock;
   stats.finish_reason = "length";
-  while (static_cast<int>(generated.size()) < limit) {
-    const int32_t token = profile_call(forward_->profiler(), ProfileOp::kSampling,
-                                       [&] { return sampler.sample(logits_, prompt, generated); });
+  // Samples the token after logits row `row`; false once generation ends
+  // (the token that ends it by EOS is not kept).
+  int32_t token = -1;
+  auto sample_and_emit = [&](size_t row) {
+    std::span<float> logits(logits_.data() + row * vocab, vocab);
+    token = profile_call(forward_->profiler(), ProfileOp::kSampling,
+                         [&] { return sampler.sample(logits, prompt, generated); });
     if (generated.empty()) decode_clock.reset();
     const bool is_eog = std::find(end_of_generation.begin(), end_of_generation.end(), token) != end_of_generation.end();
     if (is_eog && !options.ignore_eos) {
       stats.finish_reason = "stop";
-      break;
+      return false;
     }
     generated.push_back(token);
     if (!on_token(token)) {
       stats.finish_reason = "stop";
-      break;
+      return false;
     }
-    if (static_cast<int>(generated.size()) >= limit) break;
+    return static_cast<int>(generated.size()) < limit;
+  };
+  auto finish = [&] {
+    // The last sampled token is not in the cache; cached_ holds only tokens
+    // whose K/V were computed (accepted guesses included, rejected ones not).
+    stats.generated_tokens = static_cast<int>(generated.size());
+    stats.decode_seconds = decode_clock.seconds();
+    return stats;
+  };
+  if (!sample_and_emit(0)) return finish();
+  for (;;) {
+    // `token` was sampled and is not in the cache yet: run it, with the
+    // draft's guesses of what follows it as further rows.
     const int pos = static_cast<int>(cached_.size());
     if (pos >= context_) break;  // context full
-    BatchRow row{token, block_table_, pos, true};
     cached_.push_back(token);
-    OMNIBUS_RETURN_IF_ERROR(forward_->run(std::span(&row, 1), *kv_, logits_.data()));
+    // Guesses past max_tokens or the context would never be used.
+    draft_.clear();
+    if (options.speculation.enabled())
+      propose_draft(options.speculation, cached_,
+                    std::min({limit - static_cast<int>(generated.size()), context_ - pos, forward_->max_batch()}) - 1,
+                    vocab, draft_);
+    rows_.clear();
+    rows_.push_back({token, block_table_, pos, true});
+    for (size_t i = 0; i < draft_.size(); ++i)
+      rows_.push_back({draft_[i], block_table_, pos + 1 + static_cast<int32_t>(i), true});
+    OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_, logits_.data()));
+    ++stats.decode_steps;
+    if (!draft_.empty()) {
+      ++stats.draft_steps;
+      stats.drafted_tokens += static_cast<int>(draft_.size());
+    }
+    // Row i's logits follow the guesses before it; they count only while
+    // every guess so far was what the target sampled.
+    for (size_t row = 0;; ++row) {
+      if (!sample_and_emit(row)) return finish();
+      if (row == draft_.size() || token != draft_[row]) break;
+      ++stats.accepted_tokens;
+      cached_.push_back(token);  // its K/V were computed by row + 1
+    }
   }
-  // The last sampled token is not in the cache yet; cached_ holds only
-  // tokens whose K/V were computed.
-  stats.generated_tokens = static_cast<int>(generated.size());
-  stats.decode_seconds = decode_clock.seconds();
-  return stats;
+  return finish();
 }
 
 Result<std::vector<float>> Generator::all_logits(std::span<const int32_t> tokens, int chunk) {

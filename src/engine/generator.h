@@ -3,6 +3,10 @@
 // or the caller says stop. Keeps the KV cache between calls and reuses the
 // longest common prefix of the new prompt with what is cached (exact, by
 // batch invariance), so a chat session does not recompute its history.
+//
+// Speculative decoding (options.speculation, engine/speculation.h): each
+// decode step also runs guessed next tokens as extra rows; the output is
+// exactly plain decoding's, in fewer steps.
 // Not thread-safe.
 #pragma once
 
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/speculation.h"
 #include "model/forward.h"
 #include "model/paged_kv_store.h"
 #include "sampling/sampler.h"
@@ -24,6 +29,7 @@ struct GenerationOptions {
   int max_tokens = 128;        // < 0: until the context is full
   bool ignore_eos = false;
   SamplingParams sampling;
+  SpeculationOptions speculation;
 };
 
 struct GenerationStats {
@@ -33,6 +39,13 @@ struct GenerationStats {
   double prefill_seconds = 0;  // start → first logits
   double decode_seconds = 0;   // first token → last token
   std::string finish_reason;   // "stop" (EOS / caller), "length"
+  // Speculative decoding: steps that carried a draft, tokens guessed, and
+  // guesses that matched the sampled token (each saved a step).
+  int decode_steps = 0;  // forward calls after the prompt
+  int draft_steps = 0;
+  int drafted_tokens = 0;
+  int accepted_tokens = 0;
+  double acceptance_rate() const { return drafted_tokens > 0 ? static_cast<double>(accepted_tokens) / drafted_tokens : 0; }
   double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prefilled_tokens / prefill_seconds : 0; }
   double decode_tokens_per_second() const {
     return decode_seconds > 0 && generated_tokens > 1 ? (generated_tokens - 1) / decode_seconds : 0;
@@ -44,6 +57,7 @@ class Generator {
   // Returns false to stop generating (e.g. a stop string matched).
   using TokenCallback = std::function<bool(int32_t token)>;
 
+  // prefill_chunk also caps the rows of a speculative step (1 + draft).
   static Result<std::unique_ptr<Generator>> create(std::shared_ptr<const Model> model, int threads, int context,
                                                    int prefill_chunk = 256,
                                                    KvCacheType kv_type = KvCacheType::kF16);
@@ -71,8 +85,9 @@ class Generator {
   std::unique_ptr<PagedKvStore> kv_;
   std::vector<int32_t> block_table_;  // blocks 0..n-1: the one sequence owns the whole store
   std::vector<int32_t> cached_;       // tokens whose K/V are in the store
-  std::vector<float> logits_;
+  std::vector<float> logits_;          // a row per row of the widest step
   std::vector<BatchRow> rows_;
+  std::vector<int32_t> draft_;
   int context_ = 0;
   int prefill_chunk_ = 256;
   static constexpr int kBlockSize = 16;

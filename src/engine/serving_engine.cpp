@@ -32,6 +32,7 @@ struct ServingEngine::Active {
   bool stop_hit = false;
   bool cancel_sent = false;  // scheduler_->abort() already asked
   StreamEvent pending;       // text and tokens not yet pushed
+  std::vector<int32_t> step_generated;  // generated + this step's samples, for a chunk with guesses
 };
 
 namespace {
@@ -87,10 +88,18 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
     log_info("admission follows the TPOT objective: steps kept under {:.0f} ms by running fewer sequences",
              1000 * e->admission_->target_step_seconds());
   }
+  OMNIBUS_RETURN_IF_ERROR(validate_speculation_options(options.speculation));
+  if (options.speculative_max_seqs < 1) return Status::invalid_argument("--draft-max-seqs must be >= 1");
   const int max_batch = static_cast<int>(options.scheduler.max_batched_tokens);
   e->forward_ = std::make_unique<ForwardPass>(model, max_batch, e->context_length_, options.threads);
   e->rows_.reserve(max_batch);
-  e->logits_.resize(static_cast<size_t>(options.scheduler.max_seqs) * config.vocab_size);
+  // A logits row per sampled sequence, plus one per guess.
+  int64_t logits_rows = options.scheduler.max_seqs;
+  if (options.speculation.enabled())
+    logits_rows += int64_t{std::min(options.speculative_max_seqs, options.scheduler.max_seqs)} *
+                   options.speculation.max_draft;
+  logits_rows = std::min<int64_t>(logits_rows, options.scheduler.max_batched_tokens);
+  e->logits_.resize(static_cast<size_t>(logits_rows) * config.vocab_size);
   e->metrics_ = std::make_unique<ServingMetrics>(options.slo);
   e->roofline_ = std::make_unique<RooflineMeter>(token_cost(*model, options.kv_type), options.machine_memory_bandwidth,
                                                  options.machine_peak_flops);
@@ -275,39 +284,86 @@ void ServingEngine::publish_gauges() {
   gauges_.flops_utilization = r.flops_utilization;
 }
 
+void ServingEngine::propose_drafts() {
+  const SpeculationOptions& spec = options_.speculation;
+  if (!spec.enabled()) return;
+  int64_t decoding = 0;
+  for (const auto& [id, a] : active_) {
+    const SequenceState* seq = scheduler_->find(id);
+    decoding += seq != nullptr && seq->status == SeqStatus::kRunning && seq->is_decoding() ? 1 : 0;
+  }
+  if (decoding > options_.speculative_max_seqs) return;
+  const int32_t vocab = model_->config().vocab_size;
+  for (const auto& [id, a] : active_) {
+    const SequenceState* seq = scheduler_->find(id);
+    if (seq == nullptr || seq->status != SeqStatus::kRunning || !seq->is_decoding()) continue;
+    history_.assign(seq->prompt.begin(), seq->prompt.end());
+    history_.insert(history_.end(), seq->generated.begin(), seq->generated.end());
+    const auto room = static_cast<int>(std::min<int64_t>(spec.max_draft, seq->max_tokens));
+    if (propose_draft(spec, history_, room, vocab, draft_) > 0) scheduler_->set_draft(id, draft_);
+  }
+}
+
+bool ServingEngine::sample_and_emit(Active& a, SeqId seq_id, std::span<float> logits,
+                                    std::span<const int32_t> generated, double now,
+                                    std::vector<SampledToken>& sampled) {
+  const int32_t token = profile_call(forward_->profiler(), ProfileOp::kSampling,
+                                     [&] { return a.sampler.sample(logits, a.request.prompt, generated); });
+  if (a.first_token < 0) a.first_token = now;
+  if (a.last_token >= 0) metrics_->observe_itl(now - a.last_token);
+  a.last_token = now;
+  bool stop = false;
+  if (tokenizer_->is_end_of_generation(token) && !a.request.ignore_eos) {
+    stop = true;  // the end token itself has no text and is not counted
+  } else {
+    ++a.completion_tokens;
+    TextStream::Piece piece = a.text.push(token);
+    a.pending.text += piece.text;
+    stop = piece.stopped;
+    GeneratedToken out;
+    out.token = token;
+    if (a.request.sampling.wants_logprobs()) {
+      const SampleLogprobs& lp = a.sampler.last_logprobs();
+      out.logprob = lp.chosen.logprob;
+      out.top = lp.top;
+    }
+    a.pending.tokens.push_back(std::move(out));
+  }
+  a.stop_hit = stop;
+  sampled.push_back({seq_id, token, stop});
+  return stop;
+}
+
 void ServingEngine::sample_chunks(const StepPlan& plan, std::vector<SampledToken>& sampled) {
   const int32_t vocab = model_->config().vocab_size;
   size_t logits_row = 0;
   const double now = now_seconds();
   for (const ScheduledChunk& c : plan.chunks) {
-    if (!c.needs_logits) continue;
-    std::span<float> logits(logits_.data() + logits_row++ * vocab, vocab);
+    const int64_t rows = c.logits_rows();
+    if (rows == 0) continue;
+    const auto sampled_before = static_cast<int64_t>(sampled.size());
     Active& a = *active_.at(c.seq);
     const SequenceState* seq = scheduler_->find(c.seq);
-    const int32_t token = profile_call(forward_->profiler(), ProfileOp::kSampling,
-                                       [&] { return a.sampler.sample(logits, seq->prompt, seq->generated); });
-    if (a.first_token < 0) a.first_token = now;
-    if (a.last_token >= 0) metrics_->observe_itl(now - a.last_token);
-    a.last_token = now;
-    bool stop = false;
-    if (tokenizer_->is_end_of_generation(token) && !a.request.ignore_eos) {
-      stop = true;  // the end token itself has no text and is not counted
-    } else {
-      ++a.completion_tokens;
-      TextStream::Piece piece = a.text.push(token);
-      a.pending.text += piece.text;
-      stop = piece.stopped;
-      GeneratedToken out;
-      out.token = token;
-      if (a.request.sampling.wants_logprobs()) {
-        const SampleLogprobs& lp = a.sampler.last_logprobs();
-        out.logprob = lp.chosen.logprob;
-        out.top = lp.top;
-      }
-      a.pending.tokens.push_back(std::move(out));
+    // The sampler's penalties see every token before the one it samples: with
+    // guesses, those sampled earlier in this step too (the scheduler appends
+    // them after the step).
+    std::span<const int32_t> generated = seq->generated;
+    if (c.num_draft > 0) {
+      a.step_generated.assign(seq->generated.begin(), seq->generated.end());
+      generated = a.step_generated;
     }
-    a.stop_hit = stop;
-    sampled.push_back({c.seq, token, stop});
+    const int64_t first_guess = static_cast<int64_t>(c.tokens.size()) - c.num_draft;
+    // Row i's logits follow guess i - 1; they count while every guess so
+    // far was what was sampled (engine/speculation.h).
+    for (int64_t i = 0; i < rows; ++i) {
+      std::span<float> logits(logits_.data() + (logits_row + i) * vocab, vocab);
+      const bool stop = sample_and_emit(a, c.seq, logits, generated, now, sampled);
+      if (stop || i == c.num_draft || sampled.back().token != c.tokens[first_guess + i]) break;
+      a.step_generated.push_back(sampled.back().token);
+      generated = a.step_generated;
+    }
+    metrics_->observe_speculation(c.num_draft, static_cast<int64_t>(sampled.size()) - sampled_before - 1);
+    logits_row += rows;
   }
 }
 
@@ -322,7 +378,7 @@ Status ServingEngine::run_step(const StepPlan& plan) {
     }
     const auto n = static_cast<int64_t>(c.tokens.size());
     for (int64_t i = 0; i < n; ++i)
-      rows_.push_back({c.tokens[i], c.block_table, static_cast<int32_t>(c.start_pos + i), c.needs_logits && i == n - 1});
+      rows_.push_back({c.tokens[i], c.block_table, static_cast<int32_t>(c.start_pos + i), i >= n - c.logits_rows()});
   }
   OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
   std::vector<SampledToken> sampled;
@@ -332,17 +388,20 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   roofline_->on_step(static_cast<int64_t>(rows_.size()), attended, now_seconds() - now);
   if (admission_) {
     int64_t decode_rows = 0;
-    for (const ScheduledChunk& c : plan.chunks) decode_rows += c.tokens.size() == 1 && c.needs_logits ? 1 : 0;
+    for (const ScheduledChunk& c : plan.chunks)
+      decode_rows += static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1 && c.needs_logits ? 1 : 0;
     const auto total = static_cast<int64_t>(rows_.size());
     scheduler_->set_admission_limit(admission_->on_step(now_seconds() - now, decode_rows, total - decode_rows));
   }
   OMNIBUS_RETURN_IF_ERROR(scheduler_->on_step_done(plan, sampled));
-  for (const SampledToken& t : sampled) {
-    if (scheduler_->find(t.seq) == nullptr) {
-      finish_sequence(t.seq, active_.at(t.seq)->stop_hit ? "stop" : "length");
+  // Each sampled sequence once (a chunk with guesses sampled several tokens).
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (c.logits_rows() == 0) continue;
+    if (scheduler_->find(c.seq) == nullptr) {
+      finish_sequence(c.seq, active_.at(c.seq)->stop_hit ? "stop" : "length");
       continue;
     }
-    Active& a = *active_.at(t.seq);
+    Active& a = *active_.at(c.seq);
     if (a.pending.text.empty() && a.pending.tokens.empty()) continue;
     a.stream->push(std::move(a.pending));
     a.pending = StreamEvent{};
@@ -359,6 +418,7 @@ void ServingEngine::loop() {
       if (stop_) break;
     }
     if (draining_.load()) scheduler_->flush();  // static/dynamic: run what is queued
+    propose_drafts();
     StepPlan plan = scheduler_->schedule(now_seconds());
     for (const FinishedSeq& f : plan.finished)
       finish_sequence(f.seq, f.reason == FinishReason::kAborted ? "cancelled"

@@ -31,6 +31,7 @@
 
 #include "engine/inference_service.h"
 #include "engine/roofline_meter.h"
+#include "engine/speculation.h"
 #include "engine/serving_metrics.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
@@ -56,6 +57,12 @@ struct ServingEngineOptions {
   // server measures them at start unless told not to).
   double machine_memory_bandwidth = 0;
   double machine_peak_flops = 0;
+  // Speculative decoding (--draft): guessed tokens ride along with each
+  // decoding sequence's step while at most speculative_max_seqs sequences
+  // are decoding (a wide batch already reads the weights once for many
+  // rows; guesses would only add compute).
+  SpeculationOptions speculation;
+  int32_t speculative_max_seqs = 4;
 };
 
 class ServingEngine final : public InferenceService {
@@ -94,7 +101,11 @@ class ServingEngine final : public InferenceService {
   void take_submissions();
   void apply_cancellations();
   Status run_step(const StepPlan& plan);
+  void propose_drafts();
   void sample_chunks(const StepPlan& plan, std::vector<SampledToken>& sampled);
+  // Samples one row's token for `a` and emits it; true if a stop rule fired.
+  bool sample_and_emit(Active& a, SeqId seq, std::span<float> logits, std::span<const int32_t> generated, double now,
+                       std::vector<SampledToken>& sampled);
   void finish_sequence(SeqId id, const std::string& reason, const std::string& error = "");
   void fail_all(const std::string& error);
   void publish_gauges();
@@ -122,6 +133,7 @@ class ServingEngine final : public InferenceService {
   std::vector<BatchRow> rows_;
   std::unique_ptr<RooflineMeter> roofline_;  // engine thread only
   std::vector<float> logits_;
+  std::vector<int32_t> history_, draft_;  // propose_drafts' scratch
   SeqId next_id_ = 1;
   std::vector<std::pair<std::shared_ptr<RequestStream>, StreamEvent>> finished_events_;
 

@@ -59,6 +59,9 @@ class ServingMetrics {
   explicit ServingMetrics(SloTargets slo);
 
   void observe_itl(double seconds);
+  // A speculative step of one sequence: guesses run, and how many of them
+  // the samples confirmed.
+  void observe_speculation(int64_t guessed, int64_t accepted);
   // A sequence that reached the engine and finished.
   void observe_finished(RequestOutcome outcome, const RequestTimings& timings, int64_t prompt_tokens,
                         int64_t generated_tokens);
@@ -78,6 +81,8 @@ class ServingMetrics {
   int64_t outcomes_[4] = {0, 0, 0, 0};
   int64_t prompt_tokens_ = 0;
   int64_t generated_tokens_ = 0;
+  int64_t guessed_tokens_ = 0;
+  int64_t accepted_guesses_ = 0;
   int64_t goodput_ = 0;
 };
 

@@ -141,8 +141,27 @@ bool Scheduler::schedule_one_running(Planner& p, SeqId id) {
     preempt(p, victim);
     if (victim == id) return false;
   }
-  add_chunk(p, s, n);
+  add_chunk(p, s, n, guesses_that_fit(p, s, n));
   return true;
+}
+
+// Guesses ride along only where they cost no one else: budget left after
+// the sequence's own token, blocks that are free now (no one is preempted
+// for a guess), and room under max_tokens (a step emits at most one token
+// per row).
+std::int64_t Scheduler::guesses_that_fit(const Planner& p, SequenceState& s, std::int64_t n) {
+  if (!s.is_decoding() || s.draft.empty()) return 0;
+  const std::int64_t room = s.max_tokens - static_cast<std::int64_t>(s.generated.size()) - 1;
+  std::int64_t k = std::min({static_cast<std::int64_t>(s.draft.size()), p.budget - n, room});
+  // As many as the free blocks hold (the first guesses are the likeliest).
+  while (k > 0 && !kv_.ensure_capacity(s.id, s.num_computed_tokens + n + k)) --k;
+  return std::max<std::int64_t>(k, 0);
+}
+
+void Scheduler::set_draft(SeqId seq, std::span<const std::int32_t> draft) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end() || it->second.status != SeqStatus::kRunning || !it->second.is_decoding()) return;
+  it->second.draft.assign(draft.begin(), draft.end());
 }
 
 void Scheduler::preempt(Planner& p, SeqId victim) {
@@ -167,14 +186,17 @@ void Scheduler::preempt(Planner& p, SeqId victim) {
   ++stats_.preemptions;
 }
 
-void Scheduler::add_chunk(Planner& p, SequenceState& s, std::int64_t n) {
+void Scheduler::add_chunk(Planner& p, SequenceState& s, std::int64_t n, std::int64_t guesses) {
   ScheduledChunk c;
   c.seq = s.id;
   c.start_pos = s.num_computed_tokens;
-  c.tokens.reserve(static_cast<std::size_t>(n));
+  c.tokens.reserve(static_cast<std::size_t>(n + guesses));
   for (std::int64_t i = 0; i < n; ++i) c.tokens.push_back(s.known_token(c.start_pos + i));
   c.needs_logits = c.start_pos + n == s.num_known_tokens();
-  p.budget -= n;
+  c.tokens.insert(c.tokens.end(), s.draft.begin(), s.draft.begin() + guesses);
+  c.num_draft = guesses;
+  s.draft.clear();
+  p.budget -= n + guesses;
   p.plan.chunks.push_back(std::move(c));
 }
 
@@ -242,8 +264,9 @@ void Scheduler::finish(SequenceState& s, FinishReason reason) {
 }
 
 Status Scheduler::on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled) {
-  std::unordered_map<SeqId, const SampledToken*> by_seq;
-  for (const SampledToken& t : sampled) by_seq[t.seq] = &t;
+  // Each sequence's samples, in the order reported.
+  std::unordered_map<SeqId, std::vector<const SampledToken*>> by_seq;
+  for (const SampledToken& t : sampled) by_seq[t.seq].push_back(&t);
   for (const ScheduledChunk& c : plan.chunks) {
     const std::string name = "sequence " + std::to_string(c.seq);
     auto it = seqs_.find(c.seq);
@@ -251,13 +274,29 @@ Status Scheduler::on_step_done(const StepPlan& plan, std::span<const SampledToke
         it->second.num_computed_tokens != c.start_pos)
       return Status::internal(name + " does not match the plan it ran (reported twice?)");
     SequenceState& s = it->second;
-    OMNIBUS_RETURN_IF_ERROR(kv_.commit_tokens(c.seq, c.tokens).with_context(name));
-    s.num_computed_tokens += static_cast<std::int64_t>(c.tokens.size());
-    if (!c.needs_logits) continue;
+    const auto known = static_cast<std::int64_t>(c.tokens.size()) - c.num_draft;
+    if (!c.needs_logits) {
+      OMNIBUS_RETURN_IF_ERROR(kv_.commit_tokens(c.seq, c.tokens).with_context(name));
+      s.num_computed_tokens += known;
+      continue;
+    }
     auto t = by_seq.find(c.seq);
     if (t == by_seq.end()) return Status::internal(name + " needed a sampled token and got none");
-    s.generated.push_back(t->second->token);
-    if (t->second->stop)
+    const std::vector<const SampledToken*>& samples = t->second;
+    // Samples 0..n-2 confirmed the guesses at the same index; their rows'
+    // K/V are the sequence's now. The rest of the guessed rows are dropped
+    // (their slots are written again by later steps).
+    const auto confirmed = static_cast<std::int64_t>(samples.size()) - 1;
+    if (confirmed > c.num_draft) return Status::internal(name + " reported more samples than it had rows");
+    for (std::int64_t i = 0; i < confirmed; ++i)
+      if (samples[i]->token != c.tokens[known + i] || samples[i]->stop)
+        return Status::internal(name + " reported a sample past a guess it did not confirm");
+    OMNIBUS_RETURN_IF_ERROR(
+        kv_.commit_tokens(c.seq, std::span(c.tokens).first(static_cast<std::size_t>(known + confirmed)))
+            .with_context(name));
+    s.num_computed_tokens += known + confirmed;
+    for (const SampledToken* sample : samples) s.generated.push_back(sample->token);
+    if (samples.back()->stop)
       finish(s, FinishReason::kStop);
     else if (static_cast<std::int64_t>(s.generated.size()) >= s.max_tokens)
       finish(s, FinishReason::kLength);

@@ -59,7 +59,11 @@ struct SchedulerConfig {
 Status validate_scheduler_config(const SchedulerConfig& config);
 
 // What the engine reports after running a StepPlan: for each chunk that
-// needed logits, the token it sampled and whether a stop rule fired.
+// needed logits, the token it sampled and whether a stop rule fired. A chunk
+// with guesses (num_draft > 0) reports one token per row it sampled, in
+// order: each but the last equal to the guess before it, the last the first
+// sample that differed from its guess (or the one after the last guess), or
+// the one a stop rule fired on.
 struct SampledToken {
   SeqId seq = 0;
   std::int32_t token = 0;
@@ -96,10 +100,19 @@ class Scheduler {
   // sequences' arrival_time (used by the dynamic policy only).
   StepPlan schedule(double now);
 
-  // Records that `plan` ran: commits its tokens' K/V, appends each sampled
-  // token, and finishes sequences that stopped or reached max_tokens.
-  // Internal error if a chunk that needed logits has no sampled token.
+  // Records that `plan` ran: commits its tokens' K/V (of guesses, only those
+  // the samples confirmed), appends each sampled token, and finishes
+  // sequences that stopped or reached max_tokens. Internal error if a chunk
+  // that needed logits has no sampled token, or the samples contradict the
+  // guesses they claim to confirm.
   Status on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled);
+
+  // Guesses of the tokens after a decoding sequence's newest one, for its
+  // next chunk (speculative decoding; see SequenceState::draft). The chunk
+  // carries as many as fit the step's token budget, the free blocks (no one
+  // is preempted for a guess) and max_tokens. Ignored for a sequence that is
+  // not running and decoding.
+  void set_draft(SeqId seq, std::span<const std::int32_t> draft);
 
   // Caps how many sequences may be running before waiting ones are
   // admitted (clamped to [1, max_seqs]); sequences already running are never
@@ -126,7 +139,8 @@ class Scheduler {
   bool batch_may_admit(SeqId seq) const;
   void maybe_start_batch(double now);
   void preempt(Planner& p, SeqId victim);
-  void add_chunk(Planner& p, SequenceState& s, std::int64_t n);
+  void add_chunk(Planner& p, SequenceState& s, std::int64_t n, std::int64_t guesses = 0);
+  std::int64_t guesses_that_fit(const Planner& p, SequenceState& s, std::int64_t n);
   void finish(SequenceState& s, FinishReason reason);
 
   SchedulerConfig config_;

@@ -44,6 +44,11 @@ struct SequenceState {
   double arrival_time = 0;               // seconds, on the engine's clock
   std::int64_t admit_order = -1;         // grows with each (re)admission; -1 never
   FinishReason finish_reason = FinishReason::kNone;
+  // Speculative decoding: guesses of the tokens after the newest known one,
+  // set by the engine (Scheduler::set_draft) before a step. A decoding
+  // sequence's next chunk carries them when the budget and the pool allow;
+  // they are used for that step only.
+  std::vector<std::int32_t> draft;
 
   std::int64_t num_known_tokens() const {
     return static_cast<std::int64_t>(prompt.size() + generated.size());

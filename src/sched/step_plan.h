@@ -22,7 +22,13 @@ struct ScheduledChunk {
   // True only when the chunk ends at the sequence's last known token, so the
   // last row's logits are sampled; earlier prefill chunks need no logits.
   bool needs_logits = false;
+  // The last num_draft tokens are guesses (speculative decoding) run after
+  // the newest known token; each of their rows needs logits too.
+  std::int64_t num_draft = 0;
   std::vector<BlockId> block_table;  // a copy, valid for this step
+
+  // Rows of this chunk whose logits are sampled: the last 1 + num_draft.
+  std::int64_t logits_rows() const { return needs_logits ? 1 + num_draft : 0; }
 };
 
 struct FinishedSeq {
