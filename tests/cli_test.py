@@ -171,3 +171,32 @@ def test_bad_kv_type_is_a_clear_error():
     r = omnibus("run", "-m", MODEL, "-p", "Hi", "-n", "1", "--kv-type", "q4_0")
     assert r.returncode != 0
     assert "--kv-type" in r.stderr and "q8_0" in r.stderr
+
+
+REPEAT_PROMPT = ("Here is a paragraph:\n\n\"The city council met on Tuesday to discuss the new budget. Members "
+                 "agreed to increase funding for public parks and libraries, while reducing spending on road "
+                 "maintenance.\"\n\nRepeat the paragraph above exactly, word for word.")
+
+
+@pytest.mark.parametrize("sampling", [("--temp", "0"), ("--temp", "0.8", "--seed", "7", "--repeat-penalty", "1.1")])
+def test_draft_ngram_gives_the_same_text_in_fewer_steps(tmp_path, sampling):
+    base = ("run", "-m", MODEL, "--chat", "-p", REPEAT_PROMPT, "-n", "40", "-t", "2", *sampling)
+    plain = omnibus(*base)
+    stats = tmp_path / "stats.json"
+    spec = omnibus(*base, "--draft", "ngram", "--stats-json", str(stats))
+    assert plain.returncode == 0 and spec.returncode == 0, spec.stderr
+    assert spec.stdout == plain.stdout and plain.stdout.strip()
+    assert "guessed tokens accepted" in spec.stderr
+    s = json.loads(stats.read_text())
+    if sampling[1] == "0":
+        # Greedy, the model quotes the sentence: most of it comes from guesses.
+        assert "public parks and libraries" in spec.stdout
+        assert s["accepted_tokens"] >= 10 and s["decode_steps"] < s["generated_tokens"] - 5
+    assert s["decode_steps"] == s["generated_tokens"] - 1 - s["accepted_tokens"] or s["finish_reason"] == "stop"
+
+
+def test_draft_flags_are_checked():
+    r = omnibus("run", "-m", MODEL, "-p", "Hi", "-n", "2", "--draft", "model")
+    assert r.returncode != 0 and "--draft" in r.stderr
+    r = omnibus("run", "-m", MODEL, "-p", "Hi", "-n", "2", "--draft", "ngram", "--ngram-min", "4", "--ngram-max", "2")
+    assert r.returncode != 0 and "--ngram-max" in r.stderr

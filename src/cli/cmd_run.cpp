@@ -59,10 +59,10 @@ void write_stats_json(const std::string& path, const GenerationStats& s, double 
   fmt::print(f,
              "{{\"prompt_tokens\": {}, \"prefilled_tokens\": {}, \"generated_tokens\": {}, \"load_ms\": {:.3f}, "
              "\"ttft_ms\": {:.3f}, \"prefill_tokens_per_s\": {:.3f}, \"decode_tokens_per_s\": {:.3f}, "
-             "\"peak_rss_mib\": {:.1f}, \"finish_reason\": \"{}\", \"draft_steps\": {}, \"drafted_tokens\": {}, "
-             "\"accepted_tokens\": {}}}\n",
+             "\"peak_rss_mib\": {:.1f}, \"finish_reason\": \"{}\", \"decode_steps\": {}, \"draft_steps\": {}, "
+             "\"drafted_tokens\": {}, \"accepted_tokens\": {}}}\n",
              s.prompt_tokens, s.prefilled_tokens, s.generated_tokens, load_ms, ttft_ms, s.prefill_tokens_per_second(),
-             s.decode_tokens_per_second(), peak_rss_mib(), s.finish_reason, s.draft_steps, s.drafted_tokens,
+             s.decode_tokens_per_second(), peak_rss_mib(), s.finish_reason, s.decode_steps, s.draft_steps, s.drafted_tokens,
              s.accepted_tokens);
   std::fclose(f);
 }
