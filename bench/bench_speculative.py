@@ -74,6 +74,8 @@ def omnibus_once(args, text, draft):
                "-t", str(args.threads), "--temp", "0", "--stats-json", str(stats_path)]
         if draft:
             cmd += ["--draft", "ngram", "--draft-max", str(args.draft_max)]
+            if args.draft_all:
+                cmd.append("--draft-all")
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not stats_path.exists():
             raise SystemExit(f"omnibus failed ({proc.returncode}): {' '.join(cmd[:6])} ...\n{proc.stderr[-2000:]}")
@@ -205,6 +207,8 @@ def parse_args():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--draft-max", type=int, default=8, help="guesses per step, both engines")
+    p.add_argument("--draft-all", action="store_true",
+                   help="omnibus runs every guess (default: only as many as its policy finds pay)")
     p.add_argument("--omnibus", type=Path, default=DEFAULT_OMNIBUS)
     p.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated subset")
     return p.parse_args()
@@ -222,7 +226,8 @@ def main():
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     out = RESULTS_DIR / f"speculative_{started}.json"
     report = {"started": started, "model": str(args.model), "threads": args.threads, "reps": args.reps,
-              "max_tokens": args.max_tokens, "draft_max": args.draft_max, "omnibus": omni, "llama_cpp": llama}
+              "max_tokens": args.max_tokens, "draft_max": args.draft_max, "draft_all": args.draft_all,
+              "omnibus": omni, "llama_cpp": llama}
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(f"\nwrote {out.relative_to(REPO_ROOT)}")
 

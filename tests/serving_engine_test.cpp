@@ -379,6 +379,7 @@ TEST_F(ServingEngineTest, SpeculativeDecodingGivesTheSameTokens) {
       o.speculation.source = DraftSource::kCustom;
       o.speculation.max_draft = 5;
       o.speculation.custom = oracle(ps, outputs, wrong_every);
+      o.speculation.adaptive = false;  // every guess rides along
       o.speculative_max_seqs = 8;
       ServingEngine* engine = nullptr;
       const std::vector<Output> together = run_together(o, ps, 24, &engine);
@@ -395,6 +396,7 @@ TEST_F(ServingEngineTest, SpeculativeDecodingGivesTheSameTokens) {
   o.speculation.source = DraftSource::kCustom;
   o.speculation.max_draft = 5;
   o.speculation.custom = oracle(ps, outputs, 4);
+  o.speculation.row_share = 0.2;  // adaptive, at a fixed row cost: counts do not depend on timing
   auto engine = make_engine(o);
   for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(collect(**engine->submit(greedy(ps[i], 24))).tokens, alone[i].tokens);
   const std::string m = engine->metrics_text();
@@ -428,6 +430,7 @@ TEST_F(ServingEngineTest, SpeculativeSamplingAndPreemptionGiveTheSameTokens) {
   small.speculation.source = DraftSource::kCustom;
   small.speculation.max_draft = 6;
   small.speculation.custom = oracle(ps, outputs, 5);
+  small.speculation.adaptive = false;
   small.speculative_max_seqs = 6;
   auto engine = make_engine(small);
   std::vector<std::shared_ptr<RequestStream>> streams;

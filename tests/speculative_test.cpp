@@ -92,6 +92,7 @@ TEST_F(SpeculativeTest, RightWrongAndMixedGuessesGiveThePlainTokens) {
         o.speculation.source = DraftSource::kCustom;
         o.speculation.max_draft = max_draft;
         o.speculation.custom = oracle(test_prompt(), want.tokens, wrong_every);
+        o.speculation.adaptive = false;  // every guess runs: the counts below are exact
         const Outcome got = generate(test_prompt(), o);
         SCOPED_TRACE(::testing::Message() << "sampled " << sampled << " wrong_every " << wrong_every << " max_draft "
                                         << max_draft);
@@ -121,11 +122,35 @@ TEST_F(SpeculativeTest, NgramGuessesGiveThePlainTokens) {
     GenerationOptions o = plain;
     o.speculation.source = DraftSource::kNgram;
     o.speculation.ngram.min_ngram = 1;
+    o.speculation.adaptive = false;
     const Outcome got = generate(test_prompt(), o);
     EXPECT_EQ(got.tokens, want.tokens) << "sampled " << sampled;
     EXPECT_GT(got.stats.drafted_tokens, 0);
     EXPECT_EQ(got.stats.decode_steps, 63 - got.stats.accepted_tokens);
   }
+}
+
+TEST_F(SpeculativeTest, AdaptiveGuessingRunsRightGuessesAndDropsWrongOnes) {
+  const Outcome want = generate(test_prompt(), plain_options(60, false));
+  GenerationOptions o = plain_options(60, false);
+  o.speculation.source = DraftSource::kCustom;
+  o.speculation.custom = oracle(test_prompt(), want.tokens, 0);  // always right
+  o.speculation.row_share = 0.3;  // not measured: the counts below must not depend on timing
+  const Outcome right = generate(test_prompt(), o);
+  EXPECT_EQ(right.tokens, want.tokens);
+  // The guesses that did not run were still checked against what was
+  // sampled, so the estimate rises and the guesses start running.
+  EXPECT_GT(right.stats.accepted_tokens, 20);
+  EXPECT_EQ(right.stats.accepted_tokens, right.stats.drafted_tokens);
+  o.speculation.custom = oracle(test_prompt(), want.tokens, 1);  // always wrong
+  const Outcome wrong = generate(test_prompt(), o);
+  EXPECT_EQ(wrong.tokens, want.tokens);
+  EXPECT_EQ(wrong.stats.accepted_tokens, 0);
+  // From the prior 0.5, four wrong guesses (one a step) bring the estimate
+  // to 0.26, under what one guess needs at a row cost of 0.3; after that
+  // the guesses are only checked, never run.
+  EXPECT_EQ(wrong.stats.drafted_tokens, 4) << "wrong guesses kept running";
+  EXPECT_GE(wrong.stats.decode_steps, 59);
 }
 
 TEST_F(SpeculativeTest, StopsWhereThePlainRunStops) {
@@ -140,6 +165,7 @@ TEST_F(SpeculativeTest, StopsWhereThePlainRunStops) {
   GenerationOptions o = plain;
   o.speculation.source = DraftSource::kCustom;
   o.speculation.custom = oracle(test_prompt(), long_run.tokens, 0);
+  o.speculation.adaptive = false;
   const Outcome got = generate(test_prompt(), o, {end_id});
   EXPECT_EQ(got.tokens, want.tokens);
   EXPECT_EQ(got.stats.finish_reason, "stop");
@@ -162,6 +188,7 @@ TEST_F(SpeculativeTest, TheCacheHoldsOnlyAcceptedTokens) {
   GenerationOptions o = plain_options(30, false);
   o.speculation.source = DraftSource::kCustom;
   o.speculation.custom = oracle(test_prompt(), first_plain.tokens, 4);
+  o.speculation.adaptive = false;
   auto g = Generator::create(model_, 2, 256, 32);
   ASSERT_TRUE(g.is_ok());
   const Outcome first = generate(test_prompt(), o, {}, g->get());
@@ -183,6 +210,7 @@ TEST_F(SpeculativeTest, BadGuessesAndOptionsAreHandled) {
   o.speculation.custom = [](std::span<const int32_t>, int, std::vector<int32_t>& draft) {
     draft.assign({3, -1, 4, 1000, 5, 6, 7, 8, 9, 10, 11, 12, 13});  // out of range, and too many
   };
+  o.speculation.adaptive = false;
   EXPECT_EQ(generate(test_prompt(), o).tokens, want.tokens);
 
   auto g = Generator::create(model_, 1, 256, 32);

@@ -32,6 +32,8 @@ void add_speculation_flags(CLI::App& cmd, SpeculationOptions& o) {
                  "Speculative decoding: 'ngram' guesses the next tokens from earlier text (prompt lookup) and checks "
                  "them in one step; same output, fewer steps when text repeats (default none)")
       ->transform(CLI::CheckedTransformer(sources, CLI::ignore_case));
+  cmd.add_flag("!--draft-all", o.adaptive,
+               "Run every guess, always (default: only as many as pay at the measured acceptance and row cost)");
   cmd.add_option("--draft-max", o.max_draft, "Most tokens guessed per step")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));

@@ -71,6 +71,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
   if (logits_.size() < logits_rows * vocab) logits_.resize(logits_rows * vocab);
   draft_.reserve(logits_rows);
   Sampler sampler(options.sampling, vocab);
+  AcceptanceEstimate acceptance;
   std::vector<int32_t> generated;
   const int limit = options.max_tokens < 0 ? context_ : options.max_tokens;
   generated.reserve(std::max(0, std::min(limit, context_)));
@@ -112,28 +113,36 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
     cached_.push_back(token);
     // Guesses past max_tokens or the context would never be used.
     draft_.clear();
-    if (options.speculation.enabled())
+    int ran = 0;
+    if (options.speculation.enabled()) {
       propose_draft(options.speculation, cached_,
                     std::min({limit - static_cast<int>(generated.size()), context_ - pos, forward_->max_batch()}) - 1,
                     vocab, draft_);
+      ran = guesses_to_run(options.speculation, static_cast<int>(draft_.size()), acceptance, step_cost_);
+    }
     rows_.clear();
     rows_.push_back({token, block_table_, pos, true});
-    for (size_t i = 0; i < draft_.size(); ++i)
-      rows_.push_back({draft_[i], block_table_, pos + 1 + static_cast<int32_t>(i), true});
+    for (int i = 0; i < ran; ++i) rows_.push_back({draft_[i], block_table_, pos + 1 + i, true});
+    Stopwatch step_clock;
     OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_, logits_.data()));
+    step_cost_.observe(static_cast<int64_t>(rows_.size()), step_clock.seconds());
     ++stats.decode_steps;
-    if (!draft_.empty()) {
+    if (ran > 0) {
       ++stats.draft_steps;
-      stats.drafted_tokens += static_cast<int>(draft_.size());
+      stats.drafted_tokens += ran;
     }
     // Row i's logits follow the guesses before it; they count only while
     // every guess so far was what the target sampled.
-    for (size_t row = 0;; ++row) {
+    int accepted = 0;
+    for (int row = 0;; ++row) {
       if (!sample_and_emit(row)) return finish();
-      if (row == draft_.size() || token != draft_[row]) break;
+      if (row == ran || token != draft_[row]) break;
+      ++accepted;
       ++stats.accepted_tokens;
       cached_.push_back(token);  // its K/V were computed by row + 1
     }
+    const GuessOutcome outcome = guess_outcome(draft_, ran, accepted, token);
+    acceptance.observe(outcome.tested, outcome.matched);
   }
   return finish();
 }

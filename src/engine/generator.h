@@ -87,7 +87,8 @@ class Generator {
   std::vector<int32_t> cached_;       // tokens whose K/V are in the store
   std::vector<float> logits_;          // a row per row of the widest step
   std::vector<BatchRow> rows_;
-  std::vector<int32_t> draft_;
+  std::vector<int32_t> draft_;         // this step's guesses (all proposed; the first `ran` run)
+  StepCostModel step_cost_;            // decode steps' time against their rows, across calls
   int context_ = 0;
   int prefill_chunk_ = 256;
   static constexpr int kBlockSize = 16;

@@ -33,6 +33,8 @@ struct ServingEngine::Active {
   bool cancel_sent = false;  // scheduler_->abort() already asked
   StreamEvent pending;       // text and tokens not yet pushed
   std::vector<int32_t> step_generated;  // generated + this step's samples, for a chunk with guesses
+  std::vector<int32_t> guesses;         // this step's proposed guesses (propose_drafts), run or not
+  AcceptanceEstimate acceptance;        // how often its guesses were right
 };
 
 namespace {
@@ -289,6 +291,7 @@ void ServingEngine::propose_drafts() {
   if (!spec.enabled()) return;
   int64_t decoding = 0;
   for (const auto& [id, a] : active_) {
+    a->guesses.clear();
     const SequenceState* seq = scheduler_->find(id);
     decoding += seq != nullptr && seq->status == SeqStatus::kRunning && seq->is_decoding() ? 1 : 0;
   }
@@ -300,7 +303,11 @@ void ServingEngine::propose_drafts() {
     history_.assign(seq->prompt.begin(), seq->prompt.end());
     history_.insert(history_.end(), seq->generated.begin(), seq->generated.end());
     const auto room = static_cast<int>(std::min<int64_t>(spec.max_draft, seq->max_tokens));
-    if (propose_draft(spec, history_, room, vocab, draft_) > 0) scheduler_->set_draft(id, draft_);
+    const int proposed = propose_draft(spec, history_, room, vocab, a->guesses);
+    // All of them are kept for sample_chunks to check; the first `run` ride
+    // along (the scheduler may take fewer).
+    const int run = guesses_to_run(spec, proposed, a->acceptance, step_cost_);
+    scheduler_->set_draft(id, std::span(a->guesses).first(static_cast<size_t>(run)));
   }
 }
 
@@ -362,7 +369,13 @@ void ServingEngine::sample_chunks(const StepPlan& plan, std::vector<SampledToken
       a.step_generated.push_back(sampled.back().token);
       generated = a.step_generated;
     }
-    metrics_->observe_speculation(c.num_draft, static_cast<int64_t>(sampled.size()) - sampled_before - 1);
+    const auto accepted = static_cast<int>(static_cast<int64_t>(sampled.size()) - sampled_before - 1);
+    metrics_->observe_speculation(c.num_draft, accepted);
+    if (!a.guesses.empty() && !a.stop_hit) {
+      const GuessOutcome outcome =
+          guess_outcome(a.guesses, static_cast<int>(c.num_draft), accepted, sampled.back().token);
+      a.acceptance.observe(outcome.tested, outcome.matched);
+    }
     logits_row += rows;
   }
 }
@@ -380,7 +393,14 @@ Status ServingEngine::run_step(const StepPlan& plan) {
     for (int64_t i = 0; i < n; ++i)
       rows_.push_back({c.tokens[i], c.block_table, static_cast<int32_t>(c.start_pos + i), i >= n - c.logits_rows()});
   }
+  const double forward_start = now_seconds();
   OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
+  // Decode-only steps teach the guess policy what a row costs.
+  if (options_.speculation.enabled() &&
+      std::all_of(plan.chunks.begin(), plan.chunks.end(), [](const ScheduledChunk& c) {
+        return c.needs_logits && static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1;
+      }))
+    step_cost_.observe(static_cast<int64_t>(rows_.size()), now_seconds() - forward_start);
   std::vector<SampledToken> sampled;
   sample_chunks(plan, sampled);
   double attended = 0;

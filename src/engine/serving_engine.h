@@ -133,7 +133,8 @@ class ServingEngine final : public InferenceService {
   std::vector<BatchRow> rows_;
   std::unique_ptr<RooflineMeter> roofline_;  // engine thread only
   std::vector<float> logits_;
-  std::vector<int32_t> history_, draft_;  // propose_drafts' scratch
+  std::vector<int32_t> history_;  // propose_drafts' scratch
+  StepCostModel step_cost_;        // decode steps' time against their rows
   SeqId next_id_ = 1;
   std::vector<std::pair<std::shared_ptr<RequestStream>, StreamEvent>> finished_events_;
 

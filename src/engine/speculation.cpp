@@ -28,4 +28,16 @@ int propose_draft(const SpeculationOptions& options, std::span<const int32_t> hi
   return static_cast<int>(draft.size());
 }
 
+int guesses_to_run(const SpeculationOptions& options, int available, const AcceptanceEstimate& acceptance,
+                   const StepCostModel& cost) {
+  if (!options.adaptive) return available;
+  return choose_guesses(available, acceptance.rate(), options.row_share >= 0 ? options.row_share : cost.row_share());
+}
+
+GuessOutcome guess_outcome(std::span<const int32_t> guesses, int ran, int accepted, int32_t next) {
+  if (accepted < ran) return {accepted + 1, accepted};
+  if (static_cast<size_t>(ran) < guesses.size()) return {ran + 1, ran + (guesses[ran] == next ? 1 : 0)};
+  return {ran, ran};
+}
+
 }  // namespace omnibus

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/draft_policy.h"
 #include "engine/ngram_draft.h"
 
 namespace omnibus {
@@ -35,6 +36,12 @@ struct SpeculationOptions {
   int max_draft = 8;        // guesses per step at most (1..kMaxDraftTokens)
   NgramDraftOptions ngram;  // source kNgram
   DraftFunction custom;     // source kCustom
+  // Run only as many guesses as pay at the measured acceptance and row cost
+  // (engine/draft_policy.h); false: every guess, always (--draft-all).
+  bool adaptive = true;
+  // A guess row's cost as a share of a one-row step, for the adaptive
+  // choice: < 0 measured as generation goes (StepCostModel); else fixed.
+  double row_share = -1;
 
   bool enabled() const { return source != DraftSource::kNone; }
 };
@@ -49,5 +56,20 @@ Status validate_speculation_options(const SpeculationOptions& options);
 // custom source is not trusted). Returns how many.
 int propose_draft(const SpeculationOptions& options, std::span<const int32_t> history, int max_tokens, int32_t vocab,
                   std::vector<int32_t>& draft);
+
+// How many of `available` guesses a step runs: all of them, or, adaptive,
+// choose_guesses at the sequence's acceptance and the engine's row cost.
+int guesses_to_run(const SpeculationOptions& options, int available, const AcceptanceEstimate& acceptance,
+                   const StepCostModel& cost);
+
+// What a step's samples tell about its guesses, for AcceptanceEstimate:
+// `ran` of them ran as rows and the first `accepted` were confirmed; `next`
+// is the token sampled after the last confirmed one. A guess that did not
+// run is still tested against `next` when every one that ran was right.
+struct GuessOutcome {
+  int tested = 0;
+  int matched = 0;
+};
+GuessOutcome guess_outcome(std::span<const int32_t> guesses, int ran, int accepted, int32_t next);
 
 }  // namespace omnibus
