@@ -34,6 +34,10 @@ CpuFeatures detect() {
   f.fma = ymm_enabled && cpu_fma;
   f.f16c = ymm_enabled && cpu_f16c;
   f.avx512f = ymm_enabled && cpu_avx512f && (read_xcr0() & 0xe0) == 0xe0;
+  // CPUID.(EAX=7, ECX=1):EAX bit 4. OMNIBUS_NO_VNNI=1 turns it off (A/B runs).
+  const char* no_vnni = std::getenv("OMNIBUS_NO_VNNI");
+  const bool vnni_allowed = no_vnni == nullptr || no_vnni[0] == '\0' || std::strcmp(no_vnni, "0") == 0;
+  if (vnni_allowed && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx_vnni = f.avx2 && (eax & (1u << 4)) != 0;
   return f;
 }
 
@@ -50,6 +54,7 @@ std::string CpuFeatures::describe() const {
   add(fma, "fma");
   add(f16c, "f16c");
   add(avx512f, "avx512f");
+  add(avx_vnni, "avx-vnni");
   return s.empty() ? "none" : s;
 }
 

@@ -35,7 +35,10 @@ QuantizeRowsFn pick_quantize_rows_fn() {
 
 }  // namespace
 
-const char* matmul_path_name() { return cpu_features().has_avx2_fma() ? "avx2+fma" : "scalar"; }
+const char* matmul_path_name() {
+  if (!cpu_features().has_avx2_fma()) return "scalar";
+  return cpu_features().avx_vnni ? "avx2+fma+avx-vnni" : "avx2+fma";
+}
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
   const MatmulTarget target{&w, y};

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/matmul_avx2_common.h"
+#include "base/cpu_features.h"
 #include "kernels/matmul_internal.h"
 
 namespace omnibus::matmul_detail {
@@ -203,7 +204,9 @@ void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
     case DType::kBF16: return rows_typed<DecodeBF16>(w, a.x, a.n_x, a.y, row_begin, row_end);
     default: break;
   }
-  if (a.qx != nullptr && w.layout == WeightLayout::kInterleaved8) return rows_avx2_interleaved(a, row_begin, row_end);
+  if (a.qx != nullptr && w.layout == WeightLayout::kInterleaved8)
+    return cpu_features().avx_vnni ? rows_avxvnni_interleaved(a, row_begin, row_end)
+                                   : rows_avx2_interleaved(a, row_begin, row_end);
   if (a.qx != nullptr) return rows_avx2_q8(a, row_begin, row_end);
   rows_scalar(a, row_begin, row_end);  // types without a kernel
 }

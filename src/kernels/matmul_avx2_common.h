@@ -1,7 +1,9 @@
 // Pieces shared by the AVX2 matmul kernels: the fixed horizontal sum, lane
 // masks, and the decoders of float weight rows.
 //
-// Include only from *_avx2.cpp files (they are compiled with AVX2+FMA+F16C).
+// Include only from files compiled with AVX2+FMA+F16C (*_avx2.cpp,
+// *_avxvnni.cpp). Internal linkage: each file has its own copy, built for
+// its own instructions.
 #pragma once
 
 #include <immintrin.h>
@@ -10,6 +12,7 @@
 #include <cstring>
 
 namespace omnibus::matmul_avx2 {
+namespace {
 
 // The fixed horizontal sum every kernel ends an output with:
 // ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)).
@@ -73,4 +76,5 @@ struct DecodeBF16 {
   }
 };
 
+}  // namespace
 }  // namespace omnibus::matmul_avx2

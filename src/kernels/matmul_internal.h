@@ -75,6 +75,9 @@ void rows_avx2_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The same for weights in WeightLayout::kInterleaved8 (Q4_0, Q4_1, Q8_0);
 // row_begin must be a multiple of 8.
 void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// The same built with AVX-VNNI (bit-identical); only call after checking
+// cpu_features().avx_vnni.
+void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 // One output of the int8 math, in double precision: the reference.
 double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r);

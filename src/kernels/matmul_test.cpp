@@ -129,7 +129,10 @@ TEST(Matmul, Int8ActivationErrorWithinQuantizationBound) {
 
 TEST(Matmul, PathName) {
   const std::string name = matmul_path_name();
-  EXPECT_EQ(name, cpu_features().has_avx2_fma() ? "avx2+fma" : "scalar");
+  const char* want = !cpu_features().has_avx2_fma() ? "scalar"
+                     : cpu_features().avx_vnni    ? "avx2+fma+avx-vnni"
+                                                  : "avx2+fma";
+  EXPECT_EQ(name, want);
 }
 
 TEST(Matmul, PaddedRowsAndEmptyInputs) {

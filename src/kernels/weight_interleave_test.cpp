@@ -28,6 +28,9 @@ class Interleave : public ::testing::TestWithParam<DType> {
   }
 };
 
+// On a CPU with AVX-VNNI the interleaved side runs the vpdpbusd kernels
+// (matmul_interleaved_avxvnni.cpp) and the row side the vpmaddubsw ones: this
+// is also the check that the two instruction sets give the same bits.
 TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
   const DType t = GetParam();
   // 157, 184 and 200 rows give decode (n_x 1) enough groups per thread for

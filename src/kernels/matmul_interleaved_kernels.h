@@ -1,0 +1,379 @@
+// The int8 kernels for weights in the interleaved layout (eight rows side by
+// side per block; kernels/weight_interleave.h), included by one source file
+// per instruction set: matmul_interleaved_avx2.cpp (-mavx2 -mfma -mf16c)
+// and matmul_interleaved_avxvnni.cpp (the same plus -mavxvnni). Everything
+// here has internal linkage, so each file keeps its own copy compiled for
+// its own instructions (no copy built for AVX-VNNI can be picked by the
+// linker for a CPU without it).
+//
+// Each output gets exactly the arithmetic of the row-layout kernels
+// (matmul_q8_avx2.cpp), so the two layouts give bit-identical results:
+//   per block b in order: S = exact int32 sum of code * q_x over the block
+//   (minus the code bias times sum(q_x) for Q4_0),
+//     acc = fma(float(S), d_w[b] * d_x[b], acc);
+//     acc_m = fma(m_w[b], d_x[b] * sum(q_x[b]), acc_m)   (Q4_1 only);
+//   y = acc (+ acc_m).
+// What the layout changes is the cost: lane r of every vector is weight row
+// r, so S arrives one row per lane with no horizontal adds, and for 4-bit
+// codes (products <= 2 * 15 * 127 per int16 pair) the eight products of a
+// block are summed as int16 before one widening multiply, about half the
+// multiply-pipe work of the row layout.
+// With AVX-VNNI (__AVXVNNI__) a block's exact int32 sums come from
+// vpdpbusd, which adds four u8 x s8 products into each int32 lane in one
+// instruction, instead of vpmaddubsw into int16, int16 adds and one
+// vpmaddwd widening. The sums are exact either way (the int16 steps never
+// saturate: the bounds below), so the two builds give bit-identical outputs.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/matmul_avx2_common.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/weight_interleave.h"
+#include "tensor/quant_blocks.h"
+
+namespace omnibus::matmul_detail {
+namespace {
+
+using namespace matmul_avx2;
+
+// An empty asm that claims to change v: the compiler must keep the running
+// sum in a register in program order. Without it GCC reassociates the int16
+// adds into a tree, computes every product first and spills them to the
+// stack (about 2x slower for batches).
+inline void keep_in_register(__m256i& v) { asm("" : "+x"(v)); }
+
+// Four int8 activations repeated in every 32-bit lane.
+inline __m256i broadcast4(const int8_t* x) {
+  return _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x))));
+}
+
+// Per type: the block's scale bytes (d, m), fifth-bit bytes (Q5_0) and
+// code bytes for eight rows (kernels/weight_interleave.h).
+struct IlQ4_0 {
+  static constexpr bool kAffine = false, kBias = true, kSigned = false, kFifthBit = false;
+  static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 128;
+};
+struct IlQ4_1 {
+  static constexpr bool kAffine = true, kBias = false, kSigned = false, kFifthBit = false;
+  static constexpr int kScaleBytes = 32, kHighBytes = 0, kCodeBytes = 128;
+};
+struct IlQ5_0 {
+  static constexpr bool kAffine = false, kBias = true, kSigned = false, kFifthBit = true;
+  static constexpr int kScaleBytes = 16, kHighBytes = 32, kCodeBytes = 128;
+};
+struct IlQ8_0 {
+  static constexpr bool kAffine = false, kBias = false, kSigned = true, kFifthBit = false;
+  static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 256;
+};
+
+// Exact int32 sums over one block of NG groups of eight rows (lane r: row r)
+// against MR x rows: codes[g] points at group g's codes of the block (its
+// fifth bits, Q5_0, just before them), xb[i] at x row i's 32 int8 values of
+// it; sums[g * MR + i]. Each (group, x row)
+// pair gets the same int16 chain and widening whatever NG and MR are, so
+// results do not depend on the tile shape. Decode (MR = 1) walks several
+// groups at once and shares each broadcast of x among them; batches (NG =
+// 1) share each unpacked block among the x rows.
+#if defined(__AVXVNNI__)
+// The same sums with vpdpbusd: each (group, x row) pair accumulates its
+// products straight into int32 lanes, low and high code halves in two
+// chains (added at the end; integer sums, so the order changes nothing).
+template <class K, int NG, int MR>
+inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m256i* sums) {
+  if constexpr (!K::kSigned) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i s_lo[NG * MR], s_hi[NG * MR];
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) s_lo[k] = s_hi[k] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        const __m256i packed = load256(codes[g] + 32 * j);
+        __m256i lo = _mm256_and_si256(packed, low);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+        if constexpr (K::kFifthBit) {
+          const __m256i high = load256(codes[g] - K::kHighBytes);
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(high, 4 - j), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi32(high, j), bit4));
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          s_lo[g * MR + i] = _mm256_dpbusd_avx_epi32(s_lo[g * MR + i], lo, broadcast4(xb[i] + 4 * j));
+          s_hi[g * MR + i] = _mm256_dpbusd_avx_epi32(s_hi[g * MR + i], hi, broadcast4(xb[i] + 16 + 4 * j));
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_add_epi32(s_lo[k], s_hi[k]);
+  } else {
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        const __m256i w = load256(codes[g] + 32 * j);
+        const __m256i mag = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i)
+          sums[g * MR + i] =
+              _mm256_dpbusd_avx_epi32(sums[g * MR + i], mag, _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w));
+      }
+    }
+  }
+}
+#else
+template <class K, int NG, int MR>
+inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m256i* sums) {
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  if constexpr (!K::kSigned) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256i p[NG * MR];
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) p[k] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        const __m256i packed = load256(codes[g] + 32 * j);
+        __m256i lo = _mm256_and_si256(packed, low);                        // elements 4j..4j+3
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);  // 16+4j..16+4j+3
+        if constexpr (K::kFifthBit) {
+          // Bit 4 of each code from the regrouped fifth bits (header).
+          const __m256i high = load256(codes[g] - K::kHighBytes);
+          const __m256i bit4 = _mm256_set1_epi8(0x10);
+          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(high, 4 - j), bit4));
+          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi32(high, j), bit4));
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          __m256i& acc = p[g * MR + i];
+          acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(lo, broadcast4(xb[i] + 4 * j)));
+          keep_in_register(acc);
+          acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(hi, broadcast4(xb[i] + 16 + 4 * j)));
+          keep_in_register(acc);
+        }
+      }
+      if constexpr (K::kFifthBit) {
+        // 5-bit codes: |p| <= 4 * 2 * 31 * 127 = 31496 after two chunks,
+        // so the int16 sums are widened halfway through the block.
+        if (j == 1) {
+#pragma GCC unroll 8
+          for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_madd_epi16(p[k], ones16), p[k] = _mm256_setzero_si256();
+        }
+      }
+    }
+    // 4-bit codes: |p| <= 8 * 2 * 15 * 127 = 30480: no int16 overflow before widening.
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k)
+      sums[k] = K::kFifthBit ? _mm256_add_epi32(sums[k], _mm256_madd_epi16(p[k], ones16))
+                             : _mm256_madd_epi16(p[k], ones16);
+  } else {
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        const __m256i w = load256(codes[g] + 32 * j);
+        const __m256i mag = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const __m256i x = _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w);
+          sums[g * MR + i] =
+              _mm256_add_epi32(sums[g * MR + i], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, x), ones16));
+        }
+      }
+    }
+  }
+}
+
+#endif  // __AVXVNNI__
+
+// Outputs of NG groups of eight weight rows for x rows r0..r0+MR: group g's
+// for x row i written to out[g][i * 8 + r].
+template <class K, int NG, int MR>
+void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  constexpr int kBlockBytes = K::kScaleBytes + K::kHighBytes + K::kCodeBytes;
+  __m256 acc[NG * MR], acc_m[NG * MR];
+#pragma GCC unroll 8
+  for (int k = 0; k < NG * MR; ++k) acc[k] = acc_m[k] = _mm256_setzero_ps();
+  // x rows r0.. are consecutive in qx: row i's block b at x0 + i * cols + b * kQK.
+  const int8_t* const x0 = qx.q.data() + r0 * qx.cols;
+  const int64_t x_stride = qx.cols;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* codes[NG];
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) codes[g] = groups[g] + b * kBlockBytes + K::kScaleBytes + K::kHighBytes;
+    const int8_t* xb[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) xb[i] = x0 + i * x_stride + b * kQK;
+    __m256i sums[NG * MR];
+    block_sums<K, NG, MR>(codes, xb, sums);
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; ++g) {
+      const uint8_t* blk = groups[g] + b * kBlockBytes;
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      const __m256 m = K::kAffine ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)))
+                                  : _mm256_setzero_ps();
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const int64_t xi = (r0 + i) * blocks + b;
+        const int k = g * MR + i;
+        if constexpr (K::kBias) sums[k] = _mm256_sub_epi32(sums[k], _mm256_set1_epi32(qx.bias_sum[xi]));
+        acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[k]), _mm256_mul_ps(d, _mm256_set1_ps(qx.scale[xi])), acc[k]);
+        if constexpr (K::kAffine) acc_m[k] = _mm256_fmadd_ps(m, _mm256_set1_ps(qx.scaled_sum[xi]), acc_m[k]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const int k = g * MR + i;
+      _mm256_storeu_ps(out[g] + i * kInterleaveRows, K::kAffine ? _mm256_add_ps(acc[k], acc_m[k]) : acc[k]);
+    }
+}
+
+// Batches: MR x rows share each unpacked block. Three for 4- and 5-bit codes,
+// four for Q8_0: with four x rows the Q4 tile's sixteen accumulators no
+// longer fit the registers and its loop spilled (`*MatmulBench*`, 512 rows,
+// one thread, in turns: Q4_1 19.5-20.1 -> 18.3-18.9 ms, Q4_0 18.7-18.9 ->
+// 18.0-18.2 with three; Q8_0 28.9-29.2 -> 29.4-29.7, so it keeps four).
+// Each output's arithmetic is the same whatever the tile's row count.
+template <class K>
+constexpr int kBatchRows = K::kSigned ? 4 : 3;
+constexpr int kMaxBatchRows = 4;
+
+// Decode walks this many far-apart groups of a thread's rows together.
+//
+// Why: with one x row a group's block is used once, so decode streams the
+// weights from DRAM, and one sequential stream per core left the memory
+// system underused on this machine (Zen 1 VM, 2 cores); software prefetch
+// one to eight groups ahead, into L1 or L2, measured no better than none.
+// Four streams, a quarter of the thread's rows apart, keep more lines in
+// flight, and the four groups share each broadcast of x. Measured against
+// the one-stream kernel (`--gtest_filter=*MatmulBench*`, the two builds in
+// turns, four rounds, busy VM, 2026-12-01): 49152 x 576 from DRAM on two
+// threads, medians Q4_1 1170 -> 871 us, Q8_0 2243 -> 1530 us; on one
+// thread 4-7% faster from DRAM and 11% in L2 (the shared broadcasts). Six
+// streams measured the same as four end to end, eight slower (the
+// accumulators no longer fit in registers).
+constexpr int kDecodeStreams = 4;
+
+// Groups [0, n) of a thread's share (group i at `first + i * group_bytes`)
+// for the single x row: kDecodeStreams sections walked side by side, then
+// the remainder together.
+template <class K>
+void decode_rows(const MatmulArgs& a, const uint8_t* first, size_t group_bytes, int64_t n, int64_t row0,
+                 int64_t row_end) {
+  alignas(32) float out[kDecodeStreams * kInterleaveRows];
+  auto emit = [&](int64_t gi, const float* o8) {
+    const int64_t o = row0 + gi * kInterleaveRows;
+    // One store for a whole group (a std::copy of eight floats was a
+    // memmove call per group: ~0.6% of decode samples in perf; end to end
+    // within noise).
+    if (row_end - o >= kInterleaveRows) return _mm256_storeu_ps(a.y + o, _mm256_load_ps(o8));
+    std::copy(o8, o8 + (row_end - o), a.y + o);
+  };
+  // NG groups, group g being index idx(g), in one pass.
+  auto run = [&]<int NG>(auto idx) {
+    const uint8_t* groups[NG];
+    float* outs[NG];
+    for (int g = 0; g < NG; ++g) groups[g] = first + idx(g) * group_bytes, outs[g] = out + g * kInterleaveRows;
+    tile<K, NG, 1>(a, groups, 0, outs);
+    for (int g = 0; g < NG; ++g) emit(idx(g), outs[g]);
+  };
+  const int64_t len = n / kDecodeStreams;
+  for (int64_t i = 0; i < len; ++i) run.template operator()<kDecodeStreams>([&](int g) { return g * len + i; });
+  const int64_t done = kDecodeStreams * len;
+  auto rest = [&](int g) { return done + g; };
+  static_assert(kDecodeStreams == 4, "the remainder switch below covers 1..3 groups");
+  switch (n - done) {
+    case 1:
+      return run.template operator()<1>(rest);
+    case 2:
+      return run.template operator()<2>(rest);
+    case 3:
+      return run.template operator()<3>(rest);
+    default:
+      return;
+  }
+}
+
+template <class K>
+void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
+  const WeightMatrix& w = *a.w;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const size_t group_bytes = static_cast<size_t>(kInterleaveRows) * w.row_bytes;
+  // begin is a multiple of 8 (matmul() splits rows in units of 16); end may
+  // cut the last, padded group.
+  const uint8_t* first = base + (begin / kInterleaveRows) * group_bytes;
+  if (a.n_x == 1)
+    return decode_rows<K>(a, first, group_bytes, (end - begin + kInterleaveRows - 1) / kInterleaveRows, begin, end);
+  static_assert(kBatchRows<K> <= kMaxBatchRows, "out holds kMaxBatchRows x rows");
+  alignas(32) float out[kMaxBatchRows * kInterleaveRows];
+  for (int64_t o = begin; o < end; o += kInterleaveRows) {
+    const uint8_t* group = first + ((o - begin) / kInterleaveRows) * group_bytes;
+    const int64_t n_out = std::min<int64_t>(kInterleaveRows, end - o);
+    auto emit = [&](int64_t r0, int mr) {
+      for (int i = 0; i < mr; ++i) {
+        float* dst = a.y + (r0 + i) * w.rows + o;
+        if (n_out == kInterleaveRows) {
+          _mm256_storeu_ps(dst, _mm256_load_ps(out + i * kInterleaveRows));
+        } else {
+          std::copy(out + i * kInterleaveRows, out + i * kInterleaveRows + n_out, dst);
+        }
+      }
+    };
+    float* const outs[1] = {out};
+    int64_t r = 0;
+    for (; r + kBatchRows<K> <= a.n_x; r += kBatchRows<K>) {
+      tile<K, 1, kBatchRows<K>>(a, &group, r, outs);
+      emit(r, kBatchRows<K>);
+    }
+    // The rows left over (fewer than a tile) in one tile: a pass per row
+    // would unpack the block once per row.
+    static_assert(kMaxBatchRows == 4, "the switch below covers 1..3 rows");
+    switch (a.n_x - r) {
+      case 3:
+        tile<K, 1, 3>(a, &group, r, outs);
+        break;
+      case 2:
+        tile<K, 1, 2>(a, &group, r, outs);
+        break;
+      case 1:
+        tile<K, 1, 1>(a, &group, r, outs);
+        break;
+      default:
+        break;
+    }
+    emit(r, static_cast<int>(a.n_x - r));
+  }
+}
+
+// Every interleaved type.
+inline void interleaved_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  switch (a.w->dtype) {
+    case DType::kQ4_0:
+      return interleaved_rows<IlQ4_0>(a, row_begin, row_end);
+    case DType::kQ4_1:
+      return interleaved_rows<IlQ4_1>(a, row_begin, row_end);
+    case DType::kQ5_0:
+      return interleaved_rows<IlQ5_0>(a, row_begin, row_end);
+    case DType::kQ8_0:
+      return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
+    default:
+      break;  // interleave8() makes no other type
+  }
+}
+
+}  // namespace
+}  // namespace omnibus::matmul_detail
