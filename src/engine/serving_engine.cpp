@@ -409,7 +409,9 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   if (admission_) {
     int64_t decode_rows = 0;
     for (const ScheduledChunk& c : plan.chunks)
-      decode_rows += static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1 && c.needs_logits ? 1 : 0;
+      // A decode chunk's guess rows count with it: they are what its
+      // sequence's step costs.
+      decode_rows += static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1 && c.needs_logits ? 1 + c.num_draft : 0;
     const auto total = static_cast<int64_t>(rows_.size());
     scheduler_->set_admission_limit(admission_->on_step(now_seconds() - now, decode_rows, total - decode_rows));
   }

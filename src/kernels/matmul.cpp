@@ -37,8 +37,21 @@ QuantizeRowsFn pick_quantize_rows_fn() {
 
 const char* matmul_path_name() {
   if (!cpu_features().has_avx2_fma()) return "scalar";
-  return cpu_features().avx_vnni ? "avx2+fma+avx-vnni" : "avx2+fma";
+  return matmul_detail::use_avxvnni_kernels() ? "avx2+fma+avx-vnni" : "avx2+fma";
 }
+
+namespace matmul_detail {
+
+bool use_avxvnni_kernels() { return kAvxVnniBuilt && cpu_features().avx_vnni; }
+
+#if defined(OMNIBUS_NO_AVXVNNI_BUILD)
+// Never called (use_avxvnni_kernels() is false); keeps the link whole.
+void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  rows_scalar(a, row_begin, row_end);
+}
+#endif
+
+}  // namespace matmul_detail
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
   const MatmulTarget target{&w, y};

@@ -1,10 +1,12 @@
 // The int8 kernels for weights in the interleaved layout (eight rows side by
 // side per block; kernels/weight_interleave.h), included by one source file
 // per instruction set: matmul_interleaved_avx2.cpp (-mavx2 -mfma -mf16c)
-// and matmul_interleaved_avxvnni.cpp (the same plus -mavxvnni). Everything
-// here has internal linkage, so each file keeps its own copy compiled for
-// its own instructions (no copy built for AVX-VNNI can be picked by the
-// linker for a CPU without it).
+// and matmul_interleaved_avxvnni.cpp (the same plus -mavxvnni). The kernels
+// here and the helpers of matmul_avx2_common.h have internal linkage, so
+// each file keeps its own copy compiled for its own instructions (no copy
+// built for AVX-VNNI can be picked by the linker for a CPU without it).
+// What else they call with external linkage (load_u32le, std::min,
+// std::copy) is plain integer code that no -m flag changes.
 //
 // Each output gets exactly the arithmetic of the row-layout kernels
 // (matmul_q8_avx2.cpp), so the two layouts give bit-identical results:

@@ -76,8 +76,15 @@ void rows_avx2_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // row_begin must be a multiple of 8.
 void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The same built with AVX-VNNI (bit-identical); only call after checking
-// cpu_features().avx_vnni.
+// cpu_features().avx_vnni, and only where the compiler could build it.
 void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+#if defined(OMNIBUS_NO_AVXVNNI_BUILD)
+inline constexpr bool kAvxVnniBuilt = false;
+#else
+inline constexpr bool kAvxVnniBuilt = true;
+#endif
+// Whether the interleaved kernels run their AVX-VNNI build on this CPU.
+bool use_avxvnni_kernels();
 
 // One output of the int8 math, in double precision: the reference.
 double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r);

@@ -130,7 +130,7 @@ TEST(Matmul, Int8ActivationErrorWithinQuantizationBound) {
 TEST(Matmul, PathName) {
   const std::string name = matmul_path_name();
   const char* want = !cpu_features().has_avx2_fma() ? "scalar"
-                     : cpu_features().avx_vnni    ? "avx2+fma+avx-vnni"
+                     : matmul_detail::use_avxvnni_kernels() ? "avx2+fma+avx-vnni"
                                                   : "avx2+fma";
   EXPECT_EQ(name, want);
 }

@@ -83,6 +83,7 @@ StepPlan Scheduler::schedule(double now) {
   schedule_running(p);
   if (config_.policy != BatchingPolicy::kContinuous) maybe_start_batch(now);
   if (!p.preempted_any) admit_waiting(p);
+  add_guesses(p);
   // Tables are copied last: a sequence's table only changes through its own
   // ensure_capacity, but a preempted one's chunk may have been dropped.
   for (ScheduledChunk& c : plan.chunks) {
@@ -141,21 +142,32 @@ bool Scheduler::schedule_one_running(Planner& p, SeqId id) {
     preempt(p, victim);
     if (victim == id) return false;
   }
-  add_chunk(p, s, n, guesses_that_fit(p, s, n));
+  add_chunk(p, s, n);
   return true;
 }
 
-// Guesses ride along only where they cost no one else: budget left after
-// the sequence's own token, blocks that are free now (no one is preempted
-// for a guess), and room under max_tokens (a step emits at most one token
-// per row).
-std::int64_t Scheduler::guesses_that_fit(const Planner& p, SequenceState& s, std::int64_t n) {
-  if (!s.is_decoding() || s.draft.empty()) return 0;
-  const std::int64_t room = s.max_tokens - static_cast<std::int64_t>(s.generated.size()) - 1;
-  std::int64_t k = std::min({static_cast<std::int64_t>(s.draft.size()), p.budget - n, room});
-  // As many as the free blocks hold (the first guesses are the likeliest).
-  while (k > 0 && !kv_.ensure_capacity(s.id, s.num_computed_tokens + n + k)) --k;
-  return std::max<std::int64_t>(k, 0);
+// Guesses ride along only where they cost no one else, so they are handed
+// out last, after every running sequence's own tokens and the admissions:
+// from the budget left, from blocks still free (no one is preempted or kept
+// waiting for a guess), and within max_tokens (a step emits at most one
+// token per row). In admission order; each sequence takes as many of its
+// guesses as fit, the first ones (the likeliest) first. Drafts are for this
+// step only: every running sequence's is cleared.
+void Scheduler::add_guesses(Planner& p) {
+  for (ScheduledChunk& c : p.plan.chunks) {
+    SequenceState& s = seqs_.at(c.seq);
+    if (p.budget <= 0 || s.draft.empty() || !c.needs_logits || c.tokens.size() != 1 ||
+        c.start_pos + 1 != s.num_known_tokens())
+      continue;
+    const std::int64_t room = s.max_tokens - static_cast<std::int64_t>(s.generated.size()) - 1;
+    std::int64_t k = std::min({static_cast<std::int64_t>(s.draft.size()), p.budget, room});
+    while (k > 0 && !kv_.ensure_capacity(s.id, s.num_computed_tokens + 1 + k)) --k;
+    if (k <= 0) continue;
+    c.tokens.insert(c.tokens.end(), s.draft.begin(), s.draft.begin() + k);
+    c.num_draft = k;
+    p.budget -= k;
+  }
+  for (SeqId id : running_) seqs_.at(id).draft.clear();
 }
 
 void Scheduler::set_draft(SeqId seq, std::span<const std::int32_t> draft) {
@@ -186,17 +198,14 @@ void Scheduler::preempt(Planner& p, SeqId victim) {
   ++stats_.preemptions;
 }
 
-void Scheduler::add_chunk(Planner& p, SequenceState& s, std::int64_t n, std::int64_t guesses) {
+void Scheduler::add_chunk(Planner& p, SequenceState& s, std::int64_t n) {
   ScheduledChunk c;
   c.seq = s.id;
   c.start_pos = s.num_computed_tokens;
-  c.tokens.reserve(static_cast<std::size_t>(n + guesses));
+  c.tokens.reserve(static_cast<std::size_t>(n + static_cast<std::int64_t>(s.draft.size())));
   for (std::int64_t i = 0; i < n; ++i) c.tokens.push_back(s.known_token(c.start_pos + i));
   c.needs_logits = c.start_pos + n == s.num_known_tokens();
-  c.tokens.insert(c.tokens.end(), s.draft.begin(), s.draft.begin() + guesses);
-  c.num_draft = guesses;
-  s.draft.clear();
-  p.budget -= n + guesses;
+  p.budget -= n;
   p.plan.chunks.push_back(std::move(c));
 }
 

@@ -107,11 +107,12 @@ class Scheduler {
   // guesses they claim to confirm.
   Status on_step_done(const StepPlan& plan, std::span<const SampledToken> sampled);
 
-  // Guesses of the tokens after a decoding sequence's newest one, for its
-  // next chunk (speculative decoding; see SequenceState::draft). The chunk
-  // carries as many as fit the step's token budget, the free blocks (no one
-  // is preempted for a guess) and max_tokens. Ignored for a sequence that is
-  // not running and decoding.
+  // Guesses of the tokens after a decoding sequence's newest one, for the
+  // next schedule() only (speculative decoding; see SequenceState::draft).
+  // They are handed out after every running sequence's own token and the
+  // admissions, so they take only budget and blocks no one else wanted this
+  // step, within max_tokens. Ignored for a sequence that is not running and
+  // decoding.
   void set_draft(SeqId seq, std::span<const std::int32_t> draft);
 
   // Caps how many sequences may be running before waiting ones are
@@ -139,8 +140,8 @@ class Scheduler {
   bool batch_may_admit(SeqId seq) const;
   void maybe_start_batch(double now);
   void preempt(Planner& p, SeqId victim);
-  void add_chunk(Planner& p, SequenceState& s, std::int64_t n, std::int64_t guesses = 0);
-  std::int64_t guesses_that_fit(const Planner& p, SequenceState& s, std::int64_t n);
+  void add_chunk(Planner& p, SequenceState& s, std::int64_t n);
+  void add_guesses(Planner& p);
   void finish(SequenceState& s, FinishReason reason);
 
   SchedulerConfig config_;

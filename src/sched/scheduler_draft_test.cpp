@@ -108,6 +108,71 @@ TEST(SchedulerDraftTest, GuessesTakeOnlyFreeBlocksAndPreemptNoOne) {
   ASSERT_TRUE(kv.check_invariants().is_ok());
 }
 
+TEST(SchedulerDraftTest, GuessesNeverCrowdOutAnotherSequencesToken) {
+  // Budget 8, two decoding sequences guessing 8 each: both get their own
+  // token first; the guesses share what is left.
+  KvManager kv = make_kv(32, 4);
+  Scheduler s(budget_of(8), kv);
+  ASSERT_TRUE(s.add(make_seq(1, prompt_tokens(3, 1), 40)).is_ok());
+  ASSERT_TRUE(s.add(make_seq(2, prompt_tokens(3, 2), 40)).is_ok());
+  StepPlan p = s.schedule(0);
+  ASSERT_EQ(p.chunks.size(), 2u);
+  const std::vector<SampledToken> first = {{1, 50, false}, {2, 51, false}};
+  ASSERT_TRUE(s.on_step_done(p, first).is_ok());
+  for (int step = 0; step < 3; ++step) {
+    s.set_draft(1, std::vector<std::int32_t>(8, 9));
+    s.set_draft(2, std::vector<std::int32_t>(8, 9));
+    p = s.schedule(0);
+    ASSERT_EQ(p.chunks.size(), 2u) << "step " << step;
+    EXPECT_EQ(p.num_tokens(), 8);
+    EXPECT_EQ(p.chunks[0].num_draft + p.chunks[1].num_draft, 6);
+    std::vector<SampledToken> none;  // every guess wrong: one new token each
+    for (const ScheduledChunk& c : p.chunks) none.push_back({c.seq, 70 + step, false});
+    ASSERT_TRUE(s.on_step_done(p, none).is_ok());
+  }
+}
+
+TEST(SchedulerDraftTest, GuessBlocksNeverPreemptAnotherSequence) {
+  // Five blocks of 4. Sequence 1 (4-token prompt) and sequence 2 (8-token
+  // prompt) hold three; the next step each needs a new block for its own
+  // token. Sequence 1's guesses could take both free blocks if handed out
+  // first, and sequence 2 would be preempted; last, they get only the room
+  // left in sequence 1's new block.
+  KvManager kv = make_kv(5, 4);
+  Scheduler s(budget_of(64), kv);
+  ASSERT_TRUE(s.add(make_seq(1, prompt_tokens(4, 1), 10)).is_ok());
+  ASSERT_TRUE(s.add(make_seq(2, prompt_tokens(8, 2), 10)).is_ok());
+  StepPlan p = s.schedule(0);
+  const std::vector<SampledToken> first = {{1, 50, false}, {2, 51, false}};
+  ASSERT_TRUE(s.on_step_done(p, first).is_ok());
+  ASSERT_EQ(kv.stats().blocks_used, 3);
+  s.set_draft(1, std::vector<std::int32_t>{9, 9, 9, 9, 9, 9, 9, 9});
+  p = s.schedule(0);
+  EXPECT_TRUE(p.preempted.empty());
+  ASSERT_EQ(p.chunks.size(), 2u);
+  EXPECT_EQ(p.chunks[1].seq, 2);
+  EXPECT_EQ(p.chunks[1].num_draft, 0);
+  // Sequence 1: its token at position 4, guesses at 5, 6 and 7.
+  EXPECT_EQ(p.chunks[0].num_draft, 3);
+  ASSERT_TRUE(kv.check_invariants().is_ok());
+}
+
+TEST(SchedulerDraftTest, ADraftIsForTheNextStepOnly) {
+  KvManager kv = make_kv(16, 4);
+  Scheduler s(budget_of(64), kv);
+  ASSERT_TRUE(s.add(make_seq(1, prompt_tokens(5, 1), 20)).is_ok());
+  start_decoding(s, 1);
+  s.set_draft(1, std::vector<std::int32_t>{60, 61});
+  // Used by the next plan; the one after it carries no stale guesses.
+  StepPlan p = s.schedule(0);
+  EXPECT_EQ(p.chunks[0].num_draft, 2);
+  const SampledToken t{1, 70, false};
+  ASSERT_TRUE(s.on_step_done(p, std::span(&t, 1)).is_ok());
+  p = s.schedule(0);
+  EXPECT_EQ(p.chunks[0].num_draft, 0);
+  EXPECT_TRUE(s.find(1)->draft.empty());
+}
+
 TEST(SchedulerDraftTest, SamplesThatContradictTheGuessesAreAnError) {
   KvManager kv = make_kv(16, 4);
   Scheduler s(budget_of(64), kv);

@@ -45,9 +45,9 @@ struct SequenceState {
   std::int64_t admit_order = -1;         // grows with each (re)admission; -1 never
   FinishReason finish_reason = FinishReason::kNone;
   // Speculative decoding: guesses of the tokens after the newest known one,
-  // set by the engine (Scheduler::set_draft) before a step. A decoding
-  // sequence's next chunk carries them when the budget and the pool allow;
-  // they are used for that step only.
+  // set by the engine (Scheduler::set_draft) before a step. The next
+  // schedule() puts as many as fit the budget and the free blocks left over
+  // in the sequence's decode chunk, then clears them.
   std::vector<std::int32_t> draft;
 
   std::int64_t num_known_tokens() const {
