@@ -65,6 +65,18 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
+def alternate(reps, once):
+    """once(draft) for draft off and on, reps + 1 times in alternating order;
+    the first round is a warm-up. Returns (plain runs, draft runs)."""
+    runs = {False: [], True: []}
+    for rep in range(reps + 1):
+        for draft in (False, True) if rep % 2 == 0 else (True, False):
+            result = once(draft)
+            if rep > 0:
+                runs[draft].append(result)
+    return runs[False], runs[True]
+
+
 # ---------------------------------------------------------------- omnibus
 
 def omnibus_once(args, text, draft):
@@ -87,13 +99,7 @@ def omnibus_once(args, text, draft):
 def bench_omnibus(args, texts):
     out = {}
     for name, text in texts.items():
-        runs = {False: [], True: []}
-        for rep in range(args.reps + 1):
-            for draft in (False, True) if rep % 2 == 0 else (True, False):  # alternate the order
-                s = omnibus_once(args, text, draft)
-                if rep > 0:
-                    runs[draft].append(s)
-        plain, spec = runs[False], runs[True]
+        plain, spec = alternate(args.reps, lambda draft: omnibus_once(args, text, draft))
         out[name] = {
             "plain_tokens_per_s": median([s["decode_tokens_per_s"] for s in plain]),
             "draft_tokens_per_s": median([s["decode_tokens_per_s"] for s in spec]),
@@ -145,13 +151,7 @@ def llama_child(config_path):
 
     result = {}
     for name, text in cfg["texts"].items():
-        runs = {False: [], True: []}
-        for rep in range(cfg["reps"] + 1):
-            for draft in (False, True) if rep % 2 == 0 else (True, False):
-                r = once(models[draft], text)
-                if rep > 0:
-                    runs[draft].append(r)
-        plain, spec = runs[False], runs[True]
+        plain, spec = alternate(cfg["reps"], lambda draft: once(models[draft], text))
         result[name] = {
             "plain_tokens_per_s": median([r["tokens_per_s"] for r in plain]),
             "draft_tokens_per_s": median([r["tokens_per_s"] for r in spec]),

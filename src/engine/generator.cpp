@@ -111,15 +111,12 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
     const int pos = static_cast<int>(cached_.size());
     if (pos >= context_) break;  // context full
     cached_.push_back(token);
-    // Guesses past max_tokens or the context would never be used.
-    draft_.clear();
-    int ran = 0;
-    if (options.speculation.enabled()) {
-      propose_draft(options.speculation, cached_,
-                    std::min({limit - static_cast<int>(generated.size()), context_ - pos, forward_->max_batch()}) - 1,
-                    vocab, draft_);
-      ran = guesses_to_run(options.speculation, static_cast<int>(draft_.size()), acceptance, step_cost_);
-    }
+    // Guesses past max_tokens or the context would never be used. Without
+    // speculation the draft comes back empty.
+    propose_draft(options.speculation, cached_,
+                  std::min({limit - static_cast<int>(generated.size()), context_ - pos, forward_->max_batch()}) - 1,
+                  vocab, draft_);
+    const int ran = guesses_to_run(options.speculation, static_cast<int>(draft_.size()), acceptance, step_cost_);
     rows_.clear();
     rows_.push_back({token, block_table_, pos, true});
     for (int i = 0; i < ran; ++i) rows_.push_back({draft_[i], block_table_, pos + 1 + i, true});

@@ -71,48 +71,45 @@ struct IlQ8_0 {
   static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 256;
 };
 
+// Codes of chunk j (elements 4j..4j+3 in `lo`, 16+4j..16+4j+3 in `hi`, one
+// byte per code) of one group's block; Q5_0 adds bit 4 of each code from
+// the regrouped fifth bits just before the codes (kernels/weight_interleave.h).
+template <class K>
+inline void unpack_codes(const uint8_t* codes, int j, __m256i& lo, __m256i& hi) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i packed = load256(codes + 32 * j);
+  lo = _mm256_and_si256(packed, low);
+  hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+  if constexpr (K::kFifthBit) {
+    const __m256i high = load256(codes - K::kHighBytes);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(high, 4 - j), bit4));
+    hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi32(high, j), bit4));
+  }
+}
+
+// acc + the sum of each lane's four u8 x s8 products, exactly: one vpdpbusd
+// with AVX-VNNI, else vpmaddubsw (pairs into int16: |2 x 128 x 127| fits)
+// and a widening vpmaddwd.
+inline __m256i add_dot4(__m256i acc, __m256i u8, __m256i s8) {
+#if defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, u8, s8);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
+#endif
+}
+
 // Exact int32 sums over one block of NG groups of eight rows (lane r: row r)
 // against MR x rows: codes[g] points at group g's codes of the block (its
 // fifth bits, Q5_0, just before them), xb[i] at x row i's 32 int8 values of
-// it; sums[g * MR + i]. Each (group, x row)
-// pair gets the same int16 chain and widening whatever NG and MR are, so
-// results do not depend on the tile shape. Decode (MR = 1) walks several
+// it; sums[g * MR + i]. The sums are exact integers, so neither the tile
+// shape nor the instruction set changes them. Decode (MR = 1) walks several
 // groups at once and shares each broadcast of x among them; batches (NG =
 // 1) share each unpacked block among the x rows.
-#if defined(__AVXVNNI__)
-// The same sums with vpdpbusd: each (group, x row) pair accumulates its
-// products straight into int32 lanes, low and high code halves in two
-// chains (added at the end; integer sums, so the order changes nothing).
 template <class K, int NG, int MR>
 inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m256i* sums) {
-  if constexpr (!K::kSigned) {
-    const __m256i low = _mm256_set1_epi8(0x0F);
-    __m256i s_lo[NG * MR], s_hi[NG * MR];
-#pragma GCC unroll 8
-    for (int k = 0; k < NG * MR; ++k) s_lo[k] = s_hi[k] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-#pragma GCC unroll 8
-      for (int g = 0; g < NG; ++g) {
-        const __m256i packed = load256(codes[g] + 32 * j);
-        __m256i lo = _mm256_and_si256(packed, low);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
-        if constexpr (K::kFifthBit) {
-          const __m256i high = load256(codes[g] - K::kHighBytes);
-          const __m256i bit4 = _mm256_set1_epi8(0x10);
-          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(high, 4 - j), bit4));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi32(high, j), bit4));
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; ++i) {
-          s_lo[g * MR + i] = _mm256_dpbusd_avx_epi32(s_lo[g * MR + i], lo, broadcast4(xb[i] + 4 * j));
-          s_hi[g * MR + i] = _mm256_dpbusd_avx_epi32(s_hi[g * MR + i], hi, broadcast4(xb[i] + 16 + 4 * j));
-        }
-      }
-    }
-#pragma GCC unroll 8
-    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_add_epi32(s_lo[k], s_hi[k]);
-  } else {
+  if constexpr (K::kSigned) {
+    // Q8_0: |w| x (x with w's sign).
 #pragma GCC unroll 8
     for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
 #pragma GCC unroll 8
@@ -123,18 +120,35 @@ inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m
         const __m256i mag = _mm256_abs_epi8(w);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i)
-          sums[g * MR + i] =
-              _mm256_dpbusd_avx_epi32(sums[g * MR + i], mag, _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w));
+          sums[g * MR + i] = add_dot4(sums[g * MR + i], mag, _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w));
       }
     }
-  }
-}
+  } else {
+#if defined(__AVXVNNI__)
+    // Straight into int32 lanes, low and high code halves in two chains
+    // (added at the end; integer sums, so the order changes nothing).
+    __m256i s_lo[NG * MR], s_hi[NG * MR];
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) s_lo[k] = s_hi[k] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        __m256i lo, hi;
+        unpack_codes<K>(codes[g], j, lo, hi);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          s_lo[g * MR + i] = add_dot4(s_lo[g * MR + i], lo, broadcast4(xb[i] + 4 * j));
+          s_hi[g * MR + i] = add_dot4(s_hi[g * MR + i], hi, broadcast4(xb[i] + 16 + 4 * j));
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_add_epi32(s_lo[k], s_hi[k]);
 #else
-template <class K, int NG, int MR>
-inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m256i* sums) {
-  const __m256i ones16 = _mm256_set1_epi16(1);
-  if constexpr (!K::kSigned) {
-    const __m256i low = _mm256_set1_epi8(0x0F);
+    // Products summed as int16 and widened once (about half the
+    // multiply-pipe work of widening every pair).
+    const __m256i ones16 = _mm256_set1_epi16(1);
     __m256i p[NG * MR];
 #pragma GCC unroll 8
     for (int k = 0; k < NG * MR; ++k) p[k] = _mm256_setzero_si256();
@@ -142,16 +156,8 @@ inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m
     for (int j = 0; j < 4; ++j) {
 #pragma GCC unroll 8
       for (int g = 0; g < NG; ++g) {
-        const __m256i packed = load256(codes[g] + 32 * j);
-        __m256i lo = _mm256_and_si256(packed, low);                        // elements 4j..4j+3
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);  // 16+4j..16+4j+3
-        if constexpr (K::kFifthBit) {
-          // Bit 4 of each code from the regrouped fifth bits (header).
-          const __m256i high = load256(codes[g] - K::kHighBytes);
-          const __m256i bit4 = _mm256_set1_epi8(0x10);
-          lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(high, 4 - j), bit4));
-          hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi32(high, j), bit4));
-        }
+        __m256i lo, hi;
+        unpack_codes<K>(codes[g], j, lo, hi);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
           __m256i& acc = p[g * MR + i];
@@ -175,27 +181,9 @@ inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m
     for (int k = 0; k < NG * MR; ++k)
       sums[k] = K::kFifthBit ? _mm256_add_epi32(sums[k], _mm256_madd_epi16(p[k], ones16))
                              : _mm256_madd_epi16(p[k], ones16);
-  } else {
-#pragma GCC unroll 8
-    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-#pragma GCC unroll 8
-      for (int g = 0; g < NG; ++g) {
-        const __m256i w = load256(codes[g] + 32 * j);
-        const __m256i mag = _mm256_abs_epi8(w);
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; ++i) {
-          const __m256i x = _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w);
-          sums[g * MR + i] =
-              _mm256_add_epi32(sums[g * MR + i], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, x), ones16));
-        }
-      }
-    }
+#endif
   }
 }
-
-#endif  // __AVXVNNI__
 
 // Outputs of NG groups of eight weight rows for x rows r0..r0+MR: group g's
 // for x row i written to out[g][i * 8 + r].

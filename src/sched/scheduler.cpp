@@ -156,9 +156,9 @@ bool Scheduler::schedule_one_running(Planner& p, SeqId id) {
 void Scheduler::add_guesses(Planner& p) {
   for (ScheduledChunk& c : p.plan.chunks) {
     SequenceState& s = seqs_.at(c.seq);
-    if (p.budget <= 0 || s.draft.empty() || !c.needs_logits || c.tokens.size() != 1 ||
-        c.start_pos + 1 != s.num_known_tokens())
-      continue;
+    // set_draft gives drafts to decoding sequences only, whose chunk is
+    // their one newest token.
+    if (p.budget <= 0 || s.draft.empty() || !s.is_decoding()) continue;
     const std::int64_t room = s.max_tokens - static_cast<std::int64_t>(s.generated.size()) - 1;
     std::int64_t k = std::min({static_cast<std::int64_t>(s.draft.size()), p.budget, room});
     while (k > 0 && !kv_.ensure_capacity(s.id, s.num_computed_tokens + 1 + k)) --k;
@@ -202,7 +202,7 @@ void Scheduler::add_chunk(Planner& p, SequenceState& s, std::int64_t n) {
   ScheduledChunk c;
   c.seq = s.id;
   c.start_pos = s.num_computed_tokens;
-  c.tokens.reserve(static_cast<std::size_t>(n + static_cast<std::int64_t>(s.draft.size())));
+  c.tokens.reserve(static_cast<std::size_t>(n) + s.draft.size());
   for (std::int64_t i = 0; i < n; ++i) c.tokens.push_back(s.known_token(c.start_pos + i));
   c.needs_logits = c.start_pos + n == s.num_known_tokens();
   p.budget -= n;
