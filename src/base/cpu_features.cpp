@@ -33,7 +33,10 @@ CpuFeatures detect() {
   f.avx2 = ymm_enabled && cpu_avx2;
   f.fma = ymm_enabled && cpu_fma;
   f.f16c = ymm_enabled && cpu_f16c;
-  f.avx512f = ymm_enabled && cpu_avx512f && (read_xcr0() & 0xe0) == 0xe0;
+  // OMNIBUS_NO_AVX512=1 hides AVX-512 (A/B runs; the kernels give the same bits).
+  const char* no_avx512 = std::getenv("OMNIBUS_NO_AVX512");
+  const bool avx512_allowed = no_avx512 == nullptr || no_avx512[0] == '\0' || std::strcmp(no_avx512, "0") == 0;
+  f.avx512f = avx512_allowed && ymm_enabled && cpu_avx512f && (read_xcr0() & 0xe0) == 0xe0;
   // CPUID.(EAX=7, ECX=1):EAX bit 4. OMNIBUS_NO_VNNI=1 turns it off (A/B runs).
   const char* no_vnni = std::getenv("OMNIBUS_NO_VNNI");
   const bool vnni_allowed = no_vnni == nullptr || no_vnni[0] == '\0' || std::strcmp(no_vnni, "0") == 0;

@@ -16,11 +16,31 @@ void attention_row(const AttentionShape& s, const float* q, const uint16_t* k, c
   attention_row_paged(s, q, std::span(&whole, 1), row_stride, scores, out, head_begin, head_end);
 }
 
+#ifdef OMNIBUS_NO_AVX512_BUILD
+constexpr bool kAvx512Built = false;
+namespace avx512 {
+// Never called (avx512_attention_usable is false); keeps the link whole.
+void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
+  avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+}
+}  // namespace avx512
+#else
+constexpr bool kAvx512Built = true;
+#endif
+
+bool avx512_attention_usable(const AttentionShape& s) {
+  static const bool cpu = kAvx512Built && cpu_features().avx512f && cpu_features().has_avx2_fma();
+  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0 && s.head_dim <= kMaxHeadDim;
+}
+
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   static const bool use_avx2 = cpu_features().has_avx2_fma();
-  if (use_avx2 && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0 &&
-      s.head_dim <= kMaxHeadDim) {
+  if (avx512_attention_usable(s)) {
+    avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+  } else if (use_avx2 && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0 &&
+             s.head_dim <= kMaxHeadDim) {
     avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
   } else {
     ref::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);

@@ -201,4 +201,15 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
                           const AttentionPartial& out1, int head_begin, int head_end);
 }  // namespace avx2
 
+// The AVX-512F version of avx2::attention_chunk (attention_avx512.cpp):
+// the same bits, wider inner loops. Only call when avx512_attention_usable(s).
+namespace avx512 {
+void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+}  // namespace avx512
+// True where this build has the AVX-512 kernels, the CPU runs them
+// (cpu_features().avx512f) and the shape suits them (head_dim a multiple of
+// 16 up to kMaxHeadDim; q8_0: of 32).
+bool avx512_attention_usable(const AttentionShape& shape);
+
 }  // namespace omnibus

@@ -14,6 +14,7 @@
 #include "kernels/attention.h"
 
 namespace omnibus::avx2::attention_detail {
+namespace {
 
 // 8 f16 values widened to f32.
 inline __m256 load_f16x8(const uint16_t* p) {
@@ -154,9 +155,8 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// scores[j] = e^(scores[j] - max), rounded to f16; returns the sum (8 lanes
-// in order, then hsum) and stores the max in *max_out.
-inline float softmax_numerators(float* scores, int64_t n, float* max_out) {
+// The largest of n scores.
+inline float max_score(const float* scores, int64_t n) {
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(scores + j));
@@ -165,11 +165,16 @@ inline float softmax_numerators(float* scores, int64_t n, float* max_out) {
   _mm256_store_ps(lanes, vmax);
   for (float l : lanes) max_score = std::max(max_score, l);
   for (; j < n; ++j) max_score = std::max(max_score, scores[j]);
-  *max_out = max_score;
+  return max_score;
+}
 
+// scores[j] = e^(scores[j] - max) rounded to f16 for j in [from, n), eight
+// at a time, each eight added to `sum` in position order (`from` a
+// multiple of 8); returns the new sum. Wider kernels do the positions
+// before `from` themselves, adding their eights in the same order.
+inline __m256 numerators_from(float* scores, int64_t from, int64_t n, float max_score, __m256 sum) {
   const __m256 m = _mm256_set1_ps(max_score);
-  __m256 sum = _mm256_setzero_ps();
-  j = 0;
+  int64_t j = from;
   for (; j + 8 <= n; j += 8) {
     const __m256 e = round_f16(exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + j), m)));
     _mm256_storeu_ps(scores + j, e);
@@ -187,7 +192,14 @@ inline float softmax_numerators(float* scores, int64_t n, float* max_out) {
     std::copy(tail, tail + rest, scores + j);
     sum = _mm256_add_ps(sum, e);
   }
-  return hsum(sum);
+  return sum;
+}
+
+// scores[j] = e^(scores[j] - max), rounded to f16; returns the sum (8 lanes
+// in position order, then hsum) and stores the max in *max_out.
+inline float softmax_numerators(float* scores, int64_t n, float* max_out) {
+  *max_out = max_score(scores, n);
+  return hsum(numerators_from(scores, 0, n, *max_out, _mm256_setzero_ps()));
 }
 
 // Heads of one GQA group sharing a KV head, at most this many per kernel call.
@@ -211,4 +223,5 @@ inline void round_q_to_f16(const float* q, int head_begin, int heads, int head_d
   }
 }
 
+}  // namespace
 }  // namespace omnibus::avx2::attention_detail

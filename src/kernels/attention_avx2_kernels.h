@@ -8,6 +8,7 @@
 #include "kernels/attention_avx2_common.h"
 
 namespace omnibus::avx2::attention_detail {
+namespace {
 
 // Scores of `count` (1..4) consecutive positions (f16 rows at k, `stride`
 // apart) against G heads' q vectors at once, so each K vector is widened
@@ -114,7 +115,8 @@ inline void score_heads_transposed(const float* const* q, const uint16_t* k, int
 // score_heads_transposed over all of a chunk's runs for one KV head (K of
 // run r at runs[r].k + head_offset), run after run, each run's scores at
 // out[g] + its first position: one call per KV head and chunk instead of
-// one per KV block. prefetch_of(r): the SpreadPrefetch for run r.
+// one per KV block. prefetch_of(k_run, v_run): the SpreadPrefetch of run
+// k_run's K and run v_run's V, asked for (r + 1, r) while run r is scored.
 template <class Fmt, int G, class PrefetchOf>
 inline void score_runs_transposed(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
                                   int64_t dim_stride, int head_dim, float scale, float* const* out,
@@ -123,7 +125,7 @@ inline void score_runs_transposed(const float* const* q, std::span<const KvRun> 
   for (int g = 0; g < G; ++g) at[g] = out[g];
   for (size_t r = 0; r < runs.size(); ++r) {
     score_heads_transposed<Fmt, G>(q, runs[r].k + head_offset, dim_stride, runs[r].count, head_dim, scale, at,
-                                   prefetch_of(r));
+                                   prefetch_of(r + 1, r));
     for (int g = 0; g < G; ++g) at[g] += runs[r].count;
   }
 }
@@ -183,7 +185,7 @@ inline void score_runs_q8(const float* const* q, std::span<const KvRun> runs, in
   for (int g = 0; g < G; ++g) at[g] = out[g];
   for (size_t r = 0; r < runs.size(); ++r) {
     score_heads_q8<G>(q, runs[r].k_q + head_offset, runs[r].k_scale + scale_offset, dim_stride, runs[r].count,
-                      head_dim, scale, at, prefetch_of(r));
+                      head_dim, scale, at, prefetch_of(r + 1, r));
     for (int g = 0; g < G; ++g) at[g] += runs[r].count;
   }
 }
@@ -348,4 +350,5 @@ inline void accumulate_values(const AttentionShape& s, int n, const float* const
   });
 }
 
+}  // namespace
 }  // namespace omnibus::avx2::attention_detail

@@ -1,0 +1,145 @@
+// The AVX-512 attention kernels give the AVX2 kernels' bits: every cache
+// type, the store's layout and the others, blocks cut anywhere, heads split
+// anywhere, chunk by chunk (max, sum and the unnormalised sums) and whole
+// rows. This is what lets a decode row on an AVX-512 CPU still match the
+// prefill of the same row (AVX2 row pairs) bit for bit. Skipped, and says
+// so, on a CPU without AVX-512F.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "kernels/attention.h"
+#include "kernels/attention_test_util.h"
+
+namespace omnibus {
+namespace {
+
+using namespace attention_test_util;
+
+void avx512_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
+                float* out, int h0, int h1) {
+  attention_row_paged_with(avx512::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+
+// One layout of the same K and V: its shape (strides, type), its runs and
+// the buffers behind them.
+struct Layout {
+  const char* name;
+  AttentionShape shape;
+  std::vector<KvRun> runs;
+  int64_t row_stride;
+  std::vector<uint16_t> k, v;
+  Q8Store q8;
+};
+
+std::vector<Layout> layouts(const AttentionShape& base, const std::vector<uint16_t>& keys,
+                            const std::vector<uint16_t>& values, int64_t n_kv, int64_t block_size) {
+  const int64_t stride = int64_t{base.n_head_kv} * base.head_dim;
+  std::vector<Layout> out;
+  auto add = [&](const char* name) -> Layout& {
+    out.push_back(Layout{name, base, {}, base.head_dim, {}, {}, {}});
+    return out.back();
+  };
+  {  // the paged store: K transposed, each KV head's blocks in a row
+    Layout& l = add("store f16");
+    l.runs = transposed_blocks(keys, values, l.shape, n_kv, block_size, l.k, l.v, true);
+  }
+  {
+    Layout& l = add("store bf16");
+    l.shape.kv_type = KvCacheType::kBF16;
+    l.runs = transposed_blocks(as_bf16(keys), as_bf16(values), l.shape, n_kv, block_size, l.k, l.v, true);
+  }
+  {  // K transposed, each block's heads in a row
+    Layout& l = add("blocks f16");
+    l.runs = transposed_blocks(keys, values, l.shape, n_kv, block_size, l.k, l.v, false);
+  }
+  if (base.head_dim % kKvQ8Group == 0) {
+    Layout& l = add("blocks q8_0");
+    l.runs = q8_blocks(keys, values, l.shape, n_kv, block_size, l.q8);
+  }
+  {  // row-major rows of all heads
+    Layout& l = add("rows f16");
+    l.row_stride = stride;
+    for (int64_t p = 0; p < n_kv; p += block_size)
+      l.runs.push_back({keys.data() + p * stride, values.data() + p * stride, std::min(block_size, n_kv - p)});
+  }
+  return out;
+}
+
+// Q scaled up so that scores spread over tens of units and the softmax
+// numerators over many binades: with scores of a unit or two every sum of
+// f16-rounded numerators is exact in f32 and a changed summation order
+// would go unseen.
+std::vector<float> spread_q(int64_t n, uint32_t seed) {
+  auto q = random_floats(n, seed);
+  for (float& x : q) x *= 12.0f;
+  return q;
+}
+
+struct Case {
+  int n_head, n_head_kv, head_dim;
+};
+
+// SmolLM2 (9:3 x 64), Gemma 3 270M (4:1 x 256), MHA, a head_dim of three
+// sixteens (a lone vector beside the 64-float passes: 48 and 112).
+constexpr Case kCases[] = {{9, 3, 64}, {4, 1, 256}, {4, 4, 32}, {6, 2, 48}, {8, 2, 112}, {16, 2, 128}};
+
+TEST(AttentionAvx512Test, ChunksBitIdenticalToAvx2) {
+  for (const Case& c : kCases) {
+    const AttentionShape base{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+    if (!avx512_attention_usable(base)) GTEST_SKIP() << "no AVX-512F on this CPU (or not built): nothing to compare";
+    for (int64_t n_kv : {1, 15, 16, 17, 70, 256}) {
+      const int64_t stride = int64_t{c.n_head_kv} * c.head_dim;
+      const auto q = spread_q(int64_t{c.n_head} * c.head_dim, 11 + n_kv);
+      const auto keys = random_halves(n_kv * stride, 12 + n_kv), values = random_halves(n_kv * stride, 13 + n_kv);
+      for (int64_t block_size : {1, 7, 16, 64}) {
+        for (Layout& l : layouts(base, keys, values, n_kv, block_size)) {
+          // Head ranges: all, one cut through a GQA group, a single head.
+          for (auto [h0, h1] : {std::pair{0, c.n_head}, std::pair{1, c.n_head - 1}, std::pair{c.n_head - 1, c.n_head}}) {
+            if (h0 >= h1) continue;
+            const int heads = h1 - h0;
+            std::vector<float> scores(static_cast<size_t>(heads) * n_kv);
+            auto run = [&](AttentionChunkFn fn, std::vector<float>& acc, std::vector<float>& mx, std::vector<float>& sm) {
+              acc.assign(static_cast<size_t>(heads) * c.head_dim, NAN);
+              mx.assign(heads, NAN);
+              sm.assign(heads, NAN);
+              fn(l.shape, q.data(), l.runs, l.row_stride, scores.data(), AttentionPartial{acc.data(), mx.data(), sm.data()},
+                 h0, h1);
+            };
+            std::vector<float> a_acc, a_max, a_sum, b_acc, b_max, b_sum;
+            run(avx2::attention_chunk, a_acc, a_max, a_sum);
+            run(avx512::attention_chunk, b_acc, b_max, b_sum);
+            const std::string where = std::string(l.name) + " heads " + std::to_string(c.n_head) + ":" +
+                                      std::to_string(c.n_head_kv) + "x" + std::to_string(c.head_dim) + " n_kv " +
+                                      std::to_string(n_kv) + " block " + std::to_string(block_size) + " heads [" +
+                                      std::to_string(h0) + "," + std::to_string(h1) + ")";
+            EXPECT_EQ(0, std::memcmp(a_acc.data(), b_acc.data(), a_acc.size() * sizeof(float))) << where;
+            EXPECT_EQ(0, std::memcmp(a_max.data(), b_max.data(), a_max.size() * sizeof(float))) << where;
+            EXPECT_EQ(0, std::memcmp(a_sum.data(), b_sum.data(), a_sum.size() * sizeof(float))) << where;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Whole rows over several chunks (each chunk merged in order), so the
+// merges see the same partials: 2,100 positions at SmolLM2's shape.
+TEST(AttentionAvx512Test, RowsBitIdenticalToAvx2) {
+  const AttentionShape base{9, 3, 64, 0.125f};
+  if (!avx512_attention_usable(base)) GTEST_SKIP() << "no AVX-512F on this CPU (or not built): nothing to compare";
+  const int64_t n_kv = 2100;
+  const auto q = spread_q(9 * 64, 21);
+  const auto keys = random_halves(n_kv * 192, 22), values = random_halves(n_kv * 192, 23);
+  for (Layout& l : layouts(base, keys, values, n_kv, 16)) {
+    std::vector<float> scores(9 * kAttentionChunk), want(9 * 64, NAN), got(9 * 64, NAN);
+    avx2_row(l.shape, q.data(), l.runs, l.row_stride, scores.data(), want.data(), 0, 9);
+    avx512_row(l.shape, q.data(), l.runs, l.row_stride, scores.data(), got.data(), 0, 9);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << l.name;
+  }
+}
+
+}  // namespace
+}  // namespace omnibus
