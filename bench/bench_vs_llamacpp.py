@@ -96,7 +96,11 @@ def run_child(mode, config):
         cmd = [sys.executable, str(Path(__file__).resolve()), mode, f.name]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise SystemExit(f"{mode} failed:\n{proc.stderr[-3000:]}")
+            hint = ""
+            if proc.returncode < 0:
+                hint = (f" (killed by signal {-proc.returncode}; a llama.cpp built with AMX "
+                        "crashes so on some VMs: scripts/setup.sh --bench builds it without)")
+            raise SystemExit(f"{mode} failed, exit {proc.returncode}{hint}:\n{proc.stderr[-3000:]}")
     finally:
         os.unlink(f.name)
     return json.loads(proc.stdout.strip().splitlines()[-1])

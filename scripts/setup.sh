@@ -32,7 +32,21 @@ for entry in "${PYTHON_PACKAGES[@]}"; do
 done
 if ((${#py_missing[@]})); then
   echo "setup: installing Python packages: ${py_missing[*]}" >&2
-  python3 -m pip install -q "${py_missing[@]}" >&2
+  # llama.cpp built for a CPU with AMX (-march=native) multiplies batches
+  # with AMX tiles, and on VMs whose kernel does not grant the tile state
+  # (seen on an Intel Xeon VM here) that crashes with SIGSEGV in
+  # ggml_backend_amx_mul_mat on the first prompt of two or more tokens. On
+  # such CPUs build it for the same instruction sets without AMX (the
+  # machine's AVX-512, VNNI and BF16 kernels and the repacked layouts stay).
+  if [[ " ${py_missing[*]} " == *" llama-cpp-python "* ]] && grep -qw amx_tile /proc/cpuinfo 2>/dev/null \
+      && [ -z "${CMAKE_ARGS:-}" ]; then
+    echo "setup: AMX CPU: building llama-cpp-python without AMX" >&2
+    export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+-DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON \
+-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+    pip_extra=(--no-cache-dir)  # a cached wheel may be the AMX build
+  fi
+  python3 -m pip install -q ${pip_extra[@]+"${pip_extra[@]}"} "${py_missing[@]}" >&2
 fi
 
 scripts/fetch_model.sh

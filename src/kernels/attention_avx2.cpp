@@ -31,8 +31,10 @@
 // position (values).
 // A bf16 cache goes through the f16 kernels with a cheaper widening
 // (BF16Elements, attention_avx2_common.h). The building blocks are in
-// attention_avx2_common.h and attention_avx2_kernels.h, the two-row
-// version in attention_pair_avx2.cpp.
+// attention_avx2_common.h and attention_avx2_kernels.h, the order of the
+// passes and prefetches in attention_chunk_driver.h (shared with the
+// AVX-512 kernels, attention_avx512.cpp, which give the same bits), the
+// two-row version in attention_pair_avx2.cpp.
 // Requires head_dim % 8 == 0 (q8_0: % 32); attention.cpp falls back to the
 // reference otherwise.
 #include "kernels/attention.h"
