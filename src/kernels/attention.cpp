@@ -24,6 +24,11 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
                      float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
 }
+void attention_chunk_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
+                          int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
+                          const AttentionPartial& out1, int head_begin, int head_end) {
+  avx2::attention_chunk_pair(s, q0, q1, runs, count0, row_stride, scores, out0, out1, head_begin, head_end);
+}
 }  // namespace avx512
 #else
 constexpr bool kAvx512Built = true;
@@ -219,8 +224,8 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
       const AttentionPartial& part0 = first == 0 ? state0 : next0;
       const AttentionPartial& part1 = first == 0 ? state1 : next1;
       if (count0 > 0) {
-        avx2::attention_chunk_pair(s, q0, q1, std::span(chunk_runs, n), count0, row_stride, scores, part0, part1, h0,
-                                   h1);
+        const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
+        pair_chunk(s, q0, q1, std::span(chunk_runs, n), count0, row_stride, scores, part0, part1, h0, h1);
         if (first > 0) attention_merge(s.head_dim, heads, next0, state0);
       } else {
         // Row 0 ended at the previous chunk; row 1's last position opens this one.

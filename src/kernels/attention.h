@@ -201,11 +201,15 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
                           const AttentionPartial& out1, int head_begin, int head_end);
 }  // namespace avx2
 
-// The AVX-512F version of avx2::attention_chunk (attention_avx512.cpp):
-// the same bits, wider inner loops. Only call when avx512_attention_usable(s).
+// The AVX-512F versions of avx2::attention_chunk and attention_chunk_pair
+// (attention_avx512.cpp, attention_pair_avx512.cpp): the same bits, wider
+// inner loops. Only call when avx512_attention_usable(s).
 namespace avx512 {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end);
+void attention_chunk_pair(const AttentionShape& shape, const float* q0, const float* q1, std::span<const KvRun> runs,
+                          int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
+                          const AttentionPartial& out1, int head_begin, int head_end);
 }  // namespace avx512
 // True where this build has the AVX-512 kernels, the CPU runs them
 // (cpu_features().avx512f) and the shape suits them (head_dim a multiple of

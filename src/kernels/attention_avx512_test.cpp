@@ -125,6 +125,49 @@ TEST(AttentionAvx512Test, ChunksBitIdenticalToAvx2) {
   }
 }
 
+// The two-row chunk (consecutive prompt rows: row 0 sees the first count0
+// positions, row 1 all): both rows' partials, on the K-transposed layouts
+// the pair kernel takes.
+TEST(AttentionAvx512Test, PairChunksBitIdenticalToAvx2) {
+  for (const Case& c : kCases) {
+    const AttentionShape base{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+    if (!avx512_attention_usable(base)) GTEST_SKIP() << "no AVX-512F on this CPU (or not built): nothing to compare";
+    for (int64_t n_kv : {2, 16, 17, 70, 256}) {
+      const int64_t stride = int64_t{c.n_head_kv} * c.head_dim;
+      const auto q = spread_q(2 * int64_t{c.n_head} * c.head_dim, 31 + n_kv);
+      const float* q0 = q.data();
+      const float* q1 = q.data() + int64_t{c.n_head} * c.head_dim;
+      const auto keys = random_halves(n_kv * stride, 32 + n_kv), values = random_halves(n_kv * stride, 33 + n_kv);
+      for (int64_t block_size : {1, 7, 16, 64}) {
+        for (Layout& l : layouts(base, keys, values, n_kv, block_size)) {
+          if (l.shape.k_dim_stride == 0 || !attention_pairs_supported(l.shape)) continue;
+          for (auto [h0, h1] : {std::pair{0, c.n_head}, std::pair{1, c.n_head - 1}}) {
+            if (h0 >= h1) continue;
+            const int heads = h1 - h0;
+            std::vector<float> scores(2 * static_cast<size_t>(heads) * n_kv);
+            using PairFn = decltype(&avx2::attention_chunk_pair);
+            auto run = [&](PairFn fn, std::vector<float>& got) {
+              // acc0, acc1, then max0, sum0, max1, sum1.
+              const size_t acc = static_cast<size_t>(heads) * c.head_dim;
+              got.assign(2 * acc + 4 * heads, NAN);
+              float* m = got.data() + 2 * acc;
+              fn(l.shape, q0, q1, l.runs, n_kv - 1, l.row_stride, scores.data(),
+                 AttentionPartial{got.data(), m, m + heads}, AttentionPartial{got.data() + acc, m + 2 * heads, m + 3 * heads},
+                 h0, h1);
+            };
+            std::vector<float> want, got;
+            run(avx2::attention_chunk_pair, want);
+            run(avx512::attention_chunk_pair, got);
+            EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+                << l.name << " heads " << c.n_head << ":" << c.n_head_kv << "x" << c.head_dim << " n_kv " << n_kv
+                << " block " << block_size << " heads [" << h0 << "," << h1 << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
 // Whole rows over several chunks (each chunk merged in order), so the
 // merges see the same partials: 2,100 positions at SmolLM2's shape.
 TEST(AttentionAvx512Test, RowsBitIdenticalToAvx2) {
@@ -138,6 +181,15 @@ TEST(AttentionAvx512Test, RowsBitIdenticalToAvx2) {
     avx2_row(l.shape, q.data(), l.runs, l.row_stride, scores.data(), want.data(), 0, 9);
     avx512_row(l.shape, q.data(), l.runs, l.row_stride, scores.data(), got.data(), 0, 9);
     EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << l.name;
+    // The same row as row 1 of a pair (attention_row_pair_paged takes the
+    // AVX-512 pair kernel here): its bits again.
+    if (l.shape.k_dim_stride == 0 || !attention_pairs_supported(l.shape)) continue;
+    std::vector<float> q_pair(2 * 9 * 64), pair_scores(2 * 9 * kAttentionChunk), out0(9 * 64), out1(9 * 64, NAN);
+    std::copy(q.begin(), q.end(), q_pair.begin() + 9 * 64);
+    std::copy(q.begin(), q.end(), q_pair.begin());
+    attention_row_pair_paged(l.shape, q_pair.data(), q_pair.data() + 9 * 64, l.runs, l.row_stride, pair_scores.data(),
+                             out0.data(), out1.data(), 0, 9);
+    EXPECT_EQ(0, std::memcmp(want.data(), out1.data(), want.size() * sizeof(float))) << l.name << " as a pair's row 1";
   }
 }
 

@@ -9,12 +9,11 @@
 #include <cmath>
 
 #include "kernels/attention.h"
-#include "kernels/attention_avx2_kernels.h"
+#include "kernels/attention_chunk_driver.h"
+#include "kernels/attention_pair_driver.h"
 
-namespace omnibus::avx2 {
+namespace omnibus::avx2::attention_detail {
 namespace {
-
-using namespace attention_detail;
 
 // score_heads_q8 for N (row, head) slots sharing q8_0 K, eight positions
 // per step (N = 6 slots of score and group-partial accumulators fit the
@@ -108,128 +107,81 @@ inline void accumulate_slots(int slots, const RunWeights& w, std::span<const KvR
   }
 }
 
-// Slots are (row, head): heads i0 .. i0 + n of row 0, then the same of row
-// 1; 2n of them (n <= kHeadsPerKernel).
-constexpr int kPairSlots = 2 * kHeadsPerKernel;
-
-void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
-                       int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
-                       const AttentionPartial& out1, int head_begin, int head_end) {
-  const int group = s.n_head / s.n_head_kv;
-  const int heads = head_end - head_begin;
-  int64_t n_kv = 0;
-  for (const KvRun& run : runs) n_kv += run.count;
-  alignas(32) float qbuf[2][kMaxHeadsPerPass][kMaxHeadDim];
-  round_q_to_f16(q0, head_begin, heads, s.head_dim, qbuf[0]);
-  round_q_to_f16(q1, head_begin, heads, s.head_dim, qbuf[1]);
-  const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
-  const bool q8 = s.kv_type == KvCacheType::kQ8_0;
-  // Row r's scores of head i at scores + (r * heads + i) * n_kv (row 0 uses
-  // the first count0).
-  auto score_row = [&](int r, int i) { return scores + (static_cast<int64_t>(r) * heads + i) * n_kv; };
-  auto for_head_batches = [&](auto&& fn) {
-    for (int kv = kv_first; kv <= kv_last; ++kv) {
-      const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
-      for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
-        fn(kv, i0, std::min(kHeadsPerKernel, i_end - i0));
-    }
-  };
-  int64_t first = 0;
-  for (size_t r = 0; r < runs.size(); first += runs[r++].count) {
-    if (r + 1 < runs.size())
-      for (int kv = kv_first; kv <= kv_last; ++kv) {
-        // One KV head's block of K: head_dim x block positions.
-        const int64_t bytes = s.head_dim * s.k_dim_stride * (q8 ? 1 : 2);
-        const char* base = q8 ? reinterpret_cast<const char*>(runs[r + 1].k_q + kv * s.kv_head_step())
-                              : reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_step());
-        prefetch_rows(base, bytes / 64, 64);
-      }
-    for_head_batches([&](int kv, int i0, int n) {
-      const float* qs[kPairSlots];
-      float* outs[kPairSlots];
-      for (int g = 0; g < 2 * n; ++g) {
-        qs[g] = qbuf[g / n][i0 + g % n];
-        outs[g] = score_row(g / n, i0 + g % n) + first;
-      }
-      const int64_t count = runs[r].count;
-      if (q8) {
-        const int8_t* k = runs[r].k_q + kv * s.kv_head_step();
-        const uint16_t* ks = runs[r].k_scale + kv * s.scale_head_stride;
-        switch (n) {
-          case 3: score_slots_q8<6>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
-          case 2: score_slots_q8<4>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
-          default: score_slots_q8<2>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+// The AVX2 pair loops: scores run by run (the next run's K fetched in a
+// burst first), each run for every batch of heads; value sums sixteen
+// floats at a time (six slots x two vectors of accumulators fill the
+// registers).
+struct Avx2PairKernels : Avx2Kernels {
+  template <class ForHeadBatches, class ScoreRow>
+  static void pair_scores(const AttentionShape& s, std::span<const KvRun> runs, int kv_first, int kv_last,
+                          ForHeadBatches&& for_head_batches, const float (*qbuf)[kMaxHeadsPerPass][kMaxHeadDim],
+                          ScoreRow&& score_row) {
+    const bool q8 = s.kv_type == KvCacheType::kQ8_0;
+    int64_t first = 0;
+    for (size_t r = 0; r < runs.size(); first += runs[r++].count) {
+      if (r + 1 < runs.size())
+        for (int kv = kv_first; kv <= kv_last; ++kv) {
+          // One KV head's block of K: head_dim x block positions.
+          const int64_t bytes = s.head_dim * s.k_dim_stride * (q8 ? 1 : 2);
+          const char* base = q8 ? reinterpret_cast<const char*>(runs[r + 1].k_q + kv * s.kv_head_step())
+                                : reinterpret_cast<const char*>(runs[r + 1].k + kv * s.kv_head_step());
+          prefetch_rows(base, bytes / 64, 64);
         }
-        return;
-      }
-      const uint16_t* k = runs[r].k + kv * s.kv_head_step();
-      with_16bit_elements(s.kv_type, [&](auto fmt) {
-        using Fmt = decltype(fmt);
-        switch (n) {
-          case 3: score_heads_transposed<Fmt, 6>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
-          case 2: score_heads_transposed<Fmt, 4>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
-          default: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+      for_head_batches([&](int kv, int i0, int n) {
+        const float* qs[kPairSlots];
+        float* outs[kPairSlots];
+        for (int g = 0; g < 2 * n; ++g) {
+          qs[g] = qbuf[g / n][i0 + g % n];
+          outs[g] = score_row(g / n, i0 + g % n) + first;
         }
+        const int64_t count = runs[r].count;
+        if (q8) {
+          const int8_t* k = runs[r].k_q + kv * s.kv_head_step();
+          const uint16_t* ks = runs[r].k_scale + kv * s.scale_head_stride;
+          switch (n) {
+            case 3: score_slots_q8<6>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+            case 2: score_slots_q8<4>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+            default: score_slots_q8<2>(qs, k, ks, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+          }
+          return;
+        }
+        const uint16_t* k = runs[r].k + kv * s.kv_head_step();
+        with_16bit_elements(s.kv_type, [&](auto fmt) {
+          using Fmt = decltype(fmt);
+          switch (n) {
+            case 3: score_heads_transposed<Fmt, 6>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+            case 2: score_heads_transposed<Fmt, 4>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+            default: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, count, s.head_dim, s.scale, outs); break;
+          }
+        });
       });
+    }
+  }
+  static int slot_width(const AttentionShape&) { return 16; }
+  static void accumulate_slots(const AttentionShape& s, int slots, const float* const* ps, std::span<const KvRun> runs,
+                               int kv, int d, int64_t row_stride, float* weights, float* const* outs) {
+    const int64_t offset = kv * s.kv_head_step() + d;
+    if (s.kv_type == KvCacheType::kQ8_0) {
+      const RunWeights w{ps, weights, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+      return attention_detail::accumulate_slots<Q8Elements>(slots, w, runs, offset, row_stride, outs);
+    }
+    with_16bit_elements(s.kv_type, [&](auto fmt) {
+      attention_detail::accumulate_slots<decltype(fmt)>(slots, RunWeights{ps}, runs, offset, row_stride, outs);
     });
   }
-  const AttentionPartial* outs_by_row[2] = {&out0, &out1};
-  for (int row = 0; row < 2; ++row) {
-    const AttentionPartial& out = *outs_by_row[row];
-    const int64_t count = row == 0 ? count0 : n_kv;
-    for (int i = 0; i < heads; ++i) {
-      float* oh = out.acc + static_cast<int64_t>(i) * s.head_dim;
-      std::fill(oh, oh + s.head_dim, 0.0f);
-      out.sum[i] = softmax_numerators(score_row(row, i), count, &out.max[i]);
-    }
-  }
-  // Values: both rows over the first count0 positions, then row 1 alone
-  // over the rest (at most one position), each output's chain in order.
-  KvRunScratch<kAttentionChunk> shared_scratch, tail_scratch;
-  KvRun* shared = shared_scratch.data();
-  KvRun* tail = tail_scratch.data();
-  // q8_0: each slot's weights times the scales (RunWeights).
-  alignas(32) float weights[kPairSlots * kAttentionChunk];
-  const size_t n_shared = slice_runs(runs, 0, count0, 1, row_stride, shared);
-  const size_t n_tail = slice_runs(runs, count0, n_kv - count0, 1, row_stride, tail);
-  for_head_batches([&](int kv, int i0, int n) {
-    const float* ps[kPairSlots];
-    float* outs[kPairSlots];
-    for (int d = 0; d < s.head_dim; d += 16) {
-      for (int g = 0; g < 2 * n; ++g) {
-        ps[g] = score_row(g / n, i0 + g % n);
-        outs[g] = outs_by_row[g / n]->acc + static_cast<int64_t>(i0 + g % n) * s.head_dim + d;
-      }
-      const std::span<const KvRun> both(shared, n_shared);
-      const int64_t offset = kv * s.kv_head_step() + d;
-      if (q8) {
-        const RunWeights w{ps, weights, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-        accumulate_slots<Q8Elements>(2 * n, w, both, offset, row_stride, outs);
-      } else {
-        with_16bit_elements(s.kv_type, [&](auto fmt) {
-          accumulate_slots<decltype(fmt)>(2 * n, RunWeights{ps}, both, offset, row_stride, outs);
-        });
-      }
-    }
-    if (n_tail == 0) return;
-    for (int d = 0; d < s.head_dim; d += 32) {
-      const float* ps1[kHeadsPerKernel];
-      float* outs1[kHeadsPerKernel];
-      for (int g = 0; g < n; ++g) {
-        ps1[g] = score_row(1, i0 + g) + count0;
-        outs1[g] = out1.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
-      }
-      accumulate_values(s, n, ps1, std::span<const KvRun>(tail, n_tail), kv, d, row_stride, weights, outs1);
-    }
-  });
-}
+};
 
 }  // namespace
+}  // namespace omnibus::avx2::attention_detail
+
+namespace omnibus::avx2 {
 
 void attention_chunk_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
                           const AttentionPartial& out1, int head_begin, int head_end) {
-  attend_heads_pair(s, q0, q1, runs, count0, row_stride, scores, out0, out1, head_begin, head_end);
+  attention_detail::attention_chunk_pair_with<attention_detail::Avx2PairKernels>(s, q0, q1, runs, count0, row_stride,
+                                                                                 scores, out0, out1, head_begin,
+                                                                                 head_end);
 }
 
 }  // namespace omnibus::avx2

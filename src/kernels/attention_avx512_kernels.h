@@ -1,0 +1,369 @@
+// The AVX-512F inner loops of attention (attention_avx512.cpp, one row;
+// attention_pair_avx512.cpp, two rows): the AVX2 kernels' arithmetic per
+// float (attention_avx2_kernels.h) on sixteen lanes:
+//  * scores from transposed K: sixteen positions per vector and up to four
+//    vectors (a group of runs) at once, so each (row, head) slot's FMA chain
+//    over d has many chains beside it (the AVX2 decode kernel's six left
+//    the FMA pipes waiting on latency); each score is still one FMA chain
+//    over d = 0 .. head_dim - 1 in order, then times scale;
+//  * softmax numerators sixteen at a time, each half added to the same
+//    eight-lane sum in position order as the AVX2 kernel adds its eights;
+//  * values: up to 64 output floats of up to six slots per pass (sixteen per
+//    vector), one FMA per value element in position order.
+// A result never depends on which path computed it, so a CPU's path never
+// changes an output; kernels_test checks every cache type and shape against
+// the AVX2 path. Include only from *_avx512.cpp files (compiled with
+// AVX-512F); internal linkage, as the AVX2 headers.
+#pragma once
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off
+// source and warn that it "may be used uninitialized" (a known false
+// positive); nothing here reads such lanes.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <span>
+#include <type_traits>
+
+#include "kernels/attention.h"
+#include "kernels/attention_avx2_kernels.h"
+
+namespace omnibus::avx512 {
+namespace {
+
+using namespace avx2::attention_detail;
+
+// Sixteen cache elements widened to f32 in order, by cache type.
+struct WideF16 {
+  using Element = uint16_t;
+  static const Element* rows(const KvRun& run) { return run.v; }
+  static __m512 load(const Element* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+};
+struct WideBF16 {
+  using Element = uint16_t;
+  static const Element* rows(const KvRun& run) { return run.v; }
+  static __m512 load(const Element* p) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
+};
+struct WideQ8 {
+  using Element = int8_t;
+  static const Element* rows(const KvRun& run) { return run.v_q; }
+  static __m512 load(const Element* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+};
+template <class Fmt>
+using WideOf = std::conditional_t<std::is_same_v<Fmt, BF16Elements>, WideBF16, WideF16>;
+
+// Up to this many vectors of sixteen positions per score kernel call; q8_0
+// for more than three slots: two (its group partials double the
+// accumulators, and 6 x 4 x 2 would not fit the 32 registers).
+constexpr int kScoreVectors = 4;
+constexpr int score_vectors_for(int slots, bool q8) { return q8 && slots > 3 ? 2 : kScoreVectors; }
+
+// Sixteen positions of one run: K (or codes) of the first at k, K scales
+// (q8_0) at k_scale, scores to out[g] + at for the first `count`.
+template <class Element>
+struct ScoreVector {
+  const Element* k;
+  const uint16_t* k_scale;
+  int64_t at;
+  int count;
+};
+
+// A chunk's positions in vectors of sixteen (never across runs), run after
+// run, in groups of up to kScoreVectors.
+template <class Element>
+struct ScoreGroups {
+  std::span<const KvRun> runs;
+  const Element* (*k_of)(const KvRun&);
+  int64_t head_offset, scale_offset;
+  size_t r = 0;
+  int64_t j = 0, at = 0;
+
+  // Fills vec (up to `limit` <= kScoreVectors entries); returns the number
+  // of vectors, 0 at the end.
+  int group(ScoreVector<Element>* vec, int limit) {
+    int n = 0;
+    while (n < limit && r < runs.size()) {
+      const KvRun& run = runs[r];
+      const uint16_t* scales = run.k_scale == nullptr ? nullptr : run.k_scale + scale_offset + j;
+      vec[n++] = {k_of(run) + head_offset + j, scales, at + j, static_cast<int>(std::min<int64_t>(16, run.count - j))};
+      j += 16;
+      if (j >= run.count) at += run.count, j = 0, ++r;
+    }
+    return n;
+  }
+};
+
+// score * scale for the first `count` lanes to out.
+inline void store_scores(__m512 acc, __m512 scale, int count, float* out) {
+  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << count) - 1), _mm512_mul_ps(acc, scale));
+}
+
+// Scores of V vectors (sixteen positions each) against G heads' q, K
+// transposed (dimension d of a vector's positions at k + d * dim_stride):
+// per score one FMA chain over d in order with q[g][d] broadcast, as
+// score_heads_transposed. Reads may run 15 elements past a run's last
+// position (kTransposedKeyOverread); those lanes are dropped.
+template <class Wide, int G, int V>
+inline void score_vectors(const float* const* q, const ScoreVector<typename Wide::Element>* vec, int64_t dim_stride,
+                          int head_dim, __m512 scale, float* const* out) {
+  __m512 acc[G][V];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) acc[g][v] = _mm512_setzero_ps();
+  const typename Wide::Element* k[V];
+#pragma GCC unroll 8
+  for (int v = 0; v < V; ++v) k[v] = vec[v].k;
+  for (int d = 0; d < head_dim; ++d) {
+    __m512 kv[V];
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) kv[v] = Wide::load(k[v] + d * dim_stride);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const __m512 qd = _mm512_set1_ps(q[g][d]);
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) acc[g][v] = _mm512_fmadd_ps(qd, kv[v], acc[g][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) store_scores(acc[g][v], scale, vec[v].count, out[g] + vec[v].at);
+}
+
+// score_vectors for q8_0 K: per score each group's codes dotted with q in
+// one FMA chain over d, then added as part * group scale, groups in order
+// (score_heads_q8's arithmetic).
+template <int G, int V>
+inline void score_vectors_q8(const float* const* q, const ScoreVector<int8_t>* vec, int64_t dim_stride, int head_dim,
+                             __m512 scale, float* const* out) {
+  __m512 acc[G][V];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) acc[g][v] = _mm512_setzero_ps();
+  for (int d0 = 0; d0 < head_dim; d0 += kKvQ8Group) {
+    __m512 part[G][V];
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) part[g][v] = _mm512_setzero_ps();
+    for (int d = d0; d < d0 + kKvQ8Group; ++d) {
+      __m512 kv[V];
+#pragma GCC unroll 8
+      for (int v = 0; v < V; ++v) kv[v] = WideQ8::load(vec[v].k + d * dim_stride);
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) {
+        const __m512 qd = _mm512_set1_ps(q[g][d]);
+#pragma GCC unroll 8
+        for (int v = 0; v < V; ++v) part[g][v] = _mm512_fmadd_ps(qd, kv[v], part[g][v]);
+      }
+    }
+    const int64_t scale_row = d0 / kKvQ8Group * dim_stride;
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) {
+      const __m512 sv = WideF16::load(vec[v].k_scale + scale_row);
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) acc[g][v] = _mm512_fmadd_ps(part[g][v], sv, acc[g][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) store_scores(acc[g][v], scale, vec[v].count, out[g] + vec[v].at);
+}
+
+// All of a chunk's scores for one KV head, group of vectors after group:
+// score(vectors, n) per group. No software prefetches, unlike the AVX2
+// kernels: checking four runs' prefetch ranges at every step of d cost
+// more than the FMAs (one chunk's scores of three heads in L1, 1.13 ->
+// 0.78 us without), and a decode row at 2,048 positions from L3 ran as
+// fast without them (*DecodeRowColdCacheTwoThreads*, 46.6 -> 45 us per
+// layer on the Intel machine, docs/profiling.md): at long context the
+// row is bound by the bytes a core pulls from L3, which the hardware
+// prefetcher keeps streaming (each KV head's blocks lie in a row), and
+// the values pass still fetches the next KV head's K (NextKeys).
+template <class Element, class Score>
+inline void score_groups(ScoreGroups<Element> groups, int limit, Score&& score) {
+  ScoreVector<Element> vec[kScoreVectors];
+  while (const int n = groups.group(vec, limit)) score(vec, n);
+}
+
+struct Avx512Kernels {
+  template <class Fmt, int G, class PrefetchOf>
+  static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
+                         int head_dim, float scale, float* const* out, PrefetchOf&&) {
+    using Wide = WideOf<Fmt>;
+    const __m512 sc = _mm512_set1_ps(scale);
+    ScoreGroups<uint16_t> groups{runs, [](const KvRun& r) { return r.k; }, head_offset, 0};
+    score_groups(groups, score_vectors_for(G, false), [&](const ScoreVector<uint16_t>* vec, int n) {
+      switch (n) {
+        case 4: return score_vectors<Wide, G, 4>(q, vec, dim_stride, head_dim, sc, out);
+        case 3: return score_vectors<Wide, G, 3>(q, vec, dim_stride, head_dim, sc, out);
+        case 2: return score_vectors<Wide, G, 2>(q, vec, dim_stride, head_dim, sc, out);
+        default: return score_vectors<Wide, G, 1>(q, vec, dim_stride, head_dim, sc, out);
+      }
+    });
+  }
+  template <int G, class PrefetchOf>
+  static void score_runs_q8(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
+                            int64_t scale_offset, int64_t dim_stride, int head_dim, float scale, float* const* out,
+                            PrefetchOf&&) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    ScoreGroups<int8_t> groups{runs, [](const KvRun& r) { return r.k_q; }, head_offset, scale_offset};
+    score_groups(groups, score_vectors_for(G, true), [&](const ScoreVector<int8_t>* vec, int n) {
+      switch (n) {
+        case 4: if constexpr (score_vectors_for(G, true) >= 4) return score_vectors_q8<G, 4>(q, vec, dim_stride, head_dim, sc, out);
+          [[fallthrough]];
+        case 3: if constexpr (score_vectors_for(G, true) >= 3) return score_vectors_q8<G, 3>(q, vec, dim_stride, head_dim, sc, out);
+          [[fallthrough]];
+        case 2: return score_vectors_q8<G, 2>(q, vec, dim_stride, head_dim, sc, out);
+        default: return score_vectors_q8<G, 1>(q, vec, dim_stride, head_dim, sc, out);
+      }
+    });
+  }
+
+  // softmax_numerators (attention_avx2_common.h) sixteen at a time: the same
+  // max, the same exp per lane, and each sixteen's two halves added to the
+  // eight-lane sum in position order, as the AVX2 loop adds its eights.
+  static float softmax_numerators(float* scores, int64_t n, float* max_out) {
+    const float max = max_score(scores, n);
+    *max_out = max;
+    const __m512 m = _mm512_set1_ps(max);
+    __m256 sum = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      const __m512 e = round_f16(exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(scores + j), m)));
+      _mm512_storeu_ps(scores + j, e);
+      sum = _mm256_add_ps(sum, _mm512_castps512_ps256(e));
+      sum = _mm256_add_ps(sum, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+    }
+    return hsum(numerators_from(scores, j, n, max, sum));
+  }
+
+  // 64 output floats per pass for 16-bit caches (four vectors of sixteen
+  // per head, three heads: twelve accumulators); 32 for q8_0, whose weights
+  // change with each 32-value group.
+  static int value_width(const AttentionShape& s) { return s.kv_type == KvCacheType::kQ8_0 ? 32 : 64; }
+
+  static void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
+                                int kv, int d, int64_t row_stride, float* scratch, float* const* out,
+                                const NextKeys& nk) {
+    const int64_t offset = kv * s.kv_head_step() + d;
+    if (s.kv_type == KvCacheType::kQ8_0) {
+      const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+      return values_by_heads<WideQ8>(n, 2, w, runs, offset, row_stride, out, NextKeys{});  // as the AVX2 path
+    }
+    const int vecs = std::min(64, s.head_dim - d) / 16;
+    if (s.kv_type == KvCacheType::kBF16) return values_by_heads<WideBF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);
+    values_by_heads<WideF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);
+  }
+
+  // The building blocks of the above (the pair kernels use them too).
+  static __m512 exp_nonpositive(__m512 x);
+  static __m512 round_f16(__m512 x) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+
+  // out[g][0 .. 16 * VECS) += w[g][j] * v_j over the runs' positions in
+  // order (accumulate_heads32's arithmetic per float), each V vector
+  // widened once for the G heads.
+  template <class Wide, int G, int VECS>
+  static void values(const RunWeights& weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+                     float* const* out, const NextKeys& nk) {
+    __m512 acc[G][VECS];
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+      for (int c = 0; c < VECS; ++c) acc[g][c] = _mm512_loadu_ps(out[g] + 16 * c);
+    const int64_t row_bytes = 16 * VECS * static_cast<int64_t>(sizeof(typename Wide::Element));
+    int64_t at = 0;
+    for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
+      if (nk.runs.empty() && r + 1 < runs.size()) {
+        const auto* next = reinterpret_cast<const char*>(Wide::rows(runs[r + 1]) + offset);
+        const int64_t stride_bytes = stride * static_cast<int64_t>(sizeof(typename Wide::Element));
+        for (int64_t line = 0; line < row_bytes; line += 64) prefetch_rows(next + line, runs[r + 1].count, stride_bytes);
+      }
+      // The next KV head's K lines: this pass's share, spread over the
+      // run's positions (two per position when there are twice as many).
+      const char* nk_line = nk.runs.empty() ? nullptr : nk.first_line(nk.runs[r]);
+      const int64_t count = runs[r].count;
+      const float* w_run[G];
+      weights.of_run(runs[r], at, w_run);
+      const typename Wide::Element* v = Wide::rows(runs[r]) + offset;
+      for (int64_t j = 0; j < count; ++j, v += stride) {
+        if (nk_line != nullptr) {
+          if (j < nk.lines) asm volatile("prefetcht0 %0" : : "m"(nk_line[64 * j]));
+          if (j + count < nk.lines) asm volatile("prefetcht0 %0" : : "m"(nk_line[64 * (j + count)]));
+        }
+        __m512 w[G];
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g) w[g] = _mm512_set1_ps(w_run[g][j]);
+#pragma GCC unroll 8
+        for (int c = 0; c < VECS; ++c) {
+          const __m512 vv = Wide::load(v + 16 * c);
+#pragma GCC unroll 8
+          for (int g = 0; g < G; ++g) acc[g][c] = _mm512_fmadd_ps(w[g], vv, acc[g][c]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+      for (int c = 0; c < VECS; ++c) _mm512_storeu_ps(out[g] + 16 * c, acc[g][c]);
+  }
+
+  template <class Wide, int G>
+  static void values_g(int vecs, const RunWeights& w, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+                       float* const* out, const NextKeys& nk) {
+    switch (vecs) {
+      case 4: return values<Wide, G, 4>(w, runs, offset, stride, out, nk);
+      case 3: return values<Wide, G, 3>(w, runs, offset, stride, out, nk);
+      case 2: return values<Wide, G, 2>(w, runs, offset, stride, out, nk);
+      default: return values<Wide, G, 1>(w, runs, offset, stride, out, nk);
+    }
+  }
+  template <class Wide>
+  static void values_by_heads(int n, int vecs, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
+                              int64_t stride, float* const* out, const NextKeys& nk) {
+    switch (n) {
+      case 6: return values_g<Wide, 6>(vecs, w, runs, offset, stride, out, nk);
+      case 4: return values_g<Wide, 4>(vecs, w, runs, offset, stride, out, nk);
+      case 3: return values_g<Wide, 3>(vecs, w, runs, offset, stride, out, nk);
+      case 2: return values_g<Wide, 2>(vecs, w, runs, offset, stride, out, nk);
+      default: return values_g<Wide, 1>(vecs, w, runs, offset, stride, out, nk);
+    }
+  }
+};
+
+// exp_nonpositive (attention_avx2_common.h) on sixteen lanes: the same
+// operations in the same order, so the same bits per lane.
+inline __m512 Avx512Kernels::exp_nonpositive(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.33654f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 r2 = _mm512_mul_ps(r, r);
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
+}
+
+}  // namespace
+}  // namespace omnibus::avx512
