@@ -9,6 +9,7 @@
 #include <random>
 #include <tuple>
 
+#include "kernels/weight_interleave.h"
 #include "model/forward.h"
 #include "tiny_model.h"
 
@@ -125,6 +126,22 @@ TEST_P(ForwardTest, InterleavedWeightsGiveTheRowLayoutsLogits) {
     ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
         << "chunk " << chunk << " threads " << threads;
   }
+}
+
+// A tied embedding is looked up in the output projection's repacked copy,
+// not in the file, whose pages the repacking released (a lookup there
+// would fault them back in with their neighbours: RSS). The logits above
+// show the lookup reads the same values.
+TEST(ForwardLoadTest, TiedEmbeddingIsReadFromTheRepackedCopy) {
+  if (!can_interleave8(DType::kQ8_0)) GTEST_SKIP() << "no interleaved layout on this CPU";
+  TinyModelSpec spec;
+  spec.matrix_type = spec.embedding_type = DType::kQ8_0;
+  spec.tied_output = true;
+  auto model = load_tiny_model(make_tiny_model_bytes(spec));
+  const ModelWeights& w = model->weights();
+  EXPECT_EQ(w.output.layout, WeightLayout::kInterleaved8);
+  EXPECT_EQ(w.token_embd.data, w.output.data);
+  EXPECT_EQ(w.token_embd.layout, WeightLayout::kInterleaved8);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/kv_quant.h"
 #include "kernels/ops.h"
+#include "kernels/weight_interleave.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
@@ -18,6 +19,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   const size_t b = static_cast<size_t>(max_batch);
   x_.resize(b * c.n_embd);
   xn_.resize(b * c.n_embd);
+  embed_row_.resize(model_->weights().token_embd.row_bytes);
   q_.resize(b * c.q_dim());
   k_.resize(b * c.kv_dim());
   v_.resize(b * c.kv_dim());
@@ -119,8 +121,10 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
   const ModelConfig& c = model_->config();
   const WeightMatrix& e = model_->weights().token_embd;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const auto* row = static_cast<const uint8_t*>(e.data) + static_cast<size_t>(rows[i].token) * e.row_bytes;
-    dequantize_row_ref(e.dtype, row, x_.data() + i * c.n_embd, c.n_embd);
+    // A tied embedding is read from the output projection's repacked copy
+    // (Model::interleave_matrices), whose file pages are released.
+    gather_row_blocks(e, rows[i].token, embed_row_.data());
+    dequantize_row_ref(e.dtype, embed_row_.data(), x_.data() + i * c.n_embd, c.n_embd);
     if (c.spec->embedding_scaled) scale_f32(std::sqrt(static_cast<float>(c.n_embd)), x_.data() + i * c.n_embd, c.n_embd);
   }
 }

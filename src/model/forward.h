@@ -95,6 +95,7 @@ class ForwardPass {
   };
   std::vector<RowUnit> row_units_;
   std::vector<uint16_t> key_half_;  // one head's key in f16, before its transposed store
+  std::vector<uint8_t> embed_row_;  // one token's embedding row in GGUF's layout (embed)
   int64_t max_chunk_partials_;
   int64_t max_positions_;
   int64_t scores_stride_;

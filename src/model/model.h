@@ -40,7 +40,7 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  WeightMatrix token_embd;  // rows = vocab, cols = n_embd; read a row per token
+  WeightMatrix token_embd;  // rows = vocab, cols = n_embd; read a row per token (gather_row_blocks: either layout)
   const float* output_norm = nullptr;
   WeightMatrix output;      // token_embd again when the embedding is tied
   bool tied_output = false;
