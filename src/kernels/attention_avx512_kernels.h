@@ -199,6 +199,10 @@ inline void score_groups(ScoreGroups<Element> groups, int limit, Score&& score) 
 }
 
 struct Avx512Kernels {
+  // Query heads sharing a KV head per call: four (GQA groups of 4 and 8,
+  // Gemma 3's MQA 4:1) fit the 32 zmm registers in both passes (scores:
+  // 4 x 4 accumulators; values: 4 x 4 accumulators and 4 weights).
+  static constexpr int kHeadsPerBatch = 4;
   template <class Fmt, int G, class PrefetchOf>
   static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
                          int head_dim, float scale, float* const* out, PrefetchOf&&) {

@@ -20,8 +20,13 @@
 namespace omnibus::avx2::attention_detail {
 namespace {
 
+// Query heads of one KV head per kernel call at most, on any path.
+constexpr int kMaxHeadsPerBatch = 4;
+
 // The AVX2 inner loops (attention_avx2_kernels.h).
 struct Avx2Kernels {
+  // Query heads sharing a KV head per call: three fill the 16 ymm registers.
+  static constexpr int kHeadsPerBatch = kHeadsPerKernel;
   template <class Fmt, int G, class PrefetchOf>
   static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
                          int head_dim, float scale, float* const* out, PrefetchOf&& prefetch_of) {
@@ -56,8 +61,9 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   alignas(32) float qbuf[kMaxHeadsPerPass][kMaxHeadDim];
   round_q_to_f16(q, head_begin, heads, s.head_dim, qbuf);
   // The heads of the call that share a KV head (GQA) go through the kernels
-  // together, up to kHeadsPerKernel at a time, so each K and V vector is
-  // widened from f16 once for all of them.
+  // together, up to Kernels::kHeadsPerBatch at a time (the scores of other
+  // layouts than the store's: kHeadsPerKernel, their AVX2 kernels' limit),
+  // so each K and V vector is widened from f16 once for all of them.
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
   // At long context K and V come from DRAM: fetch the next run (a KV block)
   // while this one is computed.
@@ -151,13 +157,15 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       out.sum[i] = n_kv == 0 ? 0.0f : Kernels::softmax_numerators(scores + i * n_kv, n_kv, &out.max[i]);
     }
   };
-  alignas(32) float weight_scratch[kHeadsPerKernel * kAttentionChunk];
+  static_assert(Kernels::kHeadsPerBatch <= kMaxHeadsPerBatch);
+  constexpr int kBatch = Kernels::kHeadsPerBatch;
+  alignas(32) float weight_scratch[kBatch * kAttentionChunk];
   auto values_of_kv_head = [&](int kv, int kv_next) {
     const auto [i_begin, i_end] = heads_of_kv(kv);
-    for (int i0 = i_begin; i0 < i_end; i0 += kHeadsPerKernel) {
-      const int n = std::min(kHeadsPerKernel, i_end - i0);
-      const float* ps[kHeadsPerKernel];
-      float* outs[kHeadsPerKernel];
+    for (int i0 = i_begin; i0 < i_end; i0 += kBatch) {
+      const int n = std::min(kBatch, i_end - i0);
+      const float* ps[kBatch];
+      float* outs[kBatch];
       const int width = Kernels::value_width(s);
       for (int d = 0; d < s.head_dim; d += width) {
         for (int g = 0; g < n; ++g) {
@@ -192,10 +200,10 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     prefetch_keys(0);  // run 0's K: nothing computes before it
     for (int kv = kv_first; kv <= kv_last; ++kv) {
       const auto [i_begin, i_end] = heads_of_kv(kv);
-      for (int i0 = i_begin; i0 < i_end; i0 += kHeadsPerKernel) {
-        const int n = std::min(kHeadsPerKernel, i_end - i0);
-        const float* qs[kHeadsPerKernel];
-        float* outs[kHeadsPerKernel];
+      for (int i0 = i_begin; i0 < i_end; i0 += kBatch) {
+        const int n = std::min(kBatch, i_end - i0);
+        const float* qs[kBatch];
+        float* outs[kBatch];
         for (int g = 0; g < n; ++g) {
           qs[g] = qbuf[i0 + g];
           outs[g] = scores + (i0 + g) * n_kv;
@@ -213,6 +221,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         if (q8) {
           const int64_t scale_offset = kv * s.scale_head_stride;
           switch (n) {
+            case 4: if constexpr (kBatch >= 4) { Kernels::template score_runs_q8<4>(qs, runs, head_offset, scale_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break; }
+              [[fallthrough]];
             case 3: Kernels::template score_runs_q8<3>(qs, runs, head_offset, scale_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
             case 2: Kernels::template score_runs_q8<2>(qs, runs, head_offset, scale_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
             default: Kernels::template score_runs_q8<1>(qs, runs, head_offset, scale_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
@@ -222,6 +232,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         with_16bit_elements(s.kv_type, [&](auto fmt) {
           using Fmt = decltype(fmt);
           switch (n) {
+            case 4: if constexpr (kBatch >= 4) { Kernels::template score_runs<Fmt, 4>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break; }
+              [[fallthrough]];
             case 3: Kernels::template score_runs<Fmt, 3>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
             case 2: Kernels::template score_runs<Fmt, 2>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
             default: Kernels::template score_runs<Fmt, 1>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
