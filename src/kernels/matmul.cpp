@@ -49,6 +49,7 @@ bool use_avxvnni_kernels() { return kAvxVnniBuilt && cpu_features().avx_vnni; }
 void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   rows_scalar(a, row_begin, row_end);
 }
+void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end) { rows_scalar(a, row_begin, row_end); }
 #endif
 
 }  // namespace matmul_detail

@@ -207,7 +207,8 @@ void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.qx != nullptr && w.layout == WeightLayout::kInterleaved8)
     return use_avxvnni_kernels() ? rows_avxvnni_interleaved(a, row_begin, row_end)
                                  : rows_avx2_interleaved(a, row_begin, row_end);
-  if (a.qx != nullptr) return rows_avx2_q8(a, row_begin, row_end);
+  if (a.qx != nullptr)
+    return use_avxvnni_kernels() ? rows_avxvnni_q8(a, row_begin, row_end) : rows_avx2_q8(a, row_begin, row_end);
   rows_scalar(a, row_begin, row_end);  // types without a kernel
 }
 

@@ -78,12 +78,14 @@ void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_e
 // The same built with AVX-VNNI (bit-identical); only call after checking
 // cpu_features().avx_vnni, and only where the compiler could build it.
 void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 #if defined(OMNIBUS_NO_AVXVNNI_BUILD)
 inline constexpr bool kAvxVnniBuilt = false;
 #else
 inline constexpr bool kAvxVnniBuilt = true;
 #endif
-// Whether the interleaved kernels run their AVX-VNNI build on this CPU.
+// Whether the int8 kernels (interleaved and row layouts) run their AVX-VNNI
+// build on this CPU.
 bool use_avxvnni_kernels();
 
 // One output of the int8 math, in double precision: the reference.

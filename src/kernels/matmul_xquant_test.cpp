@@ -76,3 +76,35 @@ TEST(QuantizeX, Avx2WritesTheSameBytes) {
 
 }  // namespace
 }  // namespace omnibus
+
+namespace omnibus {
+namespace {
+
+// The row-layout int8 kernels built with AVX-VNNI (vpdpbusd, vpdpwssd)
+// against the AVX2 build: the same exact integer sums, so the same bits,
+// for every type, tile shape (1-8 x rows, ragged weight-row counts) and
+// block count. Skipped, and says so, without AVX-VNNI.
+TEST(MatmulVnniTest, RowKernelsBitIdenticalToAvx2) {
+  if (!matmul_detail::use_avxvnni_kernels()) GTEST_SKIP() << "no AVX-VNNI on this CPU (or not built)";
+  for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K,
+                  DType::kQ6_K}) {
+    for (int64_t rows : {1, 5, 13}) {
+      for (int64_t cols : {256, 768}) {
+        const auto w = testing_util::random_weights(t, rows, cols, static_cast<uint32_t>(rows + cols));
+        for (int64_t n_x : {1, 3, 4, 5, 8}) {
+          const auto x = testing_util::random_floats(n_x * cols, static_cast<uint32_t>(n_x * 7 + cols));
+          matmul_detail::QuantizedX qx;
+          matmul_detail::quantize_x(t, x.data(), n_x, cols, &qx);
+          std::vector<float> want(static_cast<size_t>(n_x * rows), NAN), got(want.size(), NAN);
+          matmul_detail::rows_avx2_q8({&w.view, x.data(), &qx, n_x, want.data()}, 0, rows);
+          matmul_detail::rows_avxvnni_q8({&w.view, x.data(), &qx, n_x, got.data()}, 0, rows);
+          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+              << dtype_name(t) << " rows " << rows << " cols " << cols << " n_x " << n_x;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace omnibus

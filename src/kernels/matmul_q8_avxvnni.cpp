@@ -1,0 +1,14 @@
+// The row-layout int8 kernels (matmul_q8_kernels.h) built with AVX-VNNI
+// (vpdpbusd, vpdpwssd); reached only through rows_avx2() when the CPU has
+// AVX-VNNI. Same outputs, bit for bit, as rows_avx2_q8.
+#include "kernels/matmul_q8_kernels.h"
+
+#if !defined(__AVXVNNI__)
+#error "this file must be compiled with -mavxvnni (omnibus_avxvnni_source in CMakeLists.txt)"
+#endif
+
+namespace omnibus::matmul_detail {
+
+void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end) { q8_rows_any(a, row_begin, row_end); }
+
+}  // namespace omnibus::matmul_detail
