@@ -6,7 +6,7 @@
 #include "kernels/matmul_interleaved_kernels.h"
 
 #if !defined(__AVXVNNI__)
-#error "this file must be compiled with -mavxvnni (omnibus_avxvnni_source in CMakeLists.txt)"
+#error "this file must be compiled with -mavxvnni (the *_avxvnni.cpp rule in CMakeLists.txt)"
 #endif
 
 namespace omnibus::matmul_detail {
