@@ -87,12 +87,15 @@ struct ScoreGroups {
   size_t r = 0;
   int64_t j = 0, at = 0;
 
-  // Fills vec (up to `limit` <= kScoreVectors entries); returns the number
-  // of vectors, 0 at the end.
-  int group(ScoreVector<Element>* vec, int limit) {
+  // Fills vec (up to `limit` <= kScoreVectors entries) and starts (the
+  // runs that begin in the group); returns the number of vectors, 0 at the
+  // end.
+  int group(ScoreVector<Element>* vec, int limit, size_t* starts, int* n_starts) {
     int n = 0;
+    *n_starts = 0;
     while (n < limit && r < runs.size()) {
       const KvRun& run = runs[r];
+      if (j == 0) starts[(*n_starts)++] = r;
       const uint16_t* scales = run.k_scale == nullptr ? nullptr : run.k_scale + scale_offset + j;
       vec[n++] = {k_of(run) + head_offset + j, scales, at + j, static_cast<int>(std::min<int64_t>(16, run.count - j))};
       j += 16;
@@ -101,6 +104,55 @@ struct ScoreGroups {
     return n;
   }
 };
+
+// Software prefetches spread over a group's d loop: at step d, line d of
+// the K of the runs one group ahead and of the V of the group's runs, up
+// to the lines all those runs have (the rest went in a burst when the
+// group began). Streams past the group's run count repeat stream 0, so
+// the step has no per-run checks: with a check per run and step (the AVX2
+// kernels' SpreadPrefetch) the prefetching cost more than the FMAs in
+// cache (1.13 against 0.78 us for a chunk's scores).
+struct GroupPrefetch {
+  const char* k[kScoreVectors] = {};
+  const char* v[kScoreVectors] = {};
+  int k_lines = 0, v_lines = 0;
+  template <int V>
+  void at(int d) const {
+    if (d < k_lines) {
+#pragma GCC unroll 8
+      for (int i = 0; i < V; ++i) asm volatile("prefetcht0 %0" : : "m"(k[i][64 * d]));
+    }
+    if (d < v_lines) {
+#pragma GCC unroll 8
+      for (int i = 0; i < V; ++i) asm volatile("prefetcht0 %0" : : "m"(v[i][64 * d]));
+    }
+  }
+};
+
+// The GroupPrefetch of a group whose runs starts[0 .. n) begin in it:
+// prefetch_of(k_run, v_run) (the driver's SpreadPrefetch) for each, K one
+// group (n runs) ahead.
+template <class PrefetchOf>
+inline GroupPrefetch group_prefetch(const size_t* starts, int n, PrefetchOf&& prefetch_of) {
+  GroupPrefetch g;
+  if (n == 0) return g;
+  SpreadPrefetch p[kScoreVectors];
+  g.k_lines = g.v_lines = 1 << 30;
+  for (int i = 0; i < n; ++i) {
+    p[i] = prefetch_of(starts[i] + n, starts[i]);
+    g.k_lines = p[i].a == nullptr ? 0 : std::min(g.k_lines, p[i].a_lines);
+    g.v_lines = p[i].b == nullptr ? 0 : std::min(g.v_lines, p[i].b_lines);
+  }
+  for (int i = 0; i < kScoreVectors; ++i) {
+    const SpreadPrefetch& src = p[i < n ? i : 0];
+    g.k[i] = src.a, g.v[i] = src.b;
+    if (i >= n) continue;
+    // Lines past the common count (a short run's neighbours have more).
+    if (src.a != nullptr && src.a_lines > g.k_lines) prefetch_rows(src.a + 64 * g.k_lines, src.a_lines - g.k_lines, 64);
+    if (src.b != nullptr && src.b_lines > g.v_lines) prefetch_rows(src.b + 64 * g.v_lines, src.b_lines - g.v_lines, 64);
+  }
+  return g;
+}
 
 // score * scale for the first `count` lanes to out.
 inline void store_scores(__m512 acc, __m512 scale, int count, float* out) {
@@ -114,7 +166,7 @@ inline void store_scores(__m512 acc, __m512 scale, int count, float* out) {
 // position (kTransposedKeyOverread); those lanes are dropped.
 template <class Wide, int G, int V>
 inline void score_vectors(const float* const* q, const ScoreVector<typename Wide::Element>* vec, int64_t dim_stride,
-                          int head_dim, __m512 scale, float* const* out) {
+                          int head_dim, __m512 scale, float* const* out, const GroupPrefetch& pf) {
   __m512 acc[G][V];
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
@@ -124,6 +176,7 @@ inline void score_vectors(const float* const* q, const ScoreVector<typename Wide
 #pragma GCC unroll 8
   for (int v = 0; v < V; ++v) k[v] = vec[v].k;
   for (int d = 0; d < head_dim; ++d) {
+    pf.at<V>(d);
     __m512 kv[V];
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) kv[v] = Wide::load(k[v] + d * dim_stride);
@@ -145,7 +198,7 @@ inline void score_vectors(const float* const* q, const ScoreVector<typename Wide
 // (score_heads_q8's arithmetic).
 template <int G, int V>
 inline void score_vectors_q8(const float* const* q, const ScoreVector<int8_t>* vec, int64_t dim_stride, int head_dim,
-                             __m512 scale, float* const* out) {
+                             __m512 scale, float* const* out, const GroupPrefetch& pf) {
   __m512 acc[G][V];
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
@@ -158,6 +211,7 @@ inline void score_vectors_q8(const float* const* q, const ScoreVector<int8_t>* v
 #pragma GCC unroll 8
       for (int v = 0; v < V; ++v) part[g][v] = _mm512_setzero_ps();
     for (int d = d0; d < d0 + kKvQ8Group; ++d) {
+      pf.at<V>(d);
       __m512 kv[V];
 #pragma GCC unroll 8
       for (int v = 0; v < V; ++v) kv[v] = WideQ8::load(vec[v].k + d * dim_stride);
@@ -183,19 +237,15 @@ inline void score_vectors_q8(const float* const* q, const ScoreVector<int8_t>* v
 }
 
 // All of a chunk's scores for one KV head, group of vectors after group:
-// score(vectors, n) per group. No software prefetches, unlike the AVX2
-// kernels: checking four runs' prefetch ranges at every step of d cost
-// more than the FMAs (one chunk's scores of three heads in L1, 1.13 ->
-// 0.78 us without), and a decode row at 2,048 positions from L3 ran as
-// fast without them (*DecodeRowColdCacheTwoThreads*, 46.6 -> 45 us per
-// layer on the Intel machine, docs/profiling.md): at long context the
-// row is bound by the bytes a core pulls from L3, which the hardware
-// prefetcher keeps streaming (each KV head's blocks lie in a row), and
-// the values pass still fetches the next KV head's K (NextKeys).
-template <class Element, class Score>
-inline void score_groups(ScoreGroups<Element> groups, int limit, Score&& score) {
+// score(vectors, n, prefetch) per group, the group's GroupPrefetch built
+// from prefetch_of (a no-op one in prefill, whose K and V are in cache).
+template <class Element, class PrefetchOf, class Score>
+inline void score_groups(ScoreGroups<Element> groups, int limit, PrefetchOf&& prefetch_of, Score&& score) {
   ScoreVector<Element> vec[kScoreVectors];
-  while (const int n = groups.group(vec, limit)) score(vec, n);
+  size_t starts[kScoreVectors];
+  int n_starts = 0;
+  while (const int n = groups.group(vec, limit, starts, &n_starts))
+    score(vec, n, group_prefetch(starts, n_starts, prefetch_of));
 }
 
 struct Avx512Kernels {
@@ -205,35 +255,41 @@ struct Avx512Kernels {
   static constexpr int kHeadsPerBatch = 4;
   template <class Fmt, int G, class PrefetchOf>
   static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
-                         int head_dim, float scale, float* const* out, PrefetchOf&&) {
+                         int head_dim, float scale, float* const* out, PrefetchOf&& prefetch_of) {
     using Wide = WideOf<Fmt>;
     const __m512 sc = _mm512_set1_ps(scale);
     ScoreGroups<uint16_t> groups{runs, [](const KvRun& r) { return r.k; }, head_offset, 0};
-    score_groups(groups, score_vectors_for(G, false), [&](const ScoreVector<uint16_t>* vec, int n) {
-      switch (n) {
-        case 4: return score_vectors<Wide, G, 4>(q, vec, dim_stride, head_dim, sc, out);
-        case 3: return score_vectors<Wide, G, 3>(q, vec, dim_stride, head_dim, sc, out);
-        case 2: return score_vectors<Wide, G, 2>(q, vec, dim_stride, head_dim, sc, out);
-        default: return score_vectors<Wide, G, 1>(q, vec, dim_stride, head_dim, sc, out);
-      }
-    });
+    score_groups(groups, score_vectors_for(G, false), prefetch_of,
+                 [&](const ScoreVector<uint16_t>* vec, int n, const GroupPrefetch& pf) {
+                   switch (n) {
+                     case 4: return score_vectors<Wide, G, 4>(q, vec, dim_stride, head_dim, sc, out, pf);
+                     case 3: return score_vectors<Wide, G, 3>(q, vec, dim_stride, head_dim, sc, out, pf);
+                     case 2: return score_vectors<Wide, G, 2>(q, vec, dim_stride, head_dim, sc, out, pf);
+                     default: return score_vectors<Wide, G, 1>(q, vec, dim_stride, head_dim, sc, out, pf);
+                   }
+                 });
   }
   template <int G, class PrefetchOf>
   static void score_runs_q8(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
                             int64_t scale_offset, int64_t dim_stride, int head_dim, float scale, float* const* out,
-                            PrefetchOf&&) {
+                            PrefetchOf&& prefetch_of) {
     const __m512 sc = _mm512_set1_ps(scale);
     ScoreGroups<int8_t> groups{runs, [](const KvRun& r) { return r.k_q; }, head_offset, scale_offset};
-    score_groups(groups, score_vectors_for(G, true), [&](const ScoreVector<int8_t>* vec, int n) {
-      switch (n) {
-        case 4: if constexpr (score_vectors_for(G, true) >= 4) return score_vectors_q8<G, 4>(q, vec, dim_stride, head_dim, sc, out);
-          [[fallthrough]];
-        case 3: if constexpr (score_vectors_for(G, true) >= 3) return score_vectors_q8<G, 3>(q, vec, dim_stride, head_dim, sc, out);
-          [[fallthrough]];
-        case 2: return score_vectors_q8<G, 2>(q, vec, dim_stride, head_dim, sc, out);
-        default: return score_vectors_q8<G, 1>(q, vec, dim_stride, head_dim, sc, out);
-      }
-    });
+    score_groups(groups, score_vectors_for(G, true), prefetch_of,
+                 [&](const ScoreVector<int8_t>* vec, int n, const GroupPrefetch& pf) {
+                   switch (n) {
+                     case 4:
+                       if constexpr (score_vectors_for(G, true) >= 4)
+                         return score_vectors_q8<G, 4>(q, vec, dim_stride, head_dim, sc, out, pf);
+                       [[fallthrough]];
+                     case 3:
+                       if constexpr (score_vectors_for(G, true) >= 3)
+                         return score_vectors_q8<G, 3>(q, vec, dim_stride, head_dim, sc, out, pf);
+                       [[fallthrough]];
+                     case 2: return score_vectors_q8<G, 2>(q, vec, dim_stride, head_dim, sc, out, pf);
+                     default: return score_vectors_q8<G, 1>(q, vec, dim_stride, head_dim, sc, out, pf);
+                   }
+                 });
   }
 
   // softmax_numerators (attention_avx2_common.h) sixteen at a time: the same
