@@ -18,8 +18,11 @@
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off
 // source and warn that it "may be used uninitialized" (a known false
-// positive); nothing here reads such lanes.
+// positive); nothing here reads such lanes. Not pushed and popped: the
+// warnings come where the kernels are instantiated, after this header.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
@@ -311,8 +314,8 @@ struct Avx512Kernels {
   }
 
   // 64 output floats per pass for 16-bit caches (four vectors of sixteen
-  // per head, three heads: twelve accumulators); 32 for q8_0, whose weights
-  // change with each 32-value group.
+  // per head, up to four heads: sixteen accumulators); 32 for q8_0, whose
+  // weights change with each 32-value group.
   static int value_width(const AttentionShape& s) { return s.kv_type == KvCacheType::kQ8_0 ? 32 : 64; }
 
   static void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,

@@ -129,7 +129,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     return std::pair{std::max(head_begin, kv * group) - head_begin, std::min(head_end, (kv + 1) * group) - head_begin};
   };
   // For each run r (positions first .. first + count) and each batch of at
-  // most kHeadsPerKernel heads sharing a KV head: fn(run, first, i0, n, kv),
+  // most kHeadsPerKernel heads sharing a KV head (the AVX2 score kernels of
+  // these layouts take three): fn(run, first, i0, n, kv),
   // i0 counted from head_begin; the bursts of prefetches.
   auto for_runs_and_head_batches = [&](auto&& fn) {
     int64_t first = 0;
@@ -146,7 +147,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   };
   // Head i's scores go to scores[i * n_kv ...]. The softmax of heads
   // [i_begin, i_end), and the values of the batches of heads sharing KV head
-  // kv: for each 32 floats of their outputs, one kernel call over all the
+  // kv: for each value_width floats of their outputs, one kernel call over all the
   // chunk's runs (each output float's sum in position order), fetching KV
   // head kv_next's K meanwhile when kv_next >= 0.
   auto softmax_heads = [&](int i_begin, int i_end) {
