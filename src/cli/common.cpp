@@ -13,6 +13,7 @@
 #include "base/cpu_features.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "tokenizer/vocab_from_gguf.h"
 
@@ -82,7 +83,8 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   const ModelConfig& c = out.model->config();
   log_info("loaded {} ({}, {} layers, {} embd, {} heads / {} kv heads, vocab {}) in {:.0f} ms", path,
            c.architecture, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.vocab_size, out.load_seconds * 1e3);
-  log_info("CPU features: {}; matmul kernels: {}", cpu_features().describe(), matmul_path_name());
+  log_info("CPU features: {}; matmul kernels: {}; attention kernels: {} ({} cache)", cpu_features().describe(),
+           matmul_path_name(), attention_path_name(c.head_dim, options.kv_type), kv_cache_type_name(options.kv_type));
   log_info("weights repacked into the interleaved layout: {:.1f} MiB{}", out.model->repacked_bytes() / 1048576.0,
            options.interleave ? "" : " (--no-interleave)");
   return out;

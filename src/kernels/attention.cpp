@@ -39,6 +39,16 @@ bool avx512_attention_usable(const AttentionShape& s) {
   return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0 && s.head_dim <= kMaxHeadDim;
 }
 
+const char* attention_path_name(int head_dim, KvCacheType kv_type) {
+  AttentionShape s;
+  s.head_dim = head_dim;
+  s.kv_type = kv_type;
+  if (avx512_attention_usable(s)) return "avx512f";
+  const bool avx2 = cpu_features().has_avx2_fma() && head_dim <= kMaxHeadDim &&
+                    head_dim % (kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0;
+  return avx2 ? "avx2+fma" : "scalar";
+}
+
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end) {
   static const bool use_avx2 = cpu_features().has_avx2_fma();

@@ -215,5 +215,8 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
 // (cpu_features().avx512f) and the shape suits them (head_dim a multiple of
 // 16 up to kMaxHeadDim; q8_0: of 32).
 bool avx512_attention_usable(const AttentionShape& shape);
+// The attention path a model with this head size and cache type takes on
+// this CPU: "avx512f", "avx2+fma" or "scalar" (for --verbose).
+const char* attention_path_name(int head_dim, KvCacheType kv_type);
 
 }  // namespace omnibus
