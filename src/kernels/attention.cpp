@@ -34,6 +34,17 @@ void attention_chunk_pair(const AttentionShape& s, const float* q0, const float*
 constexpr bool kAvx512Built = true;
 #endif
 
+namespace {
+
+// The AVX2 attention_chunk's conditions (attention.h): the CPU, and a
+// head_dim in whole vectors (q8_0: whole groups) that fits its Q buffer.
+bool avx2_attention_usable(const AttentionShape& s) {
+  static const bool cpu = cpu_features().has_avx2_fma();
+  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0 && s.head_dim <= kMaxHeadDim;
+}
+
+}  // namespace
+
 bool avx512_attention_usable(const AttentionShape& s) {
   static const bool cpu = kAvx512Built && cpu_features().avx512f && cpu_features().has_avx2_fma();
   return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0 && s.head_dim <= kMaxHeadDim;
@@ -44,18 +55,14 @@ const char* attention_path_name(int head_dim, KvCacheType kv_type) {
   s.head_dim = head_dim;
   s.kv_type = kv_type;
   if (avx512_attention_usable(s)) return "avx512f";
-  const bool avx2 = cpu_features().has_avx2_fma() && head_dim <= kMaxHeadDim &&
-                    head_dim % (kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0;
-  return avx2 ? "avx2+fma" : "scalar";
+  return avx2_attention_usable(s) ? "avx2+fma" : "scalar";
 }
 
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end) {
-  static const bool use_avx2 = cpu_features().has_avx2_fma();
   if (avx512_attention_usable(s)) {
     avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
-  } else if (use_avx2 && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0 &&
-             s.head_dim <= kMaxHeadDim) {
+  } else if (avx2_attention_usable(s)) {
     avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
   } else {
     ref::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
@@ -219,6 +226,7 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
   float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],
       next_sum1[kMaxHeadsPerPass];
   alignas(32) float next_acc0[kPassFloats], next_acc1[kPassFloats];
+  const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
     RunCursor cursor(runs, s.k_position_step(row_stride), row_stride);
@@ -234,7 +242,6 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
       const AttentionPartial& part0 = first == 0 ? state0 : next0;
       const AttentionPartial& part1 = first == 0 ? state1 : next1;
       if (count0 > 0) {
-        const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
         pair_chunk(s, q0, q1, std::span(chunk_runs, n), count0, row_stride, scores, part0, part1, h0, h1);
         if (first > 0) attention_merge(s.head_dim, heads, next0, state0);
       } else {
