@@ -55,20 +55,30 @@ inline __m256i broadcast4(const int8_t* x) {
 // Per type: the block's scale bytes (d, m), fifth-bit bytes (Q5_0) and
 // code bytes for eight rows (kernels/weight_interleave.h).
 struct IlQ4_0 {
+  static constexpr bool kSuper = false;
   static constexpr bool kAffine = false, kBias = true, kSigned = false, kFifthBit = false;
   static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 128;
 };
 struct IlQ4_1 {
+  static constexpr bool kSuper = false;
   static constexpr bool kAffine = true, kBias = false, kSigned = false, kFifthBit = false;
   static constexpr int kScaleBytes = 32, kHighBytes = 0, kCodeBytes = 128;
 };
 struct IlQ5_0 {
+  static constexpr bool kSuper = false;
   static constexpr bool kAffine = false, kBias = true, kSigned = false, kFifthBit = true;
   static constexpr int kScaleBytes = 16, kHighBytes = 32, kCodeBytes = 128;
 };
 struct IlQ8_0 {
+  static constexpr bool kSuper = false;
   static constexpr bool kAffine = false, kBias = false, kSigned = true, kFifthBit = false;
   static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 256;
+};
+
+// Q4_K: 256-element blocks with 6-bit sub-block scales and mins (q4k_tile).
+struct IlQ4_K {
+  static constexpr bool kSuper = true, kSigned = false;
+  static constexpr int kBlockBytes = kInterleaveRows * 144;
 };
 
 // Codes of chunk j (elements 4j..4j+3 in `lo`, 16+4j..16+4j+3 in `hi`, one
@@ -188,7 +198,7 @@ inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m
 // Outputs of NG groups of eight weight rows for x rows r0..r0+MR: group g's
 // for x row i written to out[g][i * 8 + r].
 template <class K, int NG, int MR>
-void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+void legacy_group_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
   constexpr int kBlockBytes = K::kScaleBytes + K::kHighBytes + K::kCodeBytes;
@@ -230,6 +240,139 @@ void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* 
       const int k = g * MR + i;
       _mm256_storeu_ps(out[g] + i * kInterleaveRows, K::kAffine ? _mm256_add_ps(acc[k], acc_m[k]) : acc[k]);
     }
+}
+
+// acc + each int32 lane's two int16 pair sums times its int16 scale, exactly:
+// one vpdpwssd with AVX-VNNI, else vpmaddwd and vpaddd.
+inline __m256i add_scaled_pairs(__m256i acc, __m256i pairs, __m256i scale16) {
+#if defined(__AVXVNNI__)
+  return _mm256_dpwssd_avx_epi32(acc, pairs, scale16);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scale16));
+#endif
+}
+
+// vpshufb control: in each 32-bit lane (weight row) both int16 halves <- byte
+// c of the lane (the scale of sub-block c of a four-scale word).
+inline __m256i scale_pair_control(int c) {
+  const int k = 0x80 << 8 | c;  // byte c, then a zero byte
+  return _mm256_setr_epi16(k, k, k + 4, k + 4, k + 8, k + 8, k + 12, k + 12, k, k, k + 4, k + 4, k + 8, k + 8, k + 12,
+                           k + 12);
+}
+// In each 32-bit lane: int16 halves <- bytes 2k and 2k + 1 (two sub-blocks' mins).
+inline __m256i min_pair_control(int k) {
+  const int a = 0x80 << 8 | 2 * k, b = 0x80 << 8 | (2 * k + 1);
+  return _mm256_setr_epi16(a, b, a + 4, b + 4, a + 8, b + 8, a + 12, b + 12, a, b, a + 4, b + 4, a + 8, b + 8, a + 12,
+                           b + 12);
+}
+
+// Q4_K outputs of NG groups of eight weight rows for x rows r0..r0+MR (as
+// legacy_group_tile). Per block, lane r of S is row r's exact sum of scale x
+// code x q_x over the block, lane r of M the sum of its sub-block mins times
+// the x sub-block sums; then the float steps of the row kernel's k_tile in
+// its order: acc = fma(float(S), d * d_x, acc); acc = fma(float(M), -dmin *
+// d_x, acc). Bit-identical to the row layout.
+template <int NG, int MR>
+void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m256 acc[NG * MR];
+#pragma GCC unroll 8
+  for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0F), six = _mm256_set1_epi8(0x3F), top2 = _mm256_set1_epi8(0x30);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    // The x sub-block sums (int16, at most 32 x 128) two to a 32-bit lane,
+    // broadcast: pair k holds sub-blocks 2k and 2k + 1.
+    __m256i x_pairs[MR][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      const __m256i s16 = load256(qx.sums16.data() + xi * 16);
+      const __m256i h = _mm256_hadd_epi16(s16, s16);  // dwords 0, 1: sub-blocks 0-3; dwords 4, 5: 4-7
+      x_pairs[i][0] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(0));
+      x_pairs[i][1] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(1));
+      x_pairs[i][2] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(4));
+      x_pairs[i][3] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(5));
+    }
+#pragma GCC unroll 1
+    for (int g = 0; g < NG; ++g) {
+      const uint8_t* blk = groups[g] + b * IlQ4_K::kBlockBytes;
+      // Row r's scale words in lane r (k_scales's unpacking, eight rows at once).
+      const __m256i u0 = load256(blk + 32), u1 = load256(blk + 64), u2 = load256(blk + 96);
+      const __m256i sc_lo = _mm256_and_si256(u0, six);
+      const __m256i sc_hi =
+          _mm256_or_si256(_mm256_and_si256(u2, low), _mm256_and_si256(_mm256_srli_epi32(u0, 2), top2));
+      const uint8_t* codes = blk + 128;
+      __m256i S[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
+      // Per sub-block c = 2p + h: its products summed as int16 over the eight
+      // code chunks (|8 x 2 x 15 x 128| = 30720 fits), then weighted by the
+      // rows' scales once: half the multiplies of weighting every chunk.
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m256i scale = _mm256_shuffle_epi8(p < 2 ? sc_lo : sc_hi, scale_pair_control((2 * p + h) % 4));
+          __m256i pairs[MR];
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+          for (int l = 0; l < 8; ++l) {
+            const __m256i packed = load256(codes + 32 * (8 * p + l));
+            const __m256i nibbles = h == 0 ? _mm256_and_si256(packed, low)
+                                           : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) {
+              pairs[i] = _mm256_add_epi16(pairs[i], _mm256_maddubs_epi16(nibbles, broadcast4(xb[i] + 64 * p + 32 * h + 4 * l)));
+              keep_in_register(pairs[i]);
+            }
+          }
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
+        }
+      }
+      const __m256i mn_lo = _mm256_and_si256(u1, six);
+      const __m256i mn_hi =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low), _mm256_and_si256(_mm256_srli_epi32(u1, 2), top2));
+      __m256i M[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) M[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m256i mins = _mm256_shuffle_epi8(k < 2 ? mn_lo : mn_hi, min_pair_control(k % 2));
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) M[i] = _mm256_add_epi32(M[i], _mm256_madd_epi16(mins, x_pairs[i][k]));
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      const __m256 neg_dmin = _mm256_xor_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16))),
+                                            _mm256_set1_ps(-0.0f));
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256 dx = _mm256_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+        __m256& y = acc[g * MR + i];
+        y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[i]), _mm256_mul_ps(d, dx), y);
+        y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M[i]), _mm256_mul_ps(neg_dmin, dx), y);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+}
+
+// Outputs of NG groups of eight weight rows for x rows r0..r0+MR, whatever
+// the type.
+template <class K, int NG, int MR>
+void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+  if constexpr (K::kSuper) {
+    q4k_tile<NG, MR>(a, groups, r0, out);
+  } else {
+    legacy_group_tile<K, NG, MR>(a, groups, r0, out);
+  }
 }
 
 // Batches: MR x rows share each unpacked block. Three for 4- and 5-bit codes,
@@ -360,6 +503,8 @@ inline void interleaved_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t
       return interleaved_rows<IlQ5_0>(a, row_begin, row_end);
     case DType::kQ8_0:
       return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
+    case DType::kQ4_K:
+      return interleaved_rows<IlQ4_K>(a, row_begin, row_end);
     default:
       break;  // interleave8() makes no other type
   }

@@ -20,9 +20,10 @@
 //    y = acc [+ acc_m]. One scalar chain per output (four outputs to a
 //    4-lane vector), so a block costs one convert and one FMA per four
 //    outputs, and nothing is left to reduce at the end of a row;
-//  * K types, per 256-block in order: exact int32 lanes of the scale-weighted
-//    code products, acc = fma(float(lanes), d_w * d_x, acc), then for
-//    Q4_K / Q5_K acc = fma(float(min lanes), -(dmin_w * d_x), acc); y = hsum(acc).
+//  * K types, per 256-block in order: S = exact int32 sum of the
+//    scale-weighted code products, acc = fma(float(S), d_w * d_x, acc), then
+//    for Q4_K / Q5_K acc = fma(float(M), -dmin_w * d_x, acc) with M the
+//    exact sum of the sub-block mins times the x sub-block sums; y = acc.
 // Integer parts are exact (no int16 saturation is reachable: the largest
 // pair sum is 2 * 128 * 127 for Q8_0), so only the float steps above round.
 #pragma once
@@ -380,8 +381,20 @@ struct KernQ6_K {
   static float dmin(const uint8_t*, int64_t) { return 0.0f; }
 };
 
+// Outputs of K-quant weights, tiles as legacy_tile's (MR = 1 with NR <= 4
+// weight rows side by side in a 4-lane vector, or MR = 4 x rows side by
+// side with NR <= 3). Per 256-block b in order, each output gets:
+//   S = exact int32 sum of the block's scale-weighted code products (Q6_K:
+//       minus 32 x the scale-weighted x sums, its code bias),
+//   acc = fma(float(S), d_w[b] * d_x[b], acc);
+//   Q4_K / Q5_K: M = exact int32 sum of the sub-block mins times the
+//       sub-block x sums, acc = fma(float(M), -dmin_w[b] * d_x[b], acc);
+//   y = acc.
+// One scalar chain per output, so the interleaved kernels (lane r: weight
+// row r; matmul_interleaved_kernels.h) reproduce it bit for bit.
 template <class K, int MR, int NR>
 void k_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
+  static_assert((MR == 1 && NR <= 4) || (MR == 4 && NR <= 3));
   const WeightMatrix& w = *a.w;
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
@@ -390,44 +403,68 @@ void k_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
   const int8_t* xq = qx.q.data() + r0 * blocks * kQK_K;
   const float* xscale = qx.scale.data() + r0 * blocks;
   const int16_t* xsums = qx.sums16.data() + r0 * blocks * 16;
-  __m256 acc[MR][NR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
+  constexpr int kGroups = MR == 1 ? 1 : NR;
+  __m128 acc[kGroups];
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroups; ++g) acc[g] = _mm_setzero_ps();
   const NextTilePrefetch prefetch(rows, NR * row_bytes, blocks, 1);
-  for (int64_t b = 0; b < blocks; ++b) {
-    if constexpr (MR == 1) prefetch.part(b);
+  // Lane sums of one weight row's block against MR x rows: `lanes` (code
+  // products, Q6_K's bias taken off) and `mins` (Q4_K / Q5_K).
+  auto block_lanes = [&](const uint8_t* row, int64_t b, __m256i* lanes, __m256i* mins) {
     const int8_t* xrow[MR];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) xrow[i] = xq + (i * blocks + b) * kQK_K;
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) {
-      const uint8_t* row = rows + j * row_bytes;
-      __m256i lanes[MR], extra;
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) lanes[i] = _mm256_setzero_si256();
-      K::template accumulate<MR>(row, b, xrow, lanes, &extra);
-      const __m256 d = _mm256_set1_ps(K::d(row, b));
-      const __m256 neg_dmin = _mm256_set1_ps(-K::dmin(row, b));
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const int64_t xb = i * blocks + b;
-        const __m256i sums16 = load256(xsums + xb * 16);
-        const __m256 dx = _mm256_broadcast_ss(xscale + xb);
-        if constexpr (!K::kMins)  // Q6_K: remove the code bias 32
-          lanes[i] = _mm256_sub_epi32(lanes[i], _mm256_slli_epi32(_mm256_madd_epi16(sums16, extra), 5));
-        acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes[i]), _mm256_mul_ps(d, dx), acc[i][j]);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) xrow[i] = xq + (i * blocks + b) * kQK_K, lanes[i] = _mm256_setzero_si256();
+    __m256i extra;
+    K::template accumulate<MR>(row, b, xrow, lanes, &extra);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const __m256i m = _mm256_madd_epi16(load256(xsums + (i * blocks + b) * 16), extra);
+      if constexpr (K::kMins) {
+        mins[i] = m;
+      } else {
+        lanes[i] = _mm256_sub_epi32(lanes[i], _mm256_slli_epi32(m, 5));
+      }
+    }
+  };
+  for (int64_t b = 0; b < blocks; ++b) {
+    if constexpr (MR == 1) {
+      prefetch.part(b);
+      __m256i lanes[4], mins[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) lanes[j] = mins[j] = _mm256_setzero_si256();
+      alignas(16) float d[4] = {}, neg_dmin[4] = {};
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) {
+        block_lanes(rows + j * row_bytes, b, &lanes[j], &mins[j]);
+        d[j] = K::d(rows + j * row_bytes, b);
+        neg_dmin[j] = -K::dmin(rows + j * row_bytes, b);
+      }
+      const __m128 dx = _mm_set1_ps(xscale[b]);
+      acc[0] = _mm_fmadd_ps(_mm_cvtepi32_ps(reduce4(lanes[0], lanes[1], lanes[2], lanes[3])),
+                            _mm_mul_ps(_mm_load_ps(d), dx), acc[0]);
+      if constexpr (K::kMins)
+        acc[0] = _mm_fmadd_ps(_mm_cvtepi32_ps(reduce4(mins[0], mins[1], mins[2], mins[3])),
+                              _mm_mul_ps(_mm_load_ps(neg_dmin), dx), acc[0]);
+    } else {
+      const __m128 dx = _mm_setr_ps(xscale[b], xscale[blocks + b], xscale[2 * blocks + b], xscale[3 * blocks + b]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) {
+        const uint8_t* row = rows + j * row_bytes;
+        __m256i lanes[4], mins[4];
+        block_lanes(row, b, lanes, mins);
+        acc[j] = _mm_fmadd_ps(_mm_cvtepi32_ps(reduce4(lanes[0], lanes[1], lanes[2], lanes[3])),
+                              _mm_mul_ps(_mm_set1_ps(K::d(row, b)), dx), acc[j]);
         if constexpr (K::kMins)
-          acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sums16, extra)), _mm256_mul_ps(neg_dmin, dx),
-                                      acc[i][j]);
+          acc[j] = _mm_fmadd_ps(_mm_cvtepi32_ps(reduce4(mins[0], mins[1], mins[2], mins[3])),
+                                _mm_mul_ps(_mm_set1_ps(-K::dmin(row, b)), dx), acc[j]);
       }
     }
   }
-#pragma GCC unroll 16
+  alignas(16) float out[kGroups][4];
+#pragma GCC unroll 4
+  for (int g = 0; g < kGroups; ++g) _mm_store_ps(out[g], acc[g]);
   for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) a.y[(r0 + i) * w.rows + o + j] = hsum(acc[i][j]);
+    for (int j = 0; j < NR; ++j) a.y[(r0 + i) * w.rows + o + j] = MR == 1 ? out[0][j] : out[j][i];
 }
 
 // ---- tiling over rows ------------------------------------------------------

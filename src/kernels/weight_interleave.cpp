@@ -11,12 +11,14 @@
 namespace omnibus {
 namespace {
 
-// Bytes of d (and m) at the start of each block of the type.
-size_t scale_bytes(DType t) { return t == DType::kQ4_1 ? 4 : 2; }
-// Bytes of the fifth bits (qh) after them: Q5_0 only.
-size_t high_bytes(DType t) { return t == DType::kQ5_0 ? 4 : 0; }
+// Bytes of d (and m; Q4_K: dmin) at the start of each block of the type.
+size_t scale_bytes(DType t) { return t == DType::kQ4_1 || t == DType::kQ4_K ? 4 : 2; }
+// Bytes between them and the codes, moved in 4-byte words: Q5_0's fifth
+// bits (qh), Q4_K's twelve bytes of packed sub-block scales and mins.
+size_t high_bytes(DType t) { return t == DType::kQ5_0 ? 4 : t == DType::kQ4_K ? 12 : 0; }
 
 size_t block_bytes(DType t) { return static_cast<size_t>(dtype_info(t)->block_bytes); }
+int64_t block_elements(DType t) { return dtype_info(t)->block_size; }
 
 // Q5_0's 32 fifth bits of a row's block, regrouped so that the kernel can
 // put them in place with one shift and one mask per code vector (header):
@@ -51,7 +53,9 @@ void for_each_piece(DType t, int64_t r, Piece&& piece) {
   const size_t sb = scale_bytes(t), hb = high_bytes(t), code_bytes = block_bytes(t) - sb - hb;
   piece(size_t{0}, static_cast<size_t>(2 * r), size_t{2}, false);                                     // d
   if (sb == 4) piece(size_t{2}, static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2}, false);  // m
-  if (hb == 4) piece(sb, kInterleaveRows * sb + static_cast<size_t>(4 * r), size_t{4}, true);          // qh
+  const bool fifth_bits = t == DType::kQ5_0;
+  for (size_t w = 0; w < hb / 4; ++w)  // Q5_0's qh (regrouped), Q4_K's scale words
+    piece(sb + 4 * w, kInterleaveRows * sb + 32 * w + static_cast<size_t>(4 * r), size_t{4}, fifth_bits);
   for (size_t j = 0; j < code_bytes / 4; ++j)
     piece(sb + hb + 4 * j, kInterleaveRows * (sb + hb) + 32 * j + static_cast<size_t>(4 * r), size_t{4}, false);
 }
@@ -63,13 +67,16 @@ uint32_t read_u32(const uint8_t* p) {
 }
 
 // A row's blocks without any padding between rows.
-size_t packed_row_bytes(const WeightMatrix& w) { return static_cast<size_t>(w.cols / kQK) * block_bytes(w.dtype); }
+size_t packed_row_bytes(const WeightMatrix& w) {
+  return static_cast<size_t>(w.cols / block_elements(w.dtype)) * block_bytes(w.dtype);
+}
 
 }  // namespace
 
 bool can_interleave8(DType t) {
-  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;
   if (!cpu_features().has_avx2_fma()) return false;
+  if (t == DType::kQ4_K) return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
+  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;
   return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x32;
 }
 
@@ -81,7 +88,7 @@ size_t interleaved8_bytes(const WeightMatrix& w) {
 WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out,
                          const std::function<void(int64_t row_begin, int64_t row_end)>& copied) {
   const size_t bb = block_bytes(w.dtype);
-  const int64_t blocks = w.cols / kQK;
+  const int64_t blocks = w.cols / block_elements(w.dtype);
   const int64_t groups = (w.rows + kInterleaveRows - 1) / kInterleaveRows;
   std::memset(out, 0, interleaved8_bytes(w));  // padding rows: zero scales and codes
   const auto* src = static_cast<const uint8_t*>(w.data);
@@ -122,7 +129,7 @@ void gather_row_blocks(const WeightMatrix& w, int64_t o, uint8_t* out) {
     return;
   }
   const size_t bb = block_bytes(w.dtype);
-  const int64_t blocks = w.cols / kQK, g = o / kInterleaveRows, r = o % kInterleaveRows;
+  const int64_t blocks = w.cols / block_elements(w.dtype), g = o / kInterleaveRows, r = o % kInterleaveRows;
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* group_block = src + (g * blocks + b) * kInterleaveRows * bb;
     uint8_t* block = out + b * bb;

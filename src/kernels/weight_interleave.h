@@ -16,6 +16,9 @@
 //   Q4_1: d[8] (f16), m[8] (f16), codes[128] = 8 x 20 bytes
 //   Q5_0: d[8] (f16), high[8] (u32), codes[128] = 8 x 22 bytes
 //   Q8_0: d[8] (f16), codes[256]            = 8 x 34 bytes
+//   Q4_K (per 256-element block): d[8] (f16), dmin[8] (f16), scale words
+//     [3][8] (u32: word w of row r's twelve packed 6-bit scale and min
+//     bytes at 32w + 4r), codes[1024]       = 8 x 144 bytes
 // codes: 32-byte chunks j = 0, 1, ...; chunk j holds bytes 4j..4j+3 of each
 // row's quants (qs), row 0 first. For the 4-bit types a byte keeps GGUF's
 // pairing (low nibble: element i, high nibble: element i + 16), so chunk j
@@ -25,6 +28,11 @@
 // 4+j, element 16+4j+k's: for code chunk j the kernel gets both halves'
 // fifth bits into bit 4 of each byte with one shift and one mask each
 // ((high << (4 - j)) & 0x10 and (high >> j) & 0x10).
+// Q4_K's codes follow the same rule over its 128 code bytes (chunk j =
+// 8p + l: bytes 32p + 4l.. of each row, low nibbles elements 64p + 4l..
+// of sub-block 2p, high nibbles those of sub-block 2p + 1), and its scale
+// words are unpacked for all eight rows at once with vector shifts and
+// masks, as the row kernels unpack one row's.
 #pragma once
 
 #include <cstddef>

@@ -36,7 +36,8 @@ TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
   // 157, 184 and 200 rows give decode (n_x 1) enough groups per thread for
   // its four streams with every remainder (0-3 groups) over 1-3 threads.
   for (int64_t rows : {8, 13, 40, 67, 157, 184, 200}) {
-    for (int64_t cols : {32, 96, 576}) {
+    const int64_t unit = dtype_info(t)->block_size;  // 32, or 256 for Q4_K
+    for (int64_t cols : {unit, 3 * unit, 18 * unit}) {
       // Padding between rows in the source, as row_bytes allows.
       const auto w = random_weights(t, rows, cols, static_cast<uint32_t>(rows * cols), rows == 13 ? 5 : 0);
       AlignedBuffer<uint8_t> copy(interleaved8_bytes(w.view));
@@ -59,10 +60,11 @@ TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
 
 TEST_P(Interleave, SharedInputProductsMatchSingleOnes) {
   const DType t = GetParam();
-  const auto a = random_weights(t, 24, 64, 1), b = random_weights(t, 40, 64, 2);
+  const int64_t cols = 2 * dtype_info(t)->block_size;
+  const auto a = random_weights(t, 24, cols, 1), b = random_weights(t, 40, cols, 2);
   AlignedBuffer<uint8_t> ca(interleaved8_bytes(a.view)), cb(interleaved8_bytes(b.view));
   const WeightMatrix ia = interleave8(a.view, ca.data()), ib = interleave8(b.view, cb.data());
-  const auto x = random_floats(3 * 64, 3);
+  const auto x = random_floats(3 * cols, 3);
   std::vector<float> ya(3 * 24), yb(3 * 40), wa(ya.size()), wb(yb.size());
   ThreadPool pool(2);
   const MatmulTarget targets[] = {{&ia, ya.data()}, {&ib, yb.data()}};
@@ -96,7 +98,8 @@ TEST_P(Interleave, CopiedRowRunsTileTheMatrixInOrder) {
   EXPECT_EQ(0, std::memcmp(plain.data(), reported.data(), plain.size()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0),
+INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0,
+                                                                DType::kQ4_K),
                          [](const auto& info) { return dtype_name(info.param); });
 
 // Byte placement, independent of the kernels: block b of row r's scale and
