@@ -85,20 +85,36 @@ std::vector<float> engine_logits(std::shared_ptr<const Model> model, const std::
 
 class ForwardTest : public ::testing::TestWithParam<Case> {};
 
+// The reference rounds each activation to int8 itself, from its own double
+// values. When one lands within float error of a rounding boundary, the
+// engine and the reference round it apart by one step, and that flip moves
+// the logits by up to about 1% of their scale: measured over token seeds
+// 1-16 for every case here (2026-12-02), the error was either float rounding
+// (at most 1.2e-4 of max|logit|) or a flip (8e-4 to 8.4e-3), a flip in
+// up to 7 of 16 seeds of a case, with the same kernels as before and after
+// a change of summation order alike. So each case runs five token
+// sequences: every one within 2e-2 of the logit scale, and at least one
+// clean, within 5e-4 (a wrong op shows in all five).
 TEST_P(ForwardTest, MatchesReferenceForward) {
   const auto bytes = make_tiny_model_bytes(spec_for(GetParam()));
   auto model = load_tiny_model(bytes);
-  const auto tokens = random_tokens(9, model->config().vocab_size, 7);
-  const auto want = reference_logits(*model, tokens);
-  const auto got = engine_logits(model, tokens, 4, 2);
-  ASSERT_EQ(want.size(), got.size());
-  double max_abs = 0, max_err = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    max_abs = std::max(max_abs, std::fabs(double(want[i])));
-    max_err = std::max(max_err, std::fabs(double(want[i]) - got[i]));
+  double cleanest = INFINITY;
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    const auto tokens = random_tokens(9, model->config().vocab_size, seed);
+    const auto want = reference_logits(*model, tokens);
+    const auto got = engine_logits(model, tokens, 4, 2);
+    ASSERT_EQ(want.size(), got.size());
+    double max_abs = 0, max_err = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(double(want[i])));
+      max_err = std::max(max_err, std::fabs(double(want[i]) - got[i]));
+    }
+    EXPECT_GT(max_abs, 0.1) << "logits too small to be a meaningful check";
+    const double relative = max_err / std::max(1.0, max_abs);
+    EXPECT_LT(relative, 2e-2) << "seed " << seed << ": max |logit| " << max_abs << ", max error " << max_err;
+    cleanest = std::min(cleanest, relative);
   }
-  EXPECT_GT(max_abs, 0.1) << "logits too small to be a meaningful check";
-  EXPECT_LT(max_err, 2e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
+  EXPECT_LT(cleanest, 5e-4) << "no token sequence matched the reference within float rounding";
 }
 
 TEST_P(ForwardTest, LogitsAreBatchInvariant) {
