@@ -30,6 +30,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/matmul_avx2_common.h"
 #include "kernels/matmul_internal.h"
@@ -79,6 +80,11 @@ struct IlQ8_0 {
 struct IlQ4_K {
   static constexpr bool kSuper = true, kSigned = false;
   static constexpr int kBlockBytes = kInterleaveRows * 144;
+};
+// Q6_K: 256-element blocks of 6-bit codes with int8 scales per 16 (q6k_tile).
+struct IlQ6_K {
+  static constexpr bool kSuper = true, kSigned = false;
+  static constexpr int kBlockBytes = kInterleaveRows * 210;
 };
 
 // Codes of chunk j (elements 4j..4j+3 in `lo`, 16+4j..16+4j+3 in `hi`, one
@@ -364,11 +370,126 @@ void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
     for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
 }
 
+// vpshufb control: in each 32-bit lane (weight row) int16 half k <- byte
+// bytes[k] of the lane in the high byte, the low byte zero: an arithmetic
+// shift right by 8 then sign-extends each (Q6_K's scales are int8).
+inline __m256i high_bytes_control(int b0, int b1) {
+  const int a = b0 << 8 | 0x80, b = b1 << 8 | 0x80;
+  return _mm256_setr_epi16(a, b, a + 0x400, b + 0x400, a + 0x800, b + 0x800, a + 0xC00, b + 0xC00, a, b, a + 0x400,
+                           b + 0x400, a + 0x800, b + 0x800, a + 0xC00, b + 0xC00);
+}
+inline __m256i int16_pairs_of_bytes(__m256i words, int b0, int b1) {
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(words, high_bytes_control(b0, b1)), 8);
+}
+
+// Q6_K outputs (as q4k_tile). Group block (weight_interleave.h): d[8] (f16),
+// scale words [4][8], ql chunks [32][32], qh chunks [16][32]. Chunk v =
+// 4h + g of a row (elements 32v..32v+31), quad l (its elements 4l..4l+3):
+// low four bits from ql chunk 16h + 8(g & 1) + l (low nibbles for g < 2,
+// high for g >= 2), bits 4-5 from qh chunk 8h + l (bits 2g, 2g + 1); quads
+// 0-3 take scale 2v, quads 4-7 scale 2v + 1 (KernQ6_K's unpacking). Per
+// block, lane r of S is row r's exact sum of scale x code x q_x minus 32 x
+// the sum of scale x x sub-block sum (the code bias), then the row kernel's
+// float step: acc = fma(float(S), d * d_x, acc). Bit-identical to it.
+template <int NG, int MR>
+void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m256 acc[NG * MR];
+#pragma GCC unroll 8
+  for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    const int16_t* xs[MR];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      xs[i] = qx.sums16.data() + xi * 16;
+    }
+#pragma GCC unroll 1
+    for (int g = 0; g < NG; ++g) {
+      const uint8_t* blk = groups[g] + b * IlQ6_K::kBlockBytes;
+      const uint8_t* words = blk + 16;
+      const uint8_t* ql = blk + 144;
+      const uint8_t* qh = blk + 1168;
+      __m256i S[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; ++v) {
+        const int h = v / 4, gv = v % 4;
+        const __m256i word = load256(words + 32 * (v / 2));  // scales 2v, 2v + 1: bytes 2(v % 2), +1
+#pragma GCC unroll 2
+        for (int half = 0; half < 2; ++half) {
+          const int byte = 2 * (v % 2) + half;
+          const __m256i scale = int16_pairs_of_bytes(word, byte, byte);
+          // Quads 4 half .. 4 half + 3 in int16 pairs of quads (|2 x 2 x 63
+          // x 128| = 32256 fits), each pair weighted by the scale once.
+#pragma GCC unroll 2
+          for (int q2 = 0; q2 < 2; ++q2) {
+            __m256i pairs[MR];
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+            for (int t = 0; t < 2; ++t) {
+              const int l = 4 * half + 2 * q2 + t;
+              const __m256i packed = load256(ql + 32 * (16 * h + 8 * (gv & 1) + l));
+              const __m256i nib = gv < 2 ? _mm256_and_si256(packed, low)
+                                         : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+              const __m256i top = _mm256_and_si256(_mm256_srli_epi16(load256(qh + 32 * (8 * h + l)), 2 * gv), three);
+              const __m256i codes = _mm256_or_si256(nib, _mm256_slli_epi16(top, 4));
+#pragma GCC unroll 4
+              for (int i = 0; i < MR; ++i) {
+                pairs[i] = _mm256_add_epi16(pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 32 * v + 4 * l)));
+                keep_in_register(pairs[i]);
+              }
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
+          }
+        }
+      }
+      // The code bias: 32 x sum over the sixteen scales of scale x sum16(q_x).
+      __m256i bias[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) bias[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int w = 0; w < 4; ++w) {
+        const __m256i word = load256(words + 32 * w);
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; ++k) {
+          const __m256i sc = int16_pairs_of_bytes(word, 2 * k, 2 * k + 1);  // scales 4w + 2k, 4w + 2k + 1
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) {
+            const __m256i x_pair = _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
+            bias[i] = _mm256_add_epi32(bias[i], _mm256_madd_epi16(sc, x_pair));
+          }
+        }
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256 dx = _mm256_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+        const __m256i sum = _mm256_sub_epi32(S[i], _mm256_slli_epi32(bias[i], 5));
+        acc[g * MR + i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(d, dx), acc[g * MR + i]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+}
+
 // Outputs of NG groups of eight weight rows for x rows r0..r0+MR, whatever
 // the type.
 template <class K, int NG, int MR>
 void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
-  if constexpr (K::kSuper) {
+  if constexpr (std::is_same_v<K, IlQ6_K>) {
+    q6k_tile<NG, MR>(a, groups, r0, out);
+  } else if constexpr (K::kSuper) {
     q4k_tile<NG, MR>(a, groups, r0, out);
   } else {
     legacy_group_tile<K, NG, MR>(a, groups, r0, out);
@@ -505,6 +626,8 @@ inline void interleaved_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t
       return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
     case DType::kQ4_K:
       return interleaved_rows<IlQ4_K>(a, row_begin, row_end);
+    case DType::kQ6_K:
+      return interleaved_rows<IlQ6_K>(a, row_begin, row_end);
     default:
       break;  // interleave8() makes no other type
   }

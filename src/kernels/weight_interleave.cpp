@@ -50,6 +50,14 @@ uint32_t ungroup_fifth_bits(uint32_t regrouped) {
 // directions.
 template <class Piece>
 void for_each_piece(DType t, int64_t r, Piece&& piece) {
+  const size_t r4 = static_cast<size_t>(4 * r);
+  if (t == DType::kQ6_K) {  // GGUF order ql[128], qh[64], scales[16], d; interleaved d, scales, ql, qh
+    piece(size_t{208}, static_cast<size_t>(2 * r), size_t{2}, false);
+    for (size_t w = 0; w < 4; ++w) piece(192 + 4 * w, 16 + 32 * w + r4, size_t{4}, false);
+    for (size_t j = 0; j < 32; ++j) piece(4 * j, 144 + 32 * j + r4, size_t{4}, false);
+    for (size_t j = 0; j < 16; ++j) piece(128 + 4 * j, 1168 + 32 * j + r4, size_t{4}, false);
+    return;
+  }
   const size_t sb = scale_bytes(t), hb = high_bytes(t), code_bytes = block_bytes(t) - sb - hb;
   piece(size_t{0}, static_cast<size_t>(2 * r), size_t{2}, false);                                     // d
   if (sb == 4) piece(size_t{2}, static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2}, false);  // m
@@ -75,7 +83,8 @@ size_t packed_row_bytes(const WeightMatrix& w) {
 
 bool can_interleave8(DType t) {
   if (!cpu_features().has_avx2_fma()) return false;
-  if (t == DType::kQ4_K) return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
+  if (t == DType::kQ4_K || t == DType::kQ6_K)
+    return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
   if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;
   return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x32;
 }

@@ -36,7 +36,7 @@ TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
   // 157, 184 and 200 rows give decode (n_x 1) enough groups per thread for
   // its four streams with every remainder (0-3 groups) over 1-3 threads.
   for (int64_t rows : {8, 13, 40, 67, 157, 184, 200}) {
-    const int64_t unit = dtype_info(t)->block_size;  // 32, or 256 for Q4_K
+    const int64_t unit = dtype_info(t)->block_size;  // 32, or 256 for the K-quants
     for (int64_t cols : {unit, 3 * unit, 18 * unit}) {
       // Padding between rows in the source, as row_bytes allows.
       const auto w = random_weights(t, rows, cols, static_cast<uint32_t>(rows * cols), rows == 13 ? 5 : 0);
@@ -99,7 +99,7 @@ TEST_P(Interleave, CopiedRowRunsTileTheMatrixInOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0,
-                                                                DType::kQ4_K),
+                                                                DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return dtype_name(info.param); });
 
 // Byte placement, independent of the kernels: block b of row r's scale and
