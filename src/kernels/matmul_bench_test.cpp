@@ -45,7 +45,8 @@ TEST(MatmulBench, DISABLED_DecodeAndPrefillThroughput) {
       {DType::kQ4_K, 1536, 768, 512}, {DType::kF32, 1536, 576, 512}, {DType::kQ4_0, 1536, 576, 512},
       {DType::kQ8_0, 1536, 576, 512}, {DType::kQ4_1, 49152, 576, 3},  {DType::kQ5_0, 2048, 640, 1},
       {DType::kQ5_0, 2048, 640, 512}, {DType::kQ6_K, 640, 2048, 512}, {DType::kQ4_K, 640, 1024, 512},
-      {DType::kQ6_K, 640, 2048, 1},   {DType::kQ4_K, 1536, 768, 1},
+      {DType::kQ6_K, 640, 2048, 1},   {DType::kQ4_K, 1536, 768, 1},   {DType::kQ5_K, 1536, 768, 512},
+      {DType::kQ5_K, 1536, 768, 1},
   };
   std::printf("path: %s\n", matmul_path_name());
   for (int threads : {1, 2}) {

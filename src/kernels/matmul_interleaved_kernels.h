@@ -78,8 +78,13 @@ struct IlQ8_0 {
 
 // Q4_K: 256-element blocks with 6-bit sub-block scales and mins (q4k_tile).
 struct IlQ4_K {
-  static constexpr bool kSuper = true, kSigned = false;
-  static constexpr int kBlockBytes = kInterleaveRows * 144;
+  static constexpr bool kSuper = true, kSigned = false, kFifthBit = false;
+  static constexpr int kBlockBytes = kInterleaveRows * 144, kCodeOffset = 128;
+};
+// Q5_K: Q4_K's layout with the fifth bits (qh chunks [8][32]) before the codes.
+struct IlQ5_K {
+  static constexpr bool kSuper = true, kSigned = false, kFifthBit = true;
+  static constexpr int kBlockBytes = kInterleaveRows * 176, kCodeOffset = 384;
 };
 // Q6_K: 256-element blocks of 6-bit codes with int8 scales per 16 (q6k_tile).
 struct IlQ6_K {
@@ -272,13 +277,15 @@ inline __m256i min_pair_control(int k) {
                            b + 12);
 }
 
-// Q4_K outputs of NG groups of eight weight rows for x rows r0..r0+MR (as
-// legacy_group_tile). Per block, lane r of S is row r's exact sum of scale x
+// Q4_K and Q5_K outputs of NG groups of eight weight rows for x rows
+// r0..r0+MR (as legacy_group_tile). Q5_K's fifth bit of sub-block c's
+// element e is bit c of byte e of the row's qh (KernQ5_K's unpacking), so
+// code chunk 8p + l takes it from qh chunk l. Per block, lane r of S is row r's exact sum of scale x
 // code x q_x over the block, lane r of M the sum of its sub-block mins times
 // the x sub-block sums; then the float steps of the row kernel's k_tile in
 // its order: acc = fma(float(S), d * d_x, acc); acc = fma(float(M), -dmin *
 // d_x, acc). Bit-identical to the row layout.
-template <int NG, int MR>
+template <class K, int NG, int MR>
 void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
@@ -304,21 +311,22 @@ void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
     }
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
-      const uint8_t* blk = groups[g] + b * IlQ4_K::kBlockBytes;
+      const uint8_t* blk = groups[g] + b * K::kBlockBytes;
       // Decode: each group's block two blocks ahead. Without it Q6_K decoded
       // Gemma 3 2-3% slower than its row layout (five alternating pairs,
       // 2026-12-02), with it level (four pairs, 120.7 vs 119.3 tok/s, in
       // the noise); the legacy types' kernel needs none (decode_rows).
       if constexpr (MR == 1) {
         if (b + 2 < blocks)
-          for (int c = 0; c < IlQ4_K::kBlockBytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * IlQ4_K::kBlockBytes + c), _MM_HINT_T0);
+          for (int c = 0; c < K::kBlockBytes; c += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * K::kBlockBytes + c), _MM_HINT_T0);
       }
       // Row r's scale words in lane r (k_scales's unpacking, eight rows at once).
       const __m256i u0 = load256(blk + 32), u1 = load256(blk + 64), u2 = load256(blk + 96);
       const __m256i sc_lo = _mm256_and_si256(u0, six);
       const __m256i sc_hi =
           _mm256_or_si256(_mm256_and_si256(u2, low), _mm256_and_si256(_mm256_srli_epi32(u0, 2), top2));
-      const uint8_t* codes = blk + 128;
+      const uint8_t* codes = blk + K::kCodeOffset;
       __m256i S[MR];
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
@@ -336,12 +344,25 @@ void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 8
           for (int l = 0; l < 8; ++l) {
             const __m256i packed = load256(codes + 32 * (8 * p + l));
-            const __m256i nibbles = h == 0 ? _mm256_and_si256(packed, low)
-                                           : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+            __m256i nibbles = h == 0 ? _mm256_and_si256(packed, low)
+                                     : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+            if constexpr (K::kFifthBit) {
+              const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(load256(blk + 128 + 32 * l), 2 * p + h),
+                                                   _mm256_set1_epi8(1));
+              nibbles = _mm256_or_si256(nibbles, _mm256_slli_epi16(bit, 4));
+            }
 #pragma GCC unroll 4
             for (int i = 0; i < MR; ++i) {
               pairs[i] = _mm256_add_epi16(pairs[i], _mm256_maddubs_epi16(nibbles, broadcast4(xb[i] + 64 * p + 32 * h + 4 * l)));
               keep_in_register(pairs[i]);
+            }
+            // 5-bit codes: |4 x 2 x 31 x 128| = 31744 fits, eight chunks
+            // would not: weigh the first four, then the rest.
+            if constexpr (K::kFifthBit) {
+              if (l == 3) {
+#pragma GCC unroll 4
+                for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale), pairs[i] = _mm256_setzero_si256();
+              }
             }
           }
 #pragma GCC unroll 4
@@ -503,7 +524,7 @@ void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* 
   if constexpr (std::is_same_v<K, IlQ6_K>) {
     q6k_tile<NG, MR>(a, groups, r0, out);
   } else if constexpr (K::kSuper) {
-    q4k_tile<NG, MR>(a, groups, r0, out);
+    q4k_tile<K, NG, MR>(a, groups, r0, out);
   } else {
     legacy_group_tile<K, NG, MR>(a, groups, r0, out);
   }
@@ -639,6 +660,8 @@ inline void interleaved_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t
       return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
     case DType::kQ4_K:
       return interleaved_rows<IlQ4_K>(a, row_begin, row_end);
+    case DType::kQ5_K:
+      return interleaved_rows<IlQ5_K>(a, row_begin, row_end);
     case DType::kQ6_K:
       return interleaved_rows<IlQ6_K>(a, row_begin, row_end);
     default:

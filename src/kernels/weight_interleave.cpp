@@ -12,10 +12,18 @@ namespace omnibus {
 namespace {
 
 // Bytes of d (and m; Q4_K: dmin) at the start of each block of the type.
-size_t scale_bytes(DType t) { return t == DType::kQ4_1 || t == DType::kQ4_K ? 4 : 2; }
+size_t scale_bytes(DType t) { return t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K ? 4 : 2; }
 // Bytes between them and the codes, moved in 4-byte words: Q5_0's fifth
-// bits (qh), Q4_K's twelve bytes of packed sub-block scales and mins.
-size_t high_bytes(DType t) { return t == DType::kQ5_0 ? 4 : t == DType::kQ4_K ? 12 : 0; }
+// bits (qh), Q4_K's twelve bytes of packed sub-block scales and mins (Q5_K:
+// and its 32 bytes of fifth bits after them).
+size_t high_bytes(DType t) {
+  switch (t) {
+    case DType::kQ5_0: return 4;
+    case DType::kQ4_K: return 12;
+    case DType::kQ5_K: return 12 + 32;
+    default: return 0;
+  }
+}
 
 size_t block_bytes(DType t) { return static_cast<size_t>(dtype_info(t)->block_bytes); }
 int64_t block_elements(DType t) { return dtype_info(t)->block_size; }
@@ -83,7 +91,7 @@ size_t packed_row_bytes(const WeightMatrix& w) {
 
 bool can_interleave8(DType t) {
   if (!cpu_features().has_avx2_fma()) return false;
-  if (t == DType::kQ4_K || t == DType::kQ6_K)
+  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K)
     return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
   if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;
   return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x32;

@@ -19,6 +19,8 @@
 //   Q4_K (per 256-element block): d[8] (f16), dmin[8] (f16), scale words
 //     [3][8] (u32: word w of row r's twelve packed 6-bit scale and min
 //     bytes at 32w + 4r), codes[1024]       = 8 x 144 bytes
+//   Q5_K: as Q4_K with qh [8][32] (4-byte chunks of the fifth bits) between
+//     the scale words and the codes           = 8 x 176 bytes
 //   Q6_K (per 256-element block): d[8] (f16), scale words [4][8] (row r's
 //     sixteen int8 scales), ql [32][32], qh [16][32] (4-byte chunks as
 //     for the codes below)                   = 8 x 210 bytes

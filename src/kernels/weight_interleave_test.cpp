@@ -99,7 +99,7 @@ TEST_P(Interleave, CopiedRowRunsTileTheMatrixInOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0,
-                                                                DType::kQ4_K, DType::kQ6_K),
+                                                                DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return dtype_name(info.param); });
 
 // Byte placement, independent of the kernels: block b of row r's scale and
