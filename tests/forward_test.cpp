@@ -94,10 +94,12 @@ class ForwardTest : public ::testing::TestWithParam<Case> {};
 // up to 7 of 16 seeds of a case, with the same kernels as before and after
 // a change of summation order alike. So each case runs five token
 // sequences: every one within 2e-2 of the logit scale, and at least one
-// clean, within 5e-4 (a wrong op shows in all five).
+// clean, within 5e-4 (a wrong op shows in all five). Float weight types
+// quantize nothing, so every sequence must be clean for them.
 TEST_P(ForwardTest, MatchesReferenceForward) {
   const auto bytes = make_tiny_model_bytes(spec_for(GetParam()));
   auto model = load_tiny_model(bytes);
+  const bool int8_activations = dtype_info(GetParam().type)->block_size > 1;
   double cleanest = INFINITY;
   for (uint32_t seed = 1; seed <= 5; ++seed) {
     const auto tokens = random_tokens(9, model->config().vocab_size, seed);
@@ -111,7 +113,7 @@ TEST_P(ForwardTest, MatchesReferenceForward) {
     }
     EXPECT_GT(max_abs, 0.1) << "logits too small to be a meaningful check";
     const double relative = max_err / std::max(1.0, max_abs);
-    EXPECT_LT(relative, 2e-2) << "seed " << seed << ": max |logit| " << max_abs << ", max error " << max_err;
+    EXPECT_LT(relative, int8_activations ? 2e-2 : 5e-4) << "seed " << seed << ": max |logit| " << max_abs << ", max error " << max_err;
     cleanest = std::min(cleanest, relative);
   }
   EXPECT_LT(cleanest, 5e-4) << "no token sequence matched the reference within float rounding";
@@ -129,8 +131,8 @@ TEST_P(ForwardTest, LogitsAreBatchInvariant) {
   }
 }
 
-// The interleaved weight layout (the default for Q4_0 / Q4_1 / Q8_0 on
-// AVX2) changes speed only: logits are bit-identical to the row layout's.
+// The interleaved weight layout (the default on AVX2 for Q4_0 / Q4_1 / Q5_0
+// / Q8_0 and the K-quants) changes speed only: logits are bit-identical to the row layout's.
 TEST_P(ForwardTest, InterleavedWeightsGiveTheRowLayoutsLogits) {
   const auto bytes = make_tiny_model_bytes(spec_for(GetParam()));
   auto rows_model = load_tiny_model(bytes, ModelLoadOptions{.interleave = false});

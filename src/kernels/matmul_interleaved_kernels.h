@@ -9,12 +9,13 @@
 // std::copy) is plain integer code that no -m flag changes.
 //
 // Each output gets exactly the arithmetic of the row-layout kernels
-// (matmul_q8_avx2.cpp), so the two layouts give bit-identical results:
-//   per block b in order: S = exact int32 sum of code * q_x over the block
-//   (minus the code bias times sum(q_x) for Q4_0),
+// (matmul_q8_kernels.h), so the two layouts give bit-identical results:
+//   legacy types, per 32-block b in order: S = exact int32 sum of code *
+//   q_x over the block (minus the code bias times sum(q_x) for Q4_0),
 //     acc = fma(float(S), d_w[b] * d_x[b], acc);
 //     acc_m = fma(m_w[b], d_x[b] * sum(q_x[b]), acc_m)   (Q4_1 only);
-//   y = acc (+ acc_m).
+//   y = acc (+ acc_m);
+//   K-quants, per 256-block: k_tile's steps (q4k_tile, q6k_tile below).
 // What the layout changes is the cost: lane r of every vector is weight row
 // r, so S arrives one row per lane with no horizontal adds, and for 4-bit
 // codes (products <= 2 * 15 * 127 per int16 pair) the eight products of a

@@ -72,7 +72,8 @@ void rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The int8 kernels behind rows_avx2 for quantized weights.
 void rows_avx2_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// The same for weights in WeightLayout::kInterleaved8 (Q4_0, Q4_1, Q8_0);
+// The same for weights in WeightLayout::kInterleaved8 (Q4_0, Q4_1, Q5_0,
+// Q8_0, Q4_K, Q5_K, Q6_K);
 // row_begin must be a multiple of 8.
 void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The same built with AVX-VNNI (bit-identical); only call after checking

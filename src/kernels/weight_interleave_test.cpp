@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -101,6 +102,48 @@ TEST_P(Interleave, CopiedRowRunsTileTheMatrixInOrder) {
 INSTANTIATE_TEST_SUITE_P(Types, Interleave, ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0,
                                                                 DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return dtype_name(info.param); });
+
+// The int16 sums of the K-quant kernels at their worst: every code at its
+// largest, the largest 6-bit scales and mins (Q6_K: int8 scales 127, -128
+// and -1), x at +127 or -127 in every position. Both layouts must still give
+// the same bits, and the scalar path's exact sums within float rounding (a
+// saturated int16 would be off by thousands).
+TEST(InterleaveKQuants, LargestCodesScalesAndActivationsStayExact) {
+  for (DType t : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    if (!can_interleave8(t)) GTEST_SKIP() << "no interleaved kernel on this CPU or build";
+    const int64_t rows = 16, cols = 512;
+    const size_t row_bytes = dtype_bytes(t, cols).value(), block_bytes = row_bytes / 2;
+    std::vector<uint8_t> bytes(static_cast<size_t>(rows) * row_bytes, 0xFF);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int b = 0; b < 2; ++b) {
+        uint8_t* blk = bytes.data() + r * row_bytes + b * block_bytes;
+        const uint8_t d[2] = {0x00, 0x1C};  // f16 2^-8
+        if (t == DType::kQ6_K) {
+          std::memcpy(blk + 208, d, 2);
+          std::memset(blk + 192, r % 3 == 0 ? 0x7F : r % 3 == 1 ? 0x80 : 0xFF, 16);
+        } else {
+          std::memcpy(blk, d, 2);
+          std::memcpy(blk + 2, d, 2);
+        }
+      }
+    const WeightMatrix w{t, bytes.data(), rows, cols, row_bytes};
+    AlignedBuffer<uint8_t> copy(interleaved8_bytes(w));
+    const WeightMatrix il = interleave8(w, copy.data());
+    for (int64_t n_x : {1, 3, 4}) {
+      std::vector<float> x(static_cast<size_t>(n_x * cols));
+      for (int64_t i = 0; i < n_x; ++i)
+        for (int64_t k = 0; k < cols; ++k) x[static_cast<size_t>(i * cols + k)] = i % 2 == 0 ? 1.0f : -1.0f;
+      std::vector<float> rows_y(static_cast<size_t>(n_x * rows)), il_y(rows_y.size()), ref(rows_y.size());
+      matmul(w, x.data(), n_x, rows_y.data(), nullptr);
+      matmul(il, x.data(), n_x, il_y.data(), nullptr);
+      matmul_ref(w, x.data(), n_x, ref.data());
+      ASSERT_EQ(0, std::memcmp(rows_y.data(), il_y.data(), rows_y.size() * sizeof(float)))
+          << dtype_name(t) << " n_x " << n_x;
+      for (size_t i = 0; i < ref.size(); ++i)
+        ASSERT_NEAR(il_y[i], ref[i], 1e-5 * std::fabs(ref[i]) + 1e-6) << dtype_name(t) << " n_x " << n_x << " output " << i;
+    }
+  }
+}
 
 // Byte placement, independent of the kernels: block b of row r's scale and
 // its quant bytes 4j..4j+3 land where the header says.
