@@ -91,6 +91,8 @@ struct IlQ5_K {
 struct IlQ6_K {
   static constexpr bool kSuper = true, kSigned = false;
   static constexpr int kBlockBytes = kInterleaveRows * 210;
+  // d[8] (f16), then the scale words, ql and qh chunks (weight_interleave.h).
+  static constexpr int kScaleOffset = 16, kQlOffset = 144, kQhOffset = 1168;
 };
 
 // Codes of chunk j (elements 4j..4j+3 in `lo`, 16+4j..16+4j+3 in `hi`, one
@@ -348,6 +350,7 @@ void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
             __m256i nibbles = h == 0 ? _mm256_and_si256(packed, low)
                                      : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
             if constexpr (K::kFifthBit) {
+              // qh chunk l sits after the scale words (IlQ5_K).
               const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(load256(blk + 128 + 32 * l), 2 * p + h),
                                                    _mm256_set1_epi8(1));
               nibbles = _mm256_or_si256(nibbles, _mm256_slli_epi16(bit, 4));
@@ -446,9 +449,9 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
         if (b + 2 < blocks)
           for (int c = 0; c < IlQ6_K::kBlockBytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * IlQ6_K::kBlockBytes + c), _MM_HINT_T0);
       }
-      const uint8_t* words = blk + 16;
-      const uint8_t* ql = blk + 144;
-      const uint8_t* qh = blk + 1168;
+      const uint8_t* words = blk + IlQ6_K::kScaleOffset;
+      const uint8_t* ql = blk + IlQ6_K::kQlOffset;
+      const uint8_t* qh = blk + IlQ6_K::kQhOffset;
       __m256i S[MR];
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();

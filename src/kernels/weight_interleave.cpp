@@ -1,6 +1,7 @@
 #include "kernels/weight_interleave.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "base/cpu_features.h"
@@ -11,7 +12,7 @@
 namespace omnibus {
 namespace {
 
-// Bytes of d (and m; Q4_K: dmin) at the start of each block of the type.
+// Bytes of d (and m; Q4_K, Q5_K: dmin) at the start of each block of the type.
 size_t scale_bytes(DType t) { return t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K ? 4 : 2; }
 // Bytes between them and the codes, moved in 4-byte words: Q5_0's fifth
 // bits (qh), Q4_K's twelve bytes of packed sub-block scales and mins (Q5_K:
@@ -59,18 +60,22 @@ uint32_t ungroup_fifth_bits(uint32_t regrouped) {
 template <class Piece>
 void for_each_piece(DType t, int64_t r, Piece&& piece) {
   const size_t r4 = static_cast<size_t>(4 * r);
-  if (t == DType::kQ6_K) {  // GGUF order ql[128], qh[64], scales[16], d; interleaved d, scales, ql, qh
-    piece(size_t{208}, static_cast<size_t>(2 * r), size_t{2}, false);
-    for (size_t w = 0; w < 4; ++w) piece(192 + 4 * w, 16 + 32 * w + r4, size_t{4}, false);
-    for (size_t j = 0; j < 32; ++j) piece(4 * j, 144 + 32 * j + r4, size_t{4}, false);
-    for (size_t j = 0; j < 16; ++j) piece(128 + 4 * j, 1168 + 32 * j + r4, size_t{4}, false);
+  if (t == DType::kQ6_K) {
+    // GGUF's order is ql, qh, scales, d; the group's is d[8], scale words
+    // [4][8], ql [32][32], qh [16][32] (q6k_tile reads these offsets).
+    constexpr size_t kScales = 2 * kInterleaveRows, kQl = kScales + 16 * kInterleaveRows,
+                     kQh = kQl + 128 * kInterleaveRows;
+    piece(offsetof(BlockQ6_K, d), static_cast<size_t>(2 * r), size_t{2}, false);
+    for (size_t w = 0; w < 4; ++w) piece(offsetof(BlockQ6_K, scales) + 4 * w, kScales + 32 * w + r4, size_t{4}, false);
+    for (size_t j = 0; j < 32; ++j) piece(offsetof(BlockQ6_K, ql) + 4 * j, kQl + 32 * j + r4, size_t{4}, false);
+    for (size_t j = 0; j < 16; ++j) piece(offsetof(BlockQ6_K, qh) + 4 * j, kQh + 32 * j + r4, size_t{4}, false);
     return;
   }
   const size_t sb = scale_bytes(t), hb = high_bytes(t), code_bytes = block_bytes(t) - sb - hb;
   piece(size_t{0}, static_cast<size_t>(2 * r), size_t{2}, false);                                     // d
   if (sb == 4) piece(size_t{2}, static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2}, false);  // m
   const bool fifth_bits = t == DType::kQ5_0;
-  for (size_t w = 0; w < hb / 4; ++w)  // Q5_0's qh (regrouped), Q4_K's scale words
+  for (size_t w = 0; w < hb / 4; ++w)  // Q5_0's qh (regrouped); Q4_K's and Q5_K's scale words, Q5_K's qh
     piece(sb + 4 * w, kInterleaveRows * sb + 32 * w + static_cast<size_t>(4 * r), size_t{4}, fifth_bits);
   for (size_t j = 0; j < code_bytes / 4; ++j)
     piece(sb + hb + 4 * j, kInterleaveRows * (sb + hb) + 32 * j + static_cast<size_t>(4 * r), size_t{4}, false);
