@@ -12,6 +12,7 @@ only ever quoted for the original Q4_1 file.
 
     python3 bench/convert_model.py                      # both types, next to the model
     python3 bench/convert_model.py --types q8_0 -m other.gguf
+    python3 bench/convert_model.py --types q4_k_m,q5_k_m  # K-quant mixes
 
 Existing outputs are kept (delete them to remake). Needs llama-cpp-python
 (scripts/setup.sh --bench).
@@ -23,13 +24,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
-# llama_ftype values (llama.h): the "mostly" file types.
-FTYPES = {"q4_0": 2, "q8_0": 7}
+# llama_ftype values (llama.h): the "mostly" file types. The K-quant mixes
+# put K-quants only where a matrix's row length is a multiple of 256 (in
+# SmolLM2-135M, hidden size 576: ffn_down); llama.cpp picks a legacy type
+# for the rest. They exercise the K-quant kernels on a real model's weights.
+FTYPES = {"q4_0": 2, "q8_0": 7, "q4_k_m": 15, "q5_k_m": 17}
 
 
 def output_path(model: Path, kind: str) -> Path:
     stem = model.name[: -len(".gguf")] if model.name.endswith(".gguf") else model.name
-    for suffix in (".Q4_1", ".Q4_0", ".Q8_0", ".F16", ".F32"):
+    for suffix in (".Q4_1", ".Q4_0", ".Q8_0", ".Q4_K_M", ".Q5_K_M", ".F16", ".F32"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
     return model.with_name(f"{stem}.{kind.upper()}.gguf")
@@ -59,7 +63,7 @@ def convert(model: Path, kind: str, threads: int) -> Path:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-m", "--model", type=Path, default=DEFAULT_MODEL)
-    p.add_argument("--types", default="q4_0,q8_0", help="comma-separated: q4_0, q8_0")
+    p.add_argument("--types", default="q4_0,q8_0", help="comma-separated: " + ", ".join(FTYPES))
     p.add_argument("-t", "--threads", type=int, default=2)
     args = p.parse_args()
     if not args.model.exists():
