@@ -112,7 +112,13 @@ WeightMatrix interleave8(const WeightMatrix& w, uint8_t* out,
   const size_t bb = block_bytes(w.dtype);
   const int64_t blocks = w.cols / block_elements(w.dtype);
   const int64_t groups = (w.rows + kInterleaveRows - 1) / kInterleaveRows;
-  std::memset(out, 0, interleaved8_bytes(w));  // padding rows: zero scales and codes
+  // Padding rows of a partial last group: zero scales and codes. Only that
+  // group is cleared; the copy below writes every byte of the others (a
+  // memset of the whole copy was a second pass over it at load).
+  if (w.rows % kInterleaveRows != 0) {
+    const size_t group_bytes = static_cast<size_t>(blocks) * kInterleaveRows * bb;
+    std::memset(out + static_cast<size_t>(groups - 1) * group_bytes, 0, group_bytes);
+  }
   const auto* src = static_cast<const uint8_t*>(w.data);
   // Groups per `copied` call: about 4 MB of source rows.
   const int64_t groups_per_call =
