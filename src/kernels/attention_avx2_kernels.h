@@ -342,7 +342,7 @@ inline void accumulate_values(const AttentionShape& s, int n, const float* const
   const int64_t offset = kv * s.kv_head_step() + d;
   if (s.kv_type == KvCacheType::kQ8_0) {
     const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-    return accumulate_heads<Q8Elements>(n, 32, w, runs, offset, row_stride, out);
+    return accumulate_heads<Q8Elements>(n, 32, w, runs, offset, row_stride, out, nk);
   }
   const int width = std::min(32, s.head_dim - d);
   with_16bit_elements(s.kv_type, [&](auto fmt) {

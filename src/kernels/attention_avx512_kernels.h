@@ -324,7 +324,7 @@ struct Avx512Kernels {
     const int64_t offset = kv * s.kv_head_step() + d;
     if (s.kv_type == KvCacheType::kQ8_0) {
       const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-      return values_by_heads<WideQ8>(n, 2, w, runs, offset, row_stride, out, NextKeys{});  // as the AVX2 path
+      return values_by_heads<WideQ8>(n, 2, w, runs, offset, row_stride, out, nk);
     }
     const int vecs = std::min(64, s.head_dim - d) / 16;
     if (s.kv_type == KvCacheType::kBF16) return values_by_heads<WideBF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);
