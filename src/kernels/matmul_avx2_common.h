@@ -25,6 +25,16 @@ inline float hsum(__m256 v) {
 // 32 bytes from any address.
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// acc + each int32 lane's two int16 pair sums times its int16 scales, exactly:
+// one vpdpwssd in a file built with AVX-VNNI, else vpmaddwd and vpaddd.
+inline __m256i add_scaled_pairs(__m256i acc, __m256i pairs, __m256i scale16) {
+#if defined(__AVXVNNI__)
+  return _mm256_dpwssd_avx_epi32(acc, pairs, scale16);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scale16));
+#endif
+}
+
 // Lanes [0, n) set.
 inline __m256i lane_mask(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

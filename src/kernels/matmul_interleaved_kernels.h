@@ -256,14 +256,16 @@ void legacy_group_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_
     }
 }
 
-// acc + each int32 lane's two int16 pair sums times its int16 scale, exactly:
-// one vpdpwssd with AVX-VNNI, else vpmaddwd and vpaddd.
-inline __m256i add_scaled_pairs(__m256i acc, __m256i pairs, __m256i scale16) {
-#if defined(__AVXVNNI__)
-  return _mm256_dpwssd_avx_epi32(acc, pairs, scale16);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scale16));
-#endif
+// Decode (one x row): each group's next-but-one block into the cache while
+// this one is computed. Without it Q6_K decoded Gemma 3 2-3% slower than its
+// row layout (five alternating pairs, 2026-12-02), with it level (four
+// pairs, 120.7 vs 119.3 tok/s, in the noise); the legacy types' kernel
+// needs none (decode_rows).
+template <int kBlockBytes>
+inline void prefetch_block_two_ahead(const uint8_t* blk, int64_t b, int64_t blocks) {
+  if (b + 2 >= blocks) return;
+  for (int c = 0; c < kBlockBytes; c += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * kBlockBytes + c), _MM_HINT_T0);
 }
 
 // vpshufb control: in each 32-bit lane (weight row) both int16 halves <- byte
@@ -315,15 +317,7 @@ void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * K::kBlockBytes;
-      // Decode: each group's block two blocks ahead. Without it Q6_K decoded
-      // Gemma 3 2-3% slower than its row layout (five alternating pairs,
-      // 2026-12-02), with it level (four pairs, 120.7 vs 119.3 tok/s, in
-      // the noise); the legacy types' kernel needs none (decode_rows).
-      if constexpr (MR == 1) {
-        if (b + 2 < blocks)
-          for (int c = 0; c < K::kBlockBytes; c += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * K::kBlockBytes + c), _MM_HINT_T0);
-      }
+      if constexpr (MR == 1) prefetch_block_two_ahead<K::kBlockBytes>(blk, b, blocks);
       // Row r's scale words in lane r (k_scales's unpacking, eight rows at once).
       const __m256i u0 = load256(blk + 32), u1 = load256(blk + 64), u2 = load256(blk + 96);
       const __m256i sc_lo = _mm256_and_si256(u0, six);
@@ -444,11 +438,7 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * IlQ6_K::kBlockBytes;
-      // Decode: each group's block two ahead (its 1680 bytes), as q4k_tile.
-      if constexpr (MR == 1) {
-        if (b + 2 < blocks)
-          for (int c = 0; c < IlQ6_K::kBlockBytes; c += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * IlQ6_K::kBlockBytes + c), _MM_HINT_T0);
-      }
+      if constexpr (MR == 1) prefetch_block_two_ahead<IlQ6_K::kBlockBytes>(blk, b, blocks);
       const uint8_t* words = blk + IlQ6_K::kScaleOffset;
       const uint8_t* ql = blk + IlQ6_K::kQlOffset;
       const uint8_t* qh = blk + IlQ6_K::kQhOffset;

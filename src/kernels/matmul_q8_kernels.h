@@ -147,12 +147,7 @@ inline __m256i legacy_lanes(const LegacyCodes& wc, const int8_t* xq) {
 // pairs (int16: |2 x 63 x 127| fits, codes are at most 6 bits) and then
 // weighted by the int16 scale in each pair of lanes: exact either way.
 inline __m256i add_scaled_products(__m256i acc, __m256i codes, __m256i x, __m256i scale16) {
-  const __m256i pairs = _mm256_maddubs_epi16(codes, x);
-#if defined(__AVXVNNI__)
-  return _mm256_dpwssd_avx_epi32(acc, pairs, scale16);
-#else
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scale16));
-#endif
+  return add_scaled_pairs(acc, _mm256_maddubs_epi16(codes, x), scale16);
 }
 
 // Four blocks' exact int32 lane sums reduced to one int32 each: lane t of
