@@ -9,7 +9,9 @@ One invocation measures, with the same model and thread count:
     RSS is its own): prefill = one eval() of the same 512 tokens on an empty
     context; decode = 128 single-token evals after the same short prompt.
   * the machine's memory bandwidth and FP32 FLOP/s (bench/roofline.py),
-    giving the decode and prefill ceilings for this model.
+    giving the decode and prefill ceilings for this model; with
+    --long-context, also the decode ceiling at that context, where each
+    step reads the K/V cache besides the weights.
 Medians over --reps repetitions (after one discarded warm-up) go into a
 table on stdout and into bench/results/bench_<timestamp>.json.
 
@@ -85,7 +87,8 @@ def prep_child(config_path):
     print(json.dumps({
         "prompt_tokens": tokenize(vocab, prompt),
         "short_tokens": tokenize(vocab, SHORT_PROMPT.encode()),
-        "model_costs": roofline.model_costs(cfg["model"])}))
+        "model_costs": roofline.model_costs(cfg["model"]),
+        "kv": roofline.kv_values_per_position(cfg["model"])}))
 
 
 def run_child(mode, config):
@@ -337,9 +340,37 @@ ROWS = [  # key, label, roofline key or None
 ]
 
 
-def print_long_context(omni, llama, n_tokens):
-    """Decode speed after a long prompt, and as a share of short-context decode."""
+def long_context_roofline(report, n_tokens):
+    """The decode ceiling at the long run's mean context: the read bandwidth
+    over the weights plus the K/V bytes at that many positions (the short
+    roofline leaves the cache out). Also the short-context rooflines' view:
+    at long context K and V crowd the weights out of a large last-level
+    cache, so the share of short-context speed that bandwidth allows is
+    weights / (weights + K/V) only against the DRAM roofline."""
+    limits, costs = report.get("limits"), report.get("model_costs")
+    if not limits or not costs or "kv" not in report:
+        return None
+    positions = n_tokens + LONG_DECODE_TOKENS / 2
+    kv_bytes = report["kv"]["kv_values_per_position"] * roofline.KV_VALUE_BYTES[report["kv_type"]] * positions
+    total = costs["bytes_per_token"] + kv_bytes
+    return {"mean_positions": positions, "kv_bytes_per_token": kv_bytes,
+            "bytes_per_token": total,
+            "decode_tokens_per_s": limits["read_gb_per_s"] * 1e9 / total,
+            "weights_share_of_bytes": costs["bytes_per_token"] / total,
+            "kv_upper_bound": report["kv"]["sliding_window"]}
+
+
+def print_long_context(omni, llama, n_tokens, roof=None):
+    """Decode speed after a long prompt, as a share of short-context decode
+    and of the long-context roofline."""
     print(f"decode at {n_tokens} tokens of context ({LONG_DECODE_TOKENS} tokens after the prompt):")
+    if roof:
+        print(f"  roofline: {roof['decode_tokens_per_s']:.1f} tok/s "
+              f"({roof['bytes_per_token'] / 2**20:.1f} MiB per token: weights + "
+              f"{roof['kv_bytes_per_token'] / 2**20:.1f} MiB of K/V"
+              + (", an upper bound: sliding-window layers read less" if roof["kv_upper_bound"] else "")
+              + f"); bandwidth alone allows {100 * roof['weights_share_of_bytes']:.0f}% "
+              "of short-context speed when both run from DRAM")
     for name, r in (("omnibus", omni), ("llama.cpp", llama)):
         if not r or "decode_tokens_per_s_long_context" not in r:
             continue
@@ -347,7 +378,8 @@ def print_long_context(omni, llama, n_tokens):
         paired = r.get("long_context_share_paired")
         print(f"  {name:10s} {long_speed:7.1f} tok/s = {100 * long_speed / r['decode_tokens_per_s']:.0f}% "
               f"of its short-context decode"
-              + (f" (median of back-to-back pairs: {100 * paired:.0f}%)" if paired else ""))
+              + (f" (median of back-to-back pairs: {100 * paired:.0f}%)" if paired else "")
+              + (f", {100 * long_speed / roof['decode_tokens_per_s']:.0f}% of the roofline" if roof else ""))
     if omni and llama and "decode_tokens_per_s_long_context" in (omni or {}) and \
             "decode_tokens_per_s_long_context" in (llama or {}):
         print(f"  ratio omnibus / llama.cpp: "
@@ -515,7 +547,10 @@ def measure(args, prompt_file, prep, report):
               "(median of the runs' shares): "
               + ", ".join(f"{name} {100 * share:.1f}%" for name, share in shares.items()))
     if long_tokens:
-        print_long_context(omni, llama, len(long_tokens))
+        roof = long_context_roofline(report, len(long_tokens))
+        if roof:
+            report["long_context_roofline"] = roof
+        print_long_context(omni, llama, len(long_tokens), roof)
     if args.threads_scaling:
         report["threads_scaling"] = scaling(args, prompt_file, prompt_tokens,
                                             short_tokens)
@@ -558,6 +593,7 @@ def main():
             prep["long_prompt_file"], prep["long_tokens"] = long_file, long_prep["prompt_tokens"]
             report["long_context_tokens"] = len(long_prep["prompt_tokens"])
         report["model_costs"] = costs = prep["model_costs"]
+        report["kv"] = prep["kv"]
         if not args.skip_limits:
             limits = roofline.measure_machine(
                 args.threads, model_mib=roofline.model_mib(costs))

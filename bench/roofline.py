@@ -56,6 +56,34 @@ def model_costs(model_path):
             "output_matrix_bytes": int(output.n_bytes)}
 
 
+# Bytes per cached K or V value, by --kv-type (q8_0: 34 bytes per 32).
+KV_VALUE_BYTES = {"f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32}
+
+
+def kv_values_per_position(model_path):
+    """K and V values one context position adds to a decode step's reads:
+    every layer's K and V vectors of every KV head (times KV_VALUE_BYTES of
+    the cache type for bytes). A model with a sliding window (Gemma 3)
+    reads fewer at long context, so for it this is an upper bound (the
+    "sliding_window" key says so)."""
+    from gguf import GGUFReader
+    reader = GGUFReader(str(model_path))
+
+    def value(key):
+        field = reader.fields.get(key)
+        return None if field is None else field.parts[field.data[0]][0].item()
+
+    arch = bytes(reader.fields["general.architecture"].parts[-1]).decode()
+    layers = value(f"{arch}.block_count")
+    heads = value(f"{arch}.attention.head_count")
+    kv_heads = value(f"{arch}.attention.head_count_kv") or heads
+    embd = value(f"{arch}.embedding_length")
+    k_dim = value(f"{arch}.attention.key_length") or embd // heads
+    v_dim = value(f"{arch}.attention.value_length") or embd // heads
+    return {"kv_values_per_position": layers * kv_heads * (k_dim + v_dim),
+            "sliding_window": value(f"{arch}.attention.sliding_window") is not None}
+
+
 def _best_seconds(fn, reps):
     best = float("inf")
     for _ in range(reps):

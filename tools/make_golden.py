@@ -36,6 +36,9 @@ under 0.41 logits, and ppl differs by under 0.5%. Suggested checks:
 
 Usage: python3 tools/make_golden.py [--model PATH] [--threads 2] [--out-dir DIR]
   Gemma 3: --model models/gemma-3-270m-q4_k_m.gguf --out-dir tests/golden/gemma3
+  llama.cpp's q8_0 K/V cache (the reference for omnibus's --kv-type q8_0,
+  whose scores quantize Q as llama.cpp's do):
+           --kv-type q8_0 --out-dir tests/golden/kv_q8_0
 """
 
 import argparse
@@ -99,15 +102,20 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
+# --kv-type names and their ggml type ids (llama_cpp.GGML_TYPE_*).
+KV_TYPES = {"q8_0": 8}
+
+
 class Reference:
     """Wraps one llama_cpp.Llama; every evaluation starts from an empty KV."""
 
-    def __init__(self, model_path, n_threads, flash_attn=True):
+    def __init__(self, model_path, n_threads, flash_attn=True, kv_type=None):
         import llama_cpp
         self.version = llama_cpp.__version__
+        cache = {} if kv_type is None else {"type_k": kv_type, "type_v": kv_type}
         self.llm = llama_cpp.Llama(model_path=str(model_path), n_ctx=N_CTX,
                                    n_batch=512, logits_all=True,
-                                   flash_attn=flash_attn,
+                                   flash_attn=flash_attn, **cache,
                                    n_threads=n_threads,
                                    n_threads_batch=n_threads,
                                    verbose=False, seed=0)
@@ -235,20 +243,27 @@ def main():
     parser.add_argument("--model", default=str(DEFAULT_MODEL))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out-dir", default=str(OUT_DIR))
+    parser.add_argument("--kv-type", choices=sorted(KV_TYPES), default=None,
+                        help="K and V cache type instead of llama.cpp's f16 "
+                             "(q8_0: tests/golden/kv_q8_0, teacher forced "
+                             "and perplexity only)")
     args = parser.parse_args()
 
     model = Path(args.model)
     if not model.is_file():
         sys.exit(f"model not found: {model}")
-    ref = Reference(model, args.threads)
+    kv_type = None if args.kv_type is None else KV_TYPES[args.kv_type]
+    ref = Reference(model, args.threads, kv_type=kv_type)
     header = {"llama_cpp_version": ref.version,
               "model_file": model.name, "model_sha256": sha256_of(model),
               "llama_cpp_settings": ref.settings}
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, build in (("teacher_forced", teacher_forced),
-                        ("perplexity", perplexity), ("greedy", greedy)):
+    builds = [("teacher_forced", teacher_forced), ("perplexity", perplexity)]
+    if kv_type is None:
+        builds.append(("greedy", greedy))
+    for name, build in builds:
         print(f"{name}:")
         data = {**header, **build(ref)}
         path = out_dir / f"{name}.json"
