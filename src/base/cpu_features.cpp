@@ -25,10 +25,11 @@ CpuFeatures detect() {
   const bool ymm_enabled = osxsave && (read_xcr0() & 0x6) == 0x6;
   const bool cpu_fma = (ecx & bit_FMA) != 0;
   const bool cpu_f16c = (ecx & bit_F16C) != 0;
-  bool cpu_avx2 = false, cpu_avx512f = false;
+  bool cpu_avx2 = false, cpu_avx512f = false, cpu_avx512_vnni = false;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     cpu_avx2 = (ebx & bit_AVX2) != 0;
     cpu_avx512f = (ebx & bit_AVX512F) != 0;
+    cpu_avx512_vnni = (ebx & bit_AVX512BW) != 0 && (ebx & bit_AVX512VL) != 0 && (ecx & bit_AVX512VNNI) != 0;
   }
   f.avx2 = ymm_enabled && cpu_avx2;
   f.fma = ymm_enabled && cpu_fma;
@@ -41,6 +42,9 @@ CpuFeatures detect() {
   const char* no_vnni = std::getenv("OMNIBUS_NO_VNNI");
   const bool vnni_allowed = no_vnni == nullptr || no_vnni[0] == '\0' || std::strcmp(no_vnni, "0") == 0;
   if (vnni_allowed && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx_vnni = f.avx2 && (eax & (1u << 4)) != 0;
+  // The AVX-512 VNNI kernels also use AVX-VNNI (their non-batch paths), so
+  // they need both; OMNIBUS_NO_AVX512=1 or OMNIBUS_NO_VNNI=1 hides them.
+  f.avx512_vnni = f.avx512f && f.avx_vnni && cpu_avx512_vnni;
   return f;
 }
 
@@ -57,6 +61,7 @@ std::string CpuFeatures::describe() const {
   add(fma, "fma");
   add(f16c, "f16c");
   add(avx512f, "avx512f");
+  add(avx512_vnni, "avx512-vnni");
   add(avx_vnni, "avx-vnni");
   return s.empty() ? "none" : s;
 }

@@ -37,12 +37,21 @@ QuantizeRowsFn pick_quantize_rows_fn() {
 
 const char* matmul_path_name() {
   if (!cpu_features().has_avx2_fma()) return "scalar";
+  if (matmul_detail::use_avx512vnni_kernels()) return "avx2+fma+avx-vnni+avx512-vnni";
   return matmul_detail::use_avxvnni_kernels() ? "avx2+fma+avx-vnni" : "avx2+fma";
 }
 
 namespace matmul_detail {
 
 bool use_avxvnni_kernels() { return kAvxVnniBuilt && cpu_features().avx_vnni; }
+bool use_avx512vnni_kernels() { return kAvx512VnniBuilt && kAvxVnniBuilt && cpu_features().avx512_vnni; }
+
+#if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
+// Never called (use_avx512vnni_kernels() is false); keeps the link whole.
+void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  rows_scalar(a, row_begin, row_end);
+}
+#endif
 
 #if defined(OMNIBUS_NO_AVXVNNI_BUILD)
 // Never called (use_avxvnni_kernels() is false); keeps the link whole.

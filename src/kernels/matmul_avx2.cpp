@@ -204,9 +204,11 @@ void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
     case DType::kBF16: return rows_typed<DecodeBF16>(w, a.x, a.n_x, a.y, row_begin, row_end);
     default: break;
   }
-  if (a.qx != nullptr && w.layout == WeightLayout::kInterleaved8)
+  if (a.qx != nullptr && w.layout == WeightLayout::kInterleaved8) {
+    if (use_avx512vnni_kernels()) return rows_avx512vnni_interleaved(a, row_begin, row_end);
     return use_avxvnni_kernels() ? rows_avxvnni_interleaved(a, row_begin, row_end)
                                  : rows_avx2_interleaved(a, row_begin, row_end);
+  }
   if (a.qx != nullptr)
     return use_avxvnni_kernels() ? rows_avxvnni_q8(a, row_begin, row_end) : rows_avx2_q8(a, row_begin, row_end);
   rows_scalar(a, row_begin, row_end);  // types without a kernel

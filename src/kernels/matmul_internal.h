@@ -80,6 +80,16 @@ void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_e
 // cpu_features().avx_vnni, and only where the compiler could build it.
 void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// The interleaved kernels with AVX-512 VNNI batches (bit-identical); only
+// call where use_avx512vnni_kernels().
+void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+#if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
+inline constexpr bool kAvx512VnniBuilt = false;
+#else
+inline constexpr bool kAvx512VnniBuilt = true;
+#endif
+// Whether the interleaved kernels run their AVX-512 VNNI build.
+bool use_avx512vnni_kernels();
 #if defined(OMNIBUS_NO_AVXVNNI_BUILD)
 inline constexpr bool kAvxVnniBuilt = false;
 #else

@@ -44,7 +44,9 @@ TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
       AlignedBuffer<uint8_t> copy(interleaved8_bytes(w.view));
       const WeightMatrix il = interleave8(w.view, copy.data());
       ASSERT_EQ(il.layout, WeightLayout::kInterleaved8);
-      for (int64_t n_x : {1, 2, 3, 4, 5, 9}) {
+      // 6, 8, 9 and 17: the AVX-512 VNNI pair tiles (6 or 8 x rows, two
+      // groups) with and without rows left over.
+      for (int64_t n_x : {1, 2, 3, 4, 5, 6, 8, 9, 17}) {
         const auto x = random_floats(n_x * cols, static_cast<uint32_t>(n_x + cols));
         std::vector<float> want(static_cast<size_t>(n_x * rows)), got(want.size(), -1.0f);
         matmul(w.view, x.data(), n_x, want.data(), nullptr);
@@ -129,7 +131,7 @@ TEST(InterleaveKQuants, LargestCodesScalesAndActivationsStayExact) {
     const WeightMatrix w{t, bytes.data(), rows, cols, row_bytes};
     AlignedBuffer<uint8_t> copy(interleaved8_bytes(w));
     const WeightMatrix il = interleave8(w, copy.data());
-    for (int64_t n_x : {1, 3, 4}) {
+    for (int64_t n_x : {1, 3, 4, 8, 9}) {
       std::vector<float> x(static_cast<size_t>(n_x * cols));
       for (int64_t i = 0; i < n_x; ++i)
         for (int64_t k = 0; k < cols; ++k) x[static_cast<size_t>(i * cols + k)] = i % 2 == 0 ? 1.0f : -1.0f;

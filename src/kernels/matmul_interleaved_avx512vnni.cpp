@@ -1,0 +1,26 @@
+// The interleaved-layout int8 kernels built with AVX-512 VNNI besides
+// AVX-VNNI: batches of Q4_0, Q4_1 and Q5_0 use the zmm pair tile
+// (legacy_pair_tile in matmul_interleaved_kernels.h), everything else the
+// AVX-VNNI kernels. Compiled with the *_avx512vnni.cpp flags
+// (CMakeLists.txt); reached only through rows_avx2() when
+// use_avx512vnni_kernels(). Same outputs, bit for bit, as the other builds.
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off
+// source and warn that it "may be used uninitialized" (a known false
+// positive, as in attention_avx512_kernels.h).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "kernels/matmul_interleaved_kernels.h"
+
+#if !defined(__AVX512VNNI__) || !defined(__AVX512BW__) || !defined(__AVXVNNI__)
+#error "this file must be compiled with the *_avx512vnni.cpp flags (CMakeLists.txt)"
+#endif
+
+namespace omnibus::matmul_detail {
+
+void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  interleaved_rows_any(a, row_begin, row_end);
+}
+
+}  // namespace omnibus::matmul_detail
