@@ -520,12 +520,12 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 // 2 a cycle, a throughput microbenchmark), twice the multiplies. Every
 // lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are
-// bit-identical to the 256-bit kernels'. Unsigned legacy codes only (Q4_0,
-// Q4_1, Q5_0); Q8_0, the K-quants and decode keep the 256-bit kernels.
+// bit-identical to the 256-bit kernels'. The legacy types (Q4_0, Q4_1,
+// Q5_0, Q8_0); the K-quants and decode keep the 256-bit kernels.
 template <class K>
-constexpr bool kPairTile = !K::kSuper && !K::kSigned;
-// x rows per pair tile: its accumulators (two int32 chains and one float,
-// plus Q4_1's mins, per x row) and the unpacked codes fill the 32 registers.
+constexpr bool kPairTile = !K::kSuper;
+// x rows per pair tile: its accumulators (one or two int32 chains and one
+// float per x row, plus Q4_1's mins) and the codes fill the 32 registers.
 template <class K>
 constexpr int kPairRows = K::kAffine ? 6 : 8;
 
@@ -559,30 +559,49 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
     const uint8_t* blk1 = g1 + b * kBlockBytes;
     const uint8_t* c0 = blk0 + K::kScaleBytes + K::kHighBytes;
     const uint8_t* c1 = blk1 + K::kScaleBytes + K::kHighBytes;
-    // unpack_codes on both groups at once; low and high code halves in two
-    // chains, added at the end (integer sums: the order changes nothing).
+    const auto quad = [](const int8_t* p) {
+      return _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(p))));
+    };
     __m512i s_lo[MR], s_hi[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) s_lo[i] = s_hi[i] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-      const __m512i packed = load_pair256(c0 + 32 * j, c1 + 32 * j);
-      __m512i lo = _mm512_and_si512(packed, low);
-      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
-      if constexpr (K::kFifthBit) {
-        const __m512i high = load_pair256(c0 - K::kHighBytes, c1 - K::kHighBytes);
-        const __m512i bit4 = _mm512_set1_epi8(0x10);
-        lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi32(high, 4 - j), bit4));
-        hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi32(high, j), bit4));
-      }
+    if constexpr (K::kSigned) {
+      // Q8_0: vpdpbusd wants one unsigned side, so the codes go in as
+      // w + 128 (the top bit flipped) and the sum starts at -128 * sum(q_x)
+      // to take 128 * sum(q_x) back off: exactly sum(w * q_x).
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
-        const int8_t* xb = x0 + i * x_stride + b * kQK;
-        const auto quad = [](const int8_t* p) {
-          return _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(p))));
-        };
-        s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], lo, quad(xb + 4 * j));
-        s_hi[i] = _mm512_dpbusd_epi32(s_hi[i], hi, quad(xb + 16 + 4 * j));
+        s_lo[i] = _mm512_set1_epi32(-128 * qx.block_sum[(r0 + i) * blocks + b]);
+        s_hi[i] = _mm512_setzero_si512();
+      }
+      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        const __m512i w = _mm512_xor_si512(load_pair256(c0 + 32 * j, c1 + 32 * j), flip);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i)
+          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], w, quad(x0 + i * x_stride + b * kQK + 4 * j));
+      }
+    } else {
+      // unpack_codes on both groups at once; low and high code halves in two
+      // chains, added at the end (integer sums: the order changes nothing).
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) s_lo[i] = s_hi[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m512i packed = load_pair256(c0 + 32 * j, c1 + 32 * j);
+        __m512i lo = _mm512_and_si512(packed, low);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+        if constexpr (K::kFifthBit) {
+          const __m512i high = load_pair256(c0 - K::kHighBytes, c1 - K::kHighBytes);
+          const __m512i bit4 = _mm512_set1_epi8(0x10);
+          lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi32(high, 4 - j), bit4));
+          hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi32(high, j), bit4));
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const int8_t* xb = x0 + i * x_stride + b * kQK;
+          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], lo, quad(xb + 4 * j));
+          s_hi[i] = _mm512_dpbusd_epi32(s_hi[i], hi, quad(xb + 16 + 4 * j));
+        }
       }
     }
     const __m512 d = load_f16_pair(blk0, blk1);

@@ -29,6 +29,7 @@ struct QuantizedX {
   // and lane sums of q times the weight type's code bias (8 lanes: lane l
   // sums elements 4l..4l+3), to turn unsigned weight codes into signed ones.
   std::vector<float> scaled_sum;
+  std::vector<int32_t> block_sum;   // n_x * blocks: sum(q) (the AVX-512 Q8_0 batch kernel's bias)
   std::vector<int32_t> bias_lanes;  // n_x * blocks * 8
   std::vector<int32_t> bias_sum;    // n_x * blocks: the sum of a block's 8 bias lanes
   // kQ8x256 only: sums of q over each 16 elements (16 per block).

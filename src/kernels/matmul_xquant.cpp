@@ -66,6 +66,7 @@ void shape_quantized_x(DType t, int64_t n_x, int64_t cols, QuantizedX* out) {
   out->scale.resize(static_cast<size_t>(total_blocks));
   if (format == ActFormat::kQ8x32) {
     out->scaled_sum.resize(static_cast<size_t>(total_blocks));
+    out->block_sum.resize(static_cast<size_t>(total_blocks));
     out->bias_lanes.resize(legacy_bias(t) != 0 ? static_cast<size_t>(total_blocks * 8) : 0);
     out->bias_sum.resize(legacy_bias(t) != 0 ? static_cast<size_t>(total_blocks) : 0);
   } else {
@@ -96,6 +97,7 @@ void quantize_x_rows(DType t, const float* x, int64_t begin, int64_t end, Quanti
           if (bias != 0) out->bias_lanes[static_cast<size_t>(idx * 8 + lane)] = bias * lane_sum;
         }
         out->scaled_sum[static_cast<size_t>(idx)] = scale * static_cast<float>(sum);
+        out->block_sum[static_cast<size_t>(idx)] = sum;
         if (bias != 0) out->bias_sum[static_cast<size_t>(idx)] = bias * sum;
       } else {
         for (int g = 0; g < 16; ++g) {

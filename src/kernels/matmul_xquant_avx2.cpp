@@ -80,6 +80,7 @@ void quantize_x_rows_avx2(DType t, const float* x, int64_t begin, int64_t end, Q
           out->bias_sum[static_cast<size_t>(idx)] = legacy_bias(t) * sum;
         }
         out->scaled_sum[static_cast<size_t>(idx)] = scale * static_cast<float>(sum);
+        out->block_sum[static_cast<size_t>(idx)] = sum;
         continue;
       }
       int16_t* sums = out->sums16.data() + idx * 16;

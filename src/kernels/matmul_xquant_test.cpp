@@ -32,6 +32,7 @@ TEST(QuantizeX, KnownBlock) {
   EXPECT_EQ(qx.bias_lanes[1], 8 * -125);
   EXPECT_EQ(qx.scaled_sum[0], 6.0f);  // 127 + 2 + 4 - 2 + 0 + 2 - 127
   EXPECT_EQ(qx.bias_sum[0], 8 * 6);
+  EXPECT_EQ(qx.block_sum[0], 6);
 }
 
 TEST(QuantizeX, ZeroBlockAndKLayout) {
@@ -51,7 +52,7 @@ bool same(const QuantizedX& a, const QuantizedX& b) {
   auto eq = [](const auto& u, const auto& v) {
     return u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0);
   };
-  return a.blocks == b.blocks && eq(a.q, b.q) && eq(a.scale, b.scale) && eq(a.scaled_sum, b.scaled_sum) &&
+  return a.blocks == b.blocks && eq(a.q, b.q) && eq(a.scale, b.scale) && eq(a.scaled_sum, b.scaled_sum) && eq(a.block_sum, b.block_sum) &&
          eq(a.bias_lanes, b.bias_lanes) && eq(a.bias_sum, b.bias_sum) && eq(a.sums16, b.sums16);
 }
 
