@@ -1,7 +1,7 @@
 // The interleaved-layout int8 kernels built with AVX-512 VNNI besides
-// AVX-VNNI: batches of Q4_0, Q4_1 and Q5_0 use the zmm pair tile
-// (legacy_pair_tile in matmul_interleaved_kernels.h), everything else the
-// AVX-VNNI kernels. Compiled with the *_avx512vnni.cpp flags
+// AVX-VNNI: batches of Q4_0, Q4_1, Q5_0, Q8_0, Q4_K and Q5_K use the zmm
+// pair tiles (legacy_pair_tile, q4k_pair_tile in
+// matmul_interleaved_kernels.h), everything else the AVX-VNNI kernels. Compiled with the *_avx512vnni.cpp flags
 // (CMakeLists.txt); reached only through rows_avx2() when
 // use_avx512vnni_kernels(). Same outputs, bit for bit, as the other builds.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off

@@ -521,13 +521,22 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 // lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are
 // bit-identical to the 256-bit kernels'. The legacy types (Q4_0, Q4_1,
-// Q5_0, Q8_0); the K-quants and decode keep the 256-bit kernels.
+// Q5_0, Q8_0), Q4_K and Q5_K; Q6_K and decode keep the 256-bit kernels.
 template <class K>
-constexpr bool kPairTile = !K::kSuper;
+constexpr bool kPairTile = !std::is_same_v<K, IlQ6_K>;
 // x rows per pair tile: its accumulators (one or two int32 chains and one
-// float per x row, plus Q4_1's mins) and the codes fill the 32 registers.
+// float per x row, plus Q4_1's mins; Q4_K/Q5_K: the block sum, the int16
+// pair sums and the float) and the codes fill the 32 registers.
 template <class K>
-constexpr int kPairRows = K::kAffine ? 6 : 8;
+constexpr int pair_rows() {
+  if constexpr (K::kSuper) {
+    return 6;
+  } else {
+    return K::kAffine ? 6 : 8;
+  }
+}
+template <class K>
+constexpr int kPairRows = pair_rows<K>();
 
 // 32 bytes at a (lanes 0-7) and 32 at b (lanes 8-15).
 inline __m512i load_pair256(const uint8_t* a, const uint8_t* b) {
@@ -544,7 +553,7 @@ inline __m512 load_f16_pair(const uint8_t* a, const uint8_t* b) {
 template <class K, int MR>
 void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0,
                       float* out1) {
-  static_assert(kPairTile<K>);
+  static_assert(kPairTile<K> && !K::kSuper);
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
   constexpr int kBlockBytes = K::kScaleBytes + K::kHighBytes + K::kCodeBytes;
@@ -622,6 +631,127 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
     _mm256_storeu_ps(out1 + i * kInterleaveRows, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(y), 1)));
   }
 }
+// A 256-bit vpshufb control (the same in each 128-bit lane) in both halves.
+inline __m512i wide_control(__m256i control) { return _mm512_broadcast_i64x4(control); }
+
+// q4k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15), as
+// legacy_pair_tile: each lane's integers and float steps are q4k_tile's.
+// It mirrors q4k_tile step for step at 512 bits (duplicates flags the
+// shape); a change to one must go to the other, and Interleave.*/q4_K,
+// /q5_K (bit identity with the row layout, on both builds) would catch a
+// drift. A width-generic kernel is left for later.
+template <class K, int MR>
+void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3F), top2 = _mm512_set1_epi8(0x30);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    // q4k_tile's x sub-block pairs (the same value in every lane).
+    __m512i x_pairs[MR][4];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      const __m256i s16 = load256(qx.sums16.data() + xi * 16);
+      const __m256i h = _mm256_hadd_epi16(s16, s16);
+      x_pairs[i][0] = _mm512_broadcastd_epi32(_mm256_castsi256_si128(h));
+      x_pairs[i][1] = _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_castsi256_si128(h), 4));
+      x_pairs[i][2] = _mm512_broadcastd_epi32(_mm256_extracti128_si256(h, 1));
+      x_pairs[i][3] = _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_extracti128_si256(h, 1), 4));
+    }
+    const uint8_t* blk0 = g0 + b * K::kBlockBytes;
+    const uint8_t* blk1 = g1 + b * K::kBlockBytes;
+    const __m512i u0 = load_pair256(blk0 + 32, blk1 + 32), u1 = load_pair256(blk0 + 64, blk1 + 64),
+                  u2 = load_pair256(blk0 + 96, blk1 + 96);
+    const __m512i sc_lo = _mm512_and_si512(u0, six);
+    const __m512i sc_hi =
+        _mm512_or_si512(_mm512_and_si512(u2, low), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2));
+    const uint8_t* codes0 = blk0 + K::kCodeOffset;
+    const uint8_t* codes1 = blk1 + K::kCodeOffset;
+    __m512i S[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m512i scale =
+            _mm512_shuffle_epi8(p < 2 ? sc_lo : sc_hi, wide_control(scale_pair_control((2 * p + h) % 4)));
+        __m512i pairs[MR];
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) pairs[i] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; ++l) {
+          const __m512i packed = load_pair256(codes0 + 32 * (8 * p + l), codes1 + 32 * (8 * p + l));
+          __m512i nibbles =
+              h == 0 ? _mm512_and_si512(packed, low) : _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+          if constexpr (K::kFifthBit) {
+            const __m512i bit = _mm512_and_si512(
+                _mm512_srli_epi16(load_pair256(blk0 + 128 + 32 * l, blk1 + 128 + 32 * l), 2 * p + h),
+                _mm512_set1_epi8(1));
+            nibbles = _mm512_or_si512(nibbles, _mm512_slli_epi16(bit, 4));
+          }
+#pragma GCC unroll 8
+          for (int i = 0; i < MR; ++i) {
+            const int8_t* x4 = xb[i] + 64 * p + 32 * h + 4 * l;
+            const __m512i xq = _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x4))));
+            pairs[i] = _mm512_add_epi16(pairs[i], _mm512_maddubs_epi16(nibbles, xq));
+          }
+          if constexpr (K::kFifthBit) {
+            if (l == 3) {
+#pragma GCC unroll 8
+              for (int i = 0; i < MR; ++i)
+                S[i] = _mm512_dpwssd_epi32(S[i], pairs[i], scale), pairs[i] = _mm512_setzero_si512();
+            }
+          }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) S[i] = _mm512_dpwssd_epi32(S[i], pairs[i], scale);
+      }
+    }
+    const __m512i mn_lo = _mm512_and_si512(u1, six);
+    const __m512i mn_hi =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low), _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2));
+    __m512i M[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) M[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i mins = _mm512_shuffle_epi8(k < 2 ? mn_lo : mn_hi, wide_control(min_pair_control(k % 2)));
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) M[i] = _mm512_add_epi32(M[i], _mm512_madd_epi16(mins, x_pairs[i][k]));
+    }
+    const __m512 d = load_f16_pair(blk0, blk1);
+    const __m512 neg_dmin = _mm512_castsi512_ps(
+        _mm512_xor_si512(_mm512_castps_si512(load_f16_pair(blk0 + 16, blk1 + 16)), _mm512_set1_epi32(INT32_MIN)));
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 dx = _mm512_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[i]), _mm512_mul_ps(d, dx), acc[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M[i]), _mm512_mul_ps(neg_dmin, dx), acc[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    _mm256_storeu_ps(out0 + i * kInterleaveRows, _mm512_castps512_ps256(acc[i]));
+    _mm256_storeu_ps(out1 + i * kInterleaveRows,
+                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i]), 1)));
+  }
+}
+
+// The pair tile of K's kind.
+template <class K, int MR>
+void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+  if constexpr (K::kSuper) {
+    q4k_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
+  } else {
+    legacy_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
+  }
+}
 #else
 // Builds without AVX-512 VNNI: no pair tile (the declarations only let
 // interleaved_rows name it in a discarded branch).
@@ -630,8 +760,7 @@ constexpr bool kPairTile = false;
 template <class K>
 constexpr int kPairRows = 1;
 template <class K, int MR>
-void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0,
-                      float* out1);
+void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1);
 #endif
 
 // Outputs of NG groups of eight weight rows for x rows r0..r0+MR, whatever
@@ -772,7 +901,7 @@ void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
         alignas(64) float out0[kRows * kInterleaveRows], out1[kRows * kInterleaveRows];
         int64_t r = 0;
         for (; r + kRows <= a.n_x; r += kRows) {
-          legacy_pair_tile<K, kRows>(a, group, group + group_bytes, r, out0, out1);
+          pair_tile<K, kRows>(a, group, group + group_bytes, r, out0, out1);
           emit(out0, o, kInterleaveRows, r, kRows);
           emit(out1, o + kInterleaveRows, kInterleaveRows, r, kRows);
         }
