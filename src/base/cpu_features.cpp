@@ -42,9 +42,8 @@ CpuFeatures detect() {
   const char* no_vnni = std::getenv("OMNIBUS_NO_VNNI");
   const bool vnni_allowed = no_vnni == nullptr || no_vnni[0] == '\0' || std::strcmp(no_vnni, "0") == 0;
   if (vnni_allowed && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx_vnni = f.avx2 && (eax & (1u << 4)) != 0;
-  // The AVX-512 VNNI kernels also use AVX-VNNI (their non-batch paths), so
-  // they need both; OMNIBUS_NO_AVX512=1 or OMNIBUS_NO_VNNI=1 hides them.
-  f.avx512_vnni = f.avx512f && f.avx_vnni && cpu_avx512_vnni;
+  // OMNIBUS_NO_AVX512=1 or OMNIBUS_NO_VNNI=1 hides it.
+  f.avx512_vnni = vnni_allowed && f.avx512f && cpu_avx512_vnni;
   return f;
 }
 

@@ -11,8 +11,8 @@ struct CpuFeatures {
   bool fma = false;
   bool f16c = false;
   bool avx512f = false;
-  // AVX-512 BW, VL and VNNI beside F (Ice Lake / Zen 4 on): the int8
-  // matrix kernels' 512-bit batches.
+  // AVX-512 BW, VL and VNNI beside F (Ice Lake / Zen 4 on): the
+  // interleaved int8 matrix kernels' build with 512-bit batches.
   bool avx512_vnni = false;
   bool avx_vnni = false;  // VEX-encoded vpdpbusd (Intel Alder Lake / Sapphire Rapids on, AMD Zen 5); with avx2
   // True when the AVX2+FMA+F16C kernels may run (CPU and OS support).

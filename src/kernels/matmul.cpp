@@ -37,14 +37,15 @@ QuantizeRowsFn pick_quantize_rows_fn() {
 
 const char* matmul_path_name() {
   if (!cpu_features().has_avx2_fma()) return "scalar";
-  if (matmul_detail::use_avx512vnni_kernels()) return "avx2+fma+avx-vnni+avx512-vnni";
+  if (matmul_detail::use_avx512vnni_kernels())
+    return matmul_detail::use_avxvnni_kernels() ? "avx2+fma+avx-vnni+avx512-vnni" : "avx2+fma+avx512-vnni";
   return matmul_detail::use_avxvnni_kernels() ? "avx2+fma+avx-vnni" : "avx2+fma";
 }
 
 namespace matmul_detail {
 
 bool use_avxvnni_kernels() { return kAvxVnniBuilt && cpu_features().avx_vnni; }
-bool use_avx512vnni_kernels() { return kAvx512VnniBuilt && kAvxVnniBuilt && cpu_features().avx512_vnni; }
+bool use_avx512vnni_kernels() { return kAvx512VnniBuilt && cpu_features().avx512_vnni; }
 
 #if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
 // Never called (use_avx512vnni_kernels() is false); keeps the link whole.

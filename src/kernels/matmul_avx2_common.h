@@ -25,11 +25,20 @@ inline float hsum(__m256 v) {
 // 32 bytes from any address.
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
+// Whether this file has a 256-bit VNNI dot product: VEX AVX-VNNI, or
+// AVX-512 VNNI with VL (its EVEX encoding; Ice Lake and Zen 4 have only
+// this one). The sums are exact either way.
+#if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#define OMNIBUS_YMM_VNNI 1
+#endif
+
 // acc + each int32 lane's two int16 pair sums times its int16 scales, exactly:
-// one vpdpwssd in a file built with AVX-VNNI, else vpmaddwd and vpaddd.
+// one vpdpwssd in a file built with VNNI, else vpmaddwd and vpaddd.
 inline __m256i add_scaled_pairs(__m256i acc, __m256i pairs, __m256i scale16) {
 #if defined(__AVXVNNI__)
   return _mm256_dpwssd_avx_epi32(acc, pairs, scale16);
+#elif defined(OMNIBUS_YMM_VNNI)
+  return _mm256_dpwssd_epi32(acc, pairs, scale16);
 #else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scale16));
 #endif

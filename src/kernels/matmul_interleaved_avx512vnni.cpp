@@ -1,7 +1,9 @@
-// The interleaved-layout int8 kernels built with AVX-512 VNNI besides
-// AVX-VNNI: batches of Q4_0, Q4_1, Q5_0, Q8_0, Q4_K and Q5_K use the zmm
+// The interleaved-layout int8 kernels built with AVX-512 BW, VL and VNNI:
+// batches of Q4_0, Q4_1, Q5_0, Q8_0, Q4_K and Q5_K use the zmm
 // pair tiles (legacy_pair_tile, q4k_pair_tile in
-// matmul_interleaved_kernels.h), everything else the AVX-VNNI kernels. Compiled with the *_avx512vnni.cpp flags
+// matmul_interleaved_kernels.h), everything else the 256-bit kernels with
+// the EVEX form of vpdpbusd (so CPUs with AVX-512 VNNI but no AVX-VNNI,
+// Ice Lake and Zen 4, take it too). Compiled with the *_avx512vnni.cpp flags
 // (CMakeLists.txt); reached only through rows_avx2() when
 // use_avx512vnni_kernels(). Same outputs, bit for bit, as the other builds.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off
@@ -13,7 +15,7 @@
 
 #include "kernels/matmul_interleaved_kernels.h"
 
-#if !defined(__AVX512VNNI__) || !defined(__AVX512BW__) || !defined(__AVXVNNI__)
+#if !defined(__AVX512VNNI__) || !defined(__AVX512BW__) || !defined(__AVX512VL__)
 #error "this file must be compiled with the *_avx512vnni.cpp flags (CMakeLists.txt)"
 #endif
 

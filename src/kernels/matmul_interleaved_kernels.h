@@ -1,7 +1,9 @@
 // The int8 kernels for weights in the interleaved layout (eight rows side by
 // side per block; kernels/weight_interleave.h), included by one source file
-// per instruction set: matmul_interleaved_avx2.cpp (-mavx2 -mfma -mf16c)
-// and matmul_interleaved_avxvnni.cpp (the same plus -mavxvnni). The kernels
+// per instruction set: matmul_interleaved_avx2.cpp (-mavx2 -mfma -mf16c),
+// matmul_interleaved_avxvnni.cpp (the same plus -mavxvnni) and
+// matmul_interleaved_avx512vnni.cpp (AVX-512 BW, VL and VNNI: the 512-bit
+// pair tiles below, and the 256-bit kernels with EVEX vpdpbusd). The kernels
 // here and the helpers of matmul_avx2_common.h have internal linkage, so
 // each file keeps its own copy compiled for its own instructions (no copy
 // built for AVX-VNNI can be picked by the linker for a CPU without it).
@@ -21,7 +23,7 @@
 // codes (products <= 2 * 15 * 127 per int16 pair) the eight products of a
 // block are summed as int16 before one widening multiply, about half the
 // multiply-pipe work of the row layout.
-// With AVX-VNNI (__AVXVNNI__) a block's exact int32 sums come from
+// With VNNI (AVX-VNNI, or AVX-512 VNNI's 256-bit form) a block's exact int32 sums come from
 // vpdpbusd, which adds four u8 x s8 products into each int32 lane in one
 // instruction, instead of vpmaddubsw into int16, int16 adds and one
 // vpmaddwd widening. The sums are exact either way (the int16 steps never
@@ -118,6 +120,8 @@ inline void unpack_codes(const uint8_t* codes, int j, __m256i& lo, __m256i& hi) 
 inline __m256i add_dot4(__m256i acc, __m256i u8, __m256i s8) {
 #if defined(__AVXVNNI__)
   return _mm256_dpbusd_avx_epi32(acc, u8, s8);
+#elif defined(OMNIBUS_YMM_VNNI)
+  return _mm256_dpbusd_epi32(acc, u8, s8);
 #else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
 #endif
@@ -148,7 +152,7 @@ inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m
       }
     }
   } else {
-#if defined(__AVXVNNI__)
+#if defined(OMNIBUS_YMM_VNNI)
     // Straight into int32 lanes, low and high code halves in two chains
     // (added at the end; integer sums, so the order changes nothing).
     __m256i s_lo[NG * MR], s_hi[NG * MR];
@@ -638,8 +642,8 @@ inline __m512i wide_control(__m256i control) { return _mm512_broadcast_i64x4(con
 // legacy_pair_tile: each lane's integers and float steps are q4k_tile's.
 // It mirrors q4k_tile step for step at 512 bits (duplicates flags the
 // shape); a change to one must go to the other, and Interleave.*/q4_K,
-// /q5_K (bit identity with the row layout, on both builds) would catch a
-// drift. A width-generic kernel is left for later.
+// /q5_K (bit identity with the row layout, run on a CPU with AVX-512 VNNI)
+// would catch a drift. A width-generic kernel is left for later.
 template <class K, int MR>
 void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
   const QuantizedX& qx = *a.qx;

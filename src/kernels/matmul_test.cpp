@@ -130,7 +130,9 @@ TEST(Matmul, Int8ActivationErrorWithinQuantizationBound) {
 TEST(Matmul, PathName) {
   const std::string name = matmul_path_name();
   const char* want = !cpu_features().has_avx2_fma()          ? "scalar"
-                     : matmul_detail::use_avx512vnni_kernels() ? "avx2+fma+avx-vnni+avx512-vnni"
+                     : matmul_detail::use_avx512vnni_kernels() && matmul_detail::use_avxvnni_kernels()
+                         ? "avx2+fma+avx-vnni+avx512-vnni"
+                     : matmul_detail::use_avx512vnni_kernels() ? "avx2+fma+avx512-vnni"
                      : matmul_detail::use_avxvnni_kernels()    ? "avx2+fma+avx-vnni"
                                                                : "avx2+fma";
   EXPECT_EQ(name, want);

@@ -44,9 +44,9 @@ TEST_P(Interleave, OutputsAreBitIdenticalToTheRowLayout) {
       AlignedBuffer<uint8_t> copy(interleaved8_bytes(w.view));
       const WeightMatrix il = interleave8(w.view, copy.data());
       ASSERT_EQ(il.layout, WeightLayout::kInterleaved8);
-      // 6, 8, 9 and 17: the AVX-512 VNNI pair tiles (6 or 8 x rows, two
-      // groups) with and without rows left over.
-      for (int64_t n_x : {1, 2, 3, 4, 5, 6, 8, 9, 17}) {
+      // 6, 8, 9, 13 and 17: the AVX-512 VNNI pair tiles (6 or 8 x rows,
+      // two groups) with and without rows left over.
+      for (int64_t n_x : {1, 2, 3, 4, 5, 6, 8, 9, 13, 17}) {
         const auto x = random_floats(n_x * cols, static_cast<uint32_t>(n_x + cols));
         std::vector<float> want(static_cast<size_t>(n_x * rows)), got(want.size(), -1.0f);
         matmul(w.view, x.data(), n_x, want.data(), nullptr);
@@ -67,15 +67,18 @@ TEST_P(Interleave, SharedInputProductsMatchSingleOnes) {
   const auto a = random_weights(t, 24, cols, 1), b = random_weights(t, 40, cols, 2);
   AlignedBuffer<uint8_t> ca(interleaved8_bytes(a.view)), cb(interleaved8_bytes(b.view));
   const WeightMatrix ia = interleave8(a.view, ca.data()), ib = interleave8(b.view, cb.data());
-  const auto x = random_floats(3 * cols, 3);
-  std::vector<float> ya(3 * 24), yb(3 * 40), wa(ya.size()), wb(yb.size());
   ThreadPool pool(2);
-  const MatmulTarget targets[] = {{&ia, ya.data()}, {&ib, yb.data()}};
-  matmul_shared_input(targets, x.data(), 3, &pool);
-  matmul(a.view, x.data(), 3, wa.data(), nullptr);
-  matmul(b.view, x.data(), 3, wb.data(), nullptr);
-  EXPECT_EQ(ya, wa);
-  EXPECT_EQ(yb, wb);
+  // 13: the AVX-512 VNNI pair tiles with 5-7 rows left over.
+  for (int64_t n_x : {3, 13}) {
+    const auto x = random_floats(n_x * cols, 3);
+    std::vector<float> ya(n_x * 24), yb(n_x * 40), wa(ya.size()), wb(yb.size());
+    const MatmulTarget targets[] = {{&ia, ya.data()}, {&ib, yb.data()}};
+    matmul_shared_input(targets, x.data(), n_x, &pool);
+    matmul(a.view, x.data(), n_x, wa.data(), nullptr);
+    matmul(b.view, x.data(), n_x, wb.data(), nullptr);
+    EXPECT_EQ(ya, wa) << n_x;
+    EXPECT_EQ(yb, wb) << n_x;
+  }
 }
 
 // The copy reports its source rows in order, in runs that tile [0, rows)
