@@ -62,6 +62,7 @@ class ForwardPass {
   void run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
   void attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void qkv_rope_store(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  void store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin, int64_t end);
   static size_t position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
                               KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
@@ -94,7 +95,6 @@ class ForwardPass {
     bool pair;
   };
   std::vector<RowUnit> row_units_;
-  std::vector<uint16_t> key_half_;  // one head's key in f16, before its transposed store
   std::vector<uint8_t> embed_row_;  // one token's embedding row in GGUF's layout (embed)
   int64_t max_chunk_partials_;
   int64_t max_positions_;
