@@ -1,0 +1,267 @@
+// The K-quant kernels for the interleaved layout (Q4_K, Q5_K, Q6_K; 256-
+// element blocks): k_tile's steps eight rows at a time. Part of the kernels
+// matmul_interleaved_kernels.h gathers; include that header, not this one.
+#pragma once
+
+#include "kernels/matmul_interleaved_legacy.h"
+
+namespace omnibus::matmul_detail {
+namespace {
+
+// Decode (one x row): each group's next-but-one block into the cache while
+// this one is computed. Without it Q6_K decoded Gemma 3 2-3% slower than its
+// row layout (five alternating pairs, 2026-12-02), with it level (four
+// pairs, 120.7 vs 119.3 tok/s, in the noise); the legacy types' kernel
+// needs none (decode_rows).
+template <int kBlockBytes>
+inline void prefetch_block_two_ahead(const uint8_t* blk, int64_t b, int64_t blocks) {
+  if (b + 2 >= blocks) return;
+  for (int c = 0; c < kBlockBytes; c += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * kBlockBytes + c), _MM_HINT_T0);
+}
+
+// vpshufb control: in each 32-bit lane (weight row) both int16 halves <- byte
+// c of the lane (the scale of sub-block c of a four-scale word).
+inline __m256i scale_pair_control(int c) {
+  const int k = 0x80 << 8 | c;  // byte c, then a zero byte
+  return _mm256_setr_epi16(k, k, k + 4, k + 4, k + 8, k + 8, k + 12, k + 12, k, k, k + 4, k + 4, k + 8, k + 8, k + 12,
+                           k + 12);
+}
+// In each 32-bit lane: int16 halves <- bytes 2k and 2k + 1 (two sub-blocks' mins).
+inline __m256i min_pair_control(int k) {
+  const int a = 0x80 << 8 | 2 * k, b = 0x80 << 8 | (2 * k + 1);
+  return _mm256_setr_epi16(a, b, a + 4, b + 4, a + 8, b + 8, a + 12, b + 12, a, b, a + 4, b + 4, a + 8, b + 8, a + 12,
+                           b + 12);
+}
+
+// Q4_K and Q5_K outputs of NG groups of eight weight rows for x rows
+// r0..r0+MR (as legacy_group_tile). Q5_K's fifth bit of sub-block c's
+// element e is bit c of byte e of the row's qh (KernQ5_K's unpacking), so
+// code chunk 8p + l takes it from qh chunk l. Per block, lane r of S is row r's exact sum of scale x
+// code x q_x over the block, lane r of M the sum of its sub-block mins times
+// the x sub-block sums; then the float steps of the row kernel's k_tile in
+// its order: acc = fma(float(S), d * d_x, acc); acc = fma(float(M), -dmin *
+// d_x, acc). Bit-identical to the row layout.
+template <class K, int NG, int MR>
+void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m256 acc[NG * MR];
+#pragma GCC unroll 8
+  for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0F), six = _mm256_set1_epi8(0x3F), top2 = _mm256_set1_epi8(0x30);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    // The x sub-block sums (int16, at most 32 x 128) two to a 32-bit lane,
+    // broadcast: pair k holds sub-blocks 2k and 2k + 1.
+    __m256i x_pairs[MR][4];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      const __m256i s16 = load256(qx.sums16.data() + xi * 16);
+      const __m256i h = _mm256_hadd_epi16(s16, s16);  // dwords 0, 1: sub-blocks 0-3; dwords 4, 5: 4-7
+      x_pairs[i][0] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(0));
+      x_pairs[i][1] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(1));
+      x_pairs[i][2] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(4));
+      x_pairs[i][3] = _mm256_permutevar8x32_epi32(h, _mm256_set1_epi32(5));
+    }
+#pragma GCC unroll 1
+    for (int g = 0; g < NG; ++g) {
+      const uint8_t* blk = groups[g] + b * K::kBlockBytes;
+      if constexpr (MR == 1) prefetch_block_two_ahead<K::kBlockBytes>(blk, b, blocks);
+      // Row r's scale words in lane r (k_scales's unpacking, eight rows at once).
+      const __m256i u0 = load256(blk + 32), u1 = load256(blk + 64), u2 = load256(blk + 96);
+      const __m256i sc_lo = _mm256_and_si256(u0, six);
+      const __m256i sc_hi =
+          _mm256_or_si256(_mm256_and_si256(u2, low), _mm256_and_si256(_mm256_srli_epi32(u0, 2), top2));
+      const uint8_t* codes = blk + K::kCodeOffset;
+      __m256i S[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
+      // Per sub-block c = 2p + h: its products summed as int16 over the eight
+      // code chunks (|8 x 2 x 15 x 128| = 30720 fits), then weighted by the
+      // rows' scales once: half the multiplies of weighting every chunk.
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m256i scale = _mm256_shuffle_epi8(p < 2 ? sc_lo : sc_hi, scale_pair_control((2 * p + h) % 4));
+          __m256i pairs[MR];
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+          for (int l = 0; l < 8; ++l) {
+            const __m256i packed = load256(codes + 32 * (8 * p + l));
+            __m256i nibbles = h == 0 ? _mm256_and_si256(packed, low)
+                                     : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+            if constexpr (K::kFifthBit) {
+              // qh chunk l sits after the scale words (IlQ5_K).
+              const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(load256(blk + 128 + 32 * l), 2 * p + h),
+                                                   _mm256_set1_epi8(1));
+              nibbles = _mm256_or_si256(nibbles, _mm256_slli_epi16(bit, 4));
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) {
+              pairs[i] = _mm256_add_epi16(pairs[i], _mm256_maddubs_epi16(nibbles, broadcast4(xb[i] + 64 * p + 32 * h + 4 * l)));
+              keep_in_register(pairs[i]);
+            }
+            // 5-bit codes: |4 x 2 x 31 x 128| = 31744 fits, eight chunks
+            // would not: weigh the first four, then the rest.
+            if constexpr (K::kFifthBit) {
+              if (l == 3) {
+#pragma GCC unroll 4
+                for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale), pairs[i] = _mm256_setzero_si256();
+              }
+            }
+          }
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
+        }
+      }
+      const __m256i mn_lo = _mm256_and_si256(u1, six);
+      const __m256i mn_hi =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(u2, 4), low), _mm256_and_si256(_mm256_srli_epi32(u1, 2), top2));
+      __m256i M[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) M[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m256i mins = _mm256_shuffle_epi8(k < 2 ? mn_lo : mn_hi, min_pair_control(k % 2));
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) M[i] = _mm256_add_epi32(M[i], _mm256_madd_epi16(mins, x_pairs[i][k]));
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      const __m256 neg_dmin = _mm256_xor_ps(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16))),
+                                            _mm256_set1_ps(-0.0f));
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256 dx = _mm256_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+        __m256& y = acc[g * MR + i];
+        y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[i]), _mm256_mul_ps(d, dx), y);
+        y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M[i]), _mm256_mul_ps(neg_dmin, dx), y);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+}
+
+// vpshufb control: in each 32-bit lane (weight row) int16 half k <- byte
+// bytes[k] of the lane in the high byte, the low byte zero: an arithmetic
+// shift right by 8 then sign-extends each (Q6_K's scales are int8).
+inline __m256i high_bytes_control(int b0, int b1) {
+  const int a = b0 << 8 | 0x80, b = b1 << 8 | 0x80;
+  return _mm256_setr_epi16(a, b, a + 0x400, b + 0x400, a + 0x800, b + 0x800, a + 0xC00, b + 0xC00, a, b, a + 0x400,
+                           b + 0x400, a + 0x800, b + 0x800, a + 0xC00, b + 0xC00);
+}
+inline __m256i int16_pairs_of_bytes(__m256i words, int b0, int b1) {
+  return _mm256_srai_epi16(_mm256_shuffle_epi8(words, high_bytes_control(b0, b1)), 8);
+}
+
+// Q6_K outputs (as q4k_tile). Group block (weight_interleave.h): d[8] (f16),
+// scale words [4][8], ql chunks [32][32], qh chunks [16][32]. Chunk v =
+// 4h + g of a row (elements 32v..32v+31), quad l (its elements 4l..4l+3):
+// low four bits from ql chunk 16h + 8(g & 1) + l (low nibbles for g < 2,
+// high for g >= 2), bits 4-5 from qh chunk 8h + l (bits 2g, 2g + 1); quads
+// 0-3 take scale 2v, quads 4-7 scale 2v + 1 (KernQ6_K's unpacking). Per
+// block, lane r of S is row r's exact sum of scale x code x q_x minus 32 x
+// the sum of scale x x sub-block sum (the code bias), then the row kernel's
+// float step: acc = fma(float(S), d * d_x, acc). Bit-identical to it.
+template <int NG, int MR>
+void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m256 acc[NG * MR];
+#pragma GCC unroll 8
+  for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
+  const __m256i low = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    const int16_t* xs[MR];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      xs[i] = qx.sums16.data() + xi * 16;
+    }
+#pragma GCC unroll 1
+    for (int g = 0; g < NG; ++g) {
+      const uint8_t* blk = groups[g] + b * IlQ6_K::kBlockBytes;
+      if constexpr (MR == 1) prefetch_block_two_ahead<IlQ6_K::kBlockBytes>(blk, b, blocks);
+      const uint8_t* words = blk + IlQ6_K::kScaleOffset;
+      const uint8_t* ql = blk + IlQ6_K::kQlOffset;
+      const uint8_t* qh = blk + IlQ6_K::kQhOffset;
+      __m256i S[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int v = 0; v < 8; ++v) {
+        const int h = v / 4, gv = v % 4;
+        const __m256i word = load256(words + 32 * (v / 2));  // scales 2v, 2v + 1: bytes 2(v % 2), +1
+#pragma GCC unroll 2
+        for (int half = 0; half < 2; ++half) {
+          const int byte = 2 * (v % 2) + half;
+          const __m256i scale = int16_pairs_of_bytes(word, byte, byte);
+          // Quads 4 half .. 4 half + 3 in int16 pairs of quads (|2 x 2 x 63
+          // x 128| = 32256 fits), each pair weighted by the scale once.
+#pragma GCC unroll 2
+          for (int q2 = 0; q2 < 2; ++q2) {
+            __m256i pairs[MR];
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+            for (int t = 0; t < 2; ++t) {
+              const int l = 4 * half + 2 * q2 + t;
+              const __m256i packed = load256(ql + 32 * (16 * h + 8 * (gv & 1) + l));
+              const __m256i nib = gv < 2 ? _mm256_and_si256(packed, low)
+                                         : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+              const __m256i top = _mm256_and_si256(_mm256_srli_epi16(load256(qh + 32 * (8 * h + l)), 2 * gv), three);
+              const __m256i codes = _mm256_or_si256(nib, _mm256_slli_epi16(top, 4));
+#pragma GCC unroll 4
+              for (int i = 0; i < MR; ++i) {
+                pairs[i] = _mm256_add_epi16(pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 32 * v + 4 * l)));
+                keep_in_register(pairs[i]);
+              }
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
+          }
+        }
+      }
+      // The code bias: 32 x sum over the sixteen scales of scale x sum16(q_x).
+      __m256i bias[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) bias[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int w = 0; w < 4; ++w) {
+        const __m256i word = load256(words + 32 * w);
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; ++k) {
+          const __m256i sc = int16_pairs_of_bytes(word, 2 * k, 2 * k + 1);  // scales 4w + 2k, 4w + 2k + 1
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) {
+            const __m256i x_pair = _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
+            bias[i] = _mm256_add_epi32(bias[i], _mm256_madd_epi16(sc, x_pair));
+          }
+        }
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256 dx = _mm256_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+        const __m256i sum = _mm256_sub_epi32(S[i], _mm256_slli_epi32(bias[i], 5));
+        acc[g * MR + i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(d, dx), acc[g * MR + i]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+}
+
+}  // namespace
+}  // namespace omnibus::matmul_detail

@@ -1,0 +1,266 @@
+// The AVX-512 VNNI pair tiles for batches (two groups of eight rows in one
+// zmm register), built only in matmul_interleaved_avx512vnni.cpp; other
+// builds get declarations that let interleaved_rows name them in a
+// discarded branch. Part of the kernels matmul_interleaved_kernels.h
+// gathers; include that header, not this one.
+#pragma once
+
+#include "kernels/matmul_interleaved_kquants.h"
+
+namespace omnibus::matmul_detail {
+namespace {
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+// Batches with AVX-512 VNNI (matmul_interleaved_avx512vnni.cpp): two groups
+// of eight rows side by side in one zmm register (lanes 0-7 the first
+// group's rows, 8-15 the second's), so each vpdpbusd adds sixteen rows'
+// products, where the 256-bit kernels add eight. On the Intel VM of
+// 2026-12-02 a zmm vpdpbusd issued about as often as a ymm one (1.9 against
+// 2 a cycle, a throughput microbenchmark), twice the multiplies. Every
+// lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
+// then the same float steps in the same order), so the outputs are
+// bit-identical to the 256-bit kernels'. The legacy types (Q4_0, Q4_1,
+// Q5_0, Q8_0), Q4_K and Q5_K; Q6_K and decode keep the 256-bit kernels.
+template <class K>
+constexpr bool kPairTile = !std::is_same_v<K, IlQ6_K>;
+// x rows per pair tile: its accumulators (one or two int32 chains and one
+// float per x row, plus Q4_1's mins; Q4_K/Q5_K: the block sum, the int16
+// pair sums and the float) and the codes fill the 32 registers.
+template <class K>
+constexpr int pair_rows() {
+  if constexpr (K::kSuper) {
+    return 6;
+  } else {
+    return K::kAffine ? 6 : 8;
+  }
+}
+template <class K>
+constexpr int kPairRows = pair_rows<K>();
+
+// 32 bytes at a (lanes 0-7) and 32 at b (lanes 8-15).
+inline __m512i load_pair256(const uint8_t* a, const uint8_t* b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(load256(a)), load256(b), 1);
+}
+// Eight f16 at a (lanes 0-7) and eight at b (lanes 8-15), widened.
+inline __m512 load_f16_pair(const uint8_t* a, const uint8_t* b) {
+  return _mm512_cvtph_ps(_mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)),
+                                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(a))));
+}
+
+// Outputs of groups g0 and g1 (eight weight rows each) for x rows
+// r0..r0+MR: g0's for x row i to out0[i * 8 + r], g1's to out1[i * 8 + r].
+template <class K, int MR>
+void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0,
+                      float* out1) {
+  static_assert(kPairTile<K> && !K::kSuper);
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  constexpr int kBlockBytes = K::kScaleBytes + K::kHighBytes + K::kCodeBytes;
+  __m512 acc[MR], acc_m[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = acc_m[i] = _mm512_setzero_ps();
+  const int8_t* const x0 = qx.q.data() + r0 * qx.cols;
+  const int64_t x_stride = qx.cols;
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk0 = g0 + b * kBlockBytes;
+    const uint8_t* blk1 = g1 + b * kBlockBytes;
+    const uint8_t* c0 = blk0 + K::kScaleBytes + K::kHighBytes;
+    const uint8_t* c1 = blk1 + K::kScaleBytes + K::kHighBytes;
+    const auto quad = [](const int8_t* p) {
+      return _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(p))));
+    };
+    __m512i s_lo[MR], s_hi[MR];
+    if constexpr (K::kSigned) {
+      // Q8_0: vpdpbusd wants one unsigned side, so the codes go in as
+      // w + 128 (the top bit flipped) and the sum starts at -128 * sum(q_x)
+      // to take 128 * sum(q_x) back off: exactly sum(w * q_x).
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        s_lo[i] = _mm512_set1_epi32(-128 * qx.block_sum[(r0 + i) * blocks + b]);
+        s_hi[i] = _mm512_setzero_si512();
+      }
+      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        const __m512i w = _mm512_xor_si512(load_pair256(c0 + 32 * j, c1 + 32 * j), flip);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i)
+          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], w, quad(x0 + i * x_stride + b * kQK + 4 * j));
+      }
+    } else {
+      // unpack_codes on both groups at once; low and high code halves in two
+      // chains, added at the end (integer sums: the order changes nothing).
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) s_lo[i] = s_hi[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m512i packed = load_pair256(c0 + 32 * j, c1 + 32 * j);
+        __m512i lo = _mm512_and_si512(packed, low);
+        __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+        if constexpr (K::kFifthBit) {
+          const __m512i high = load_pair256(c0 - K::kHighBytes, c1 - K::kHighBytes);
+          const __m512i bit4 = _mm512_set1_epi8(0x10);
+          lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi32(high, 4 - j), bit4));
+          hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srli_epi32(high, j), bit4));
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const int8_t* xb = x0 + i * x_stride + b * kQK;
+          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], lo, quad(xb + 4 * j));
+          s_hi[i] = _mm512_dpbusd_epi32(s_hi[i], hi, quad(xb + 16 + 4 * j));
+        }
+      }
+    }
+    const __m512 d = load_f16_pair(blk0, blk1);
+    const __m512 m = K::kAffine ? load_f16_pair(blk0 + 16, blk1 + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      __m512i sum = _mm512_add_epi32(s_lo[i], s_hi[i]);
+      if constexpr (K::kBias) sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(qx.bias_sum[xi]));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(qx.scale[xi])), acc[i]);
+      if constexpr (K::kAffine) acc_m[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(qx.scaled_sum[xi]), acc_m[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const __m512 y = K::kAffine ? _mm512_add_ps(acc[i], acc_m[i]) : acc[i];
+    _mm256_storeu_ps(out0 + i * kInterleaveRows, _mm512_castps512_ps256(y));
+    _mm256_storeu_ps(out1 + i * kInterleaveRows, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(y), 1)));
+  }
+}
+// A 256-bit vpshufb control (the same in each 128-bit lane) in both halves.
+inline __m512i wide_control(__m256i control) { return _mm512_broadcast_i64x4(control); }
+
+// q4k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15), as
+// legacy_pair_tile: each lane's integers and float steps are q4k_tile's.
+// It mirrors q4k_tile step for step at 512 bits (duplicates flags the
+// shape); a change to one must go to the other, and Interleave.*/q4_K,
+// /q5_K (bit identity with the row layout, run on a CPU with AVX-512 VNNI)
+// would catch a drift. A width-generic kernel is left for later.
+template <class K, int MR>
+void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3F), top2 = _mm512_set1_epi8(0x30);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    // q4k_tile's x sub-block pairs (the same value in every lane).
+    __m512i x_pairs[MR][4];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      const __m256i s16 = load256(qx.sums16.data() + xi * 16);
+      const __m256i h = _mm256_hadd_epi16(s16, s16);
+      x_pairs[i][0] = _mm512_broadcastd_epi32(_mm256_castsi256_si128(h));
+      x_pairs[i][1] = _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_castsi256_si128(h), 4));
+      x_pairs[i][2] = _mm512_broadcastd_epi32(_mm256_extracti128_si256(h, 1));
+      x_pairs[i][3] = _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_extracti128_si256(h, 1), 4));
+    }
+    const uint8_t* blk0 = g0 + b * K::kBlockBytes;
+    const uint8_t* blk1 = g1 + b * K::kBlockBytes;
+    const __m512i u0 = load_pair256(blk0 + 32, blk1 + 32), u1 = load_pair256(blk0 + 64, blk1 + 64),
+                  u2 = load_pair256(blk0 + 96, blk1 + 96);
+    const __m512i sc_lo = _mm512_and_si512(u0, six);
+    const __m512i sc_hi =
+        _mm512_or_si512(_mm512_and_si512(u2, low), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top2));
+    const uint8_t* codes0 = blk0 + K::kCodeOffset;
+    const uint8_t* codes1 = blk1 + K::kCodeOffset;
+    __m512i S[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m512i scale =
+            _mm512_shuffle_epi8(p < 2 ? sc_lo : sc_hi, wide_control(scale_pair_control((2 * p + h) % 4)));
+        __m512i pairs[MR];
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) pairs[i] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; ++l) {
+          const __m512i packed = load_pair256(codes0 + 32 * (8 * p + l), codes1 + 32 * (8 * p + l));
+          __m512i nibbles =
+              h == 0 ? _mm512_and_si512(packed, low) : _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+          if constexpr (K::kFifthBit) {
+            const __m512i bit = _mm512_and_si512(
+                _mm512_srli_epi16(load_pair256(blk0 + 128 + 32 * l, blk1 + 128 + 32 * l), 2 * p + h),
+                _mm512_set1_epi8(1));
+            nibbles = _mm512_or_si512(nibbles, _mm512_slli_epi16(bit, 4));
+          }
+#pragma GCC unroll 8
+          for (int i = 0; i < MR; ++i) {
+            const int8_t* x4 = xb[i] + 64 * p + 32 * h + 4 * l;
+            const __m512i xq = _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x4))));
+            pairs[i] = _mm512_add_epi16(pairs[i], _mm512_maddubs_epi16(nibbles, xq));
+          }
+          if constexpr (K::kFifthBit) {
+            if (l == 3) {
+#pragma GCC unroll 8
+              for (int i = 0; i < MR; ++i)
+                S[i] = _mm512_dpwssd_epi32(S[i], pairs[i], scale), pairs[i] = _mm512_setzero_si512();
+            }
+          }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) S[i] = _mm512_dpwssd_epi32(S[i], pairs[i], scale);
+      }
+    }
+    const __m512i mn_lo = _mm512_and_si512(u1, six);
+    const __m512i mn_hi =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low), _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2));
+    __m512i M[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) M[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i mins = _mm512_shuffle_epi8(k < 2 ? mn_lo : mn_hi, wide_control(min_pair_control(k % 2)));
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) M[i] = _mm512_add_epi32(M[i], _mm512_madd_epi16(mins, x_pairs[i][k]));
+    }
+    const __m512 d = load_f16_pair(blk0, blk1);
+    const __m512 neg_dmin = _mm512_castsi512_ps(
+        _mm512_xor_si512(_mm512_castps_si512(load_f16_pair(blk0 + 16, blk1 + 16)), _mm512_set1_epi32(INT32_MIN)));
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 dx = _mm512_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[i]), _mm512_mul_ps(d, dx), acc[i]);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M[i]), _mm512_mul_ps(neg_dmin, dx), acc[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    _mm256_storeu_ps(out0 + i * kInterleaveRows, _mm512_castps512_ps256(acc[i]));
+    _mm256_storeu_ps(out1 + i * kInterleaveRows,
+                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i]), 1)));
+  }
+}
+
+// The pair tile of K's kind.
+template <class K, int MR>
+void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+  if constexpr (K::kSuper) {
+    q4k_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
+  } else {
+    legacy_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
+  }
+}
+#else
+// Builds without AVX-512 VNNI: no pair tile (the declarations only let
+// interleaved_rows name it in a discarded branch).
+template <class K>
+constexpr bool kPairTile = false;
+template <class K>
+constexpr int kPairRows = 1;
+template <class K, int MR>
+void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1);
+#endif
+
+}  // namespace
+}  // namespace omnibus::matmul_detail
