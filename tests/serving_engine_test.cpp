@@ -289,7 +289,13 @@ TEST_F(ServingEngineTest, CancelledStreamsFreeEveryBlock) {
   auto engine = make_engine({});
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 20; ++i) streams.push_back(*engine->submit(greedy({1, 2, 3, i}, 400)));
-  std::this_thread::sleep_for(20ms);
+  // Cancel once every stream is running (has sent its first event), not
+  // after a fixed sleep: with a fast enough step, 20 ms let streams finish
+  // their 400 tokens first (seen once under ctest -j2, 2026-12-03).
+  for (auto& s : streams) {
+    std::vector<StreamEvent> first;
+    for (int waited = 0; first.empty() && waited < 600; ++waited) s->wait(first, 100ms);
+  }
   for (auto& s : streams) s->cancel();
   for (auto& s : streams) EXPECT_EQ(collect(*s).finish_reason, "cancelled");
   engine->wait_idle();
