@@ -157,8 +157,18 @@ inline float hsum(__m256 v) {
 
 // The largest of n scores.
 inline float max_score(const float* scores, int64_t n) {
-  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  // Four chains: one chain of vmaxps (latency 4) was 1.6% of a 1,926-token
+  // prefill in perf. A maximum is exact in any order, so the result is the
+  // same.
+  __m256 m0 = _mm256_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
   int64_t j = 0;
+  for (; j + 32 <= n; j += 32) {
+    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(scores + j));
+    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(scores + j + 8));
+    m2 = _mm256_max_ps(m2, _mm256_loadu_ps(scores + j + 16));
+    m3 = _mm256_max_ps(m3, _mm256_loadu_ps(scores + j + 24));
+  }
+  __m256 vmax = _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3));
   for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(scores + j));
   float max_score = -INFINITY;
   alignas(32) float lanes[8];
