@@ -20,9 +20,10 @@ namespace {
 // lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are
 // bit-identical to the 256-bit kernels'. The legacy types (Q4_0, Q4_1,
-// Q5_0, Q8_0), Q4_K and Q5_K; Q6_K and decode keep the 256-bit kernels.
+// Q5_0, Q8_0) and the K-quants (Q4_K, Q5_K, Q6_K); decode keeps the
+// 256-bit kernels.
 template <class K>
-constexpr bool kPairTile = !std::is_same_v<K, IlQ6_K>;
+constexpr bool kPairTile = true;
 // x rows per pair tile: its accumulators (one or two int32 chains and one
 // float per x row, plus Q4_1's mins; Q4_K/Q5_K: the block sum, the int16
 // pair sums and the float) and the codes fill the 32 registers.
@@ -242,10 +243,117 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
   }
 }
 
+// q6k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15), as
+// q4k_pair_tile: each lane's integers (the block's exact sum S, then the
+// code bias) and float step are q6k_tile's, so the outputs are the same
+// bits. Mirrors q6k_tile at 512 bits, as q4k_pair_tile mirrors q4k_tile.
+template <int MR>
+void q6k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i low = _mm512_set1_epi8(0x0F), three = _mm512_set1_epi8(3);
+  // int16_pairs_of_bytes at 512 bits.
+  const auto scale_pairs = [](__m512i words, int b0, int b1) {
+    return _mm512_srai_epi16(_mm512_shuffle_epi8(words, wide_control(high_bytes_control(b0, b1))), 8);
+  };
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    const int16_t* xs[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      xs[i] = qx.sums16.data() + xi * 16;
+    }
+    const uint8_t* blk0 = g0 + b * IlQ6_K::kBlockBytes;
+    const uint8_t* blk1 = g1 + b * IlQ6_K::kBlockBytes;
+    const uint8_t* words0 = blk0 + IlQ6_K::kScaleOffset;
+    const uint8_t* words1 = blk1 + IlQ6_K::kScaleOffset;
+    const uint8_t* ql0 = blk0 + IlQ6_K::kQlOffset;
+    const uint8_t* ql1 = blk1 + IlQ6_K::kQlOffset;
+    const uint8_t* qh0 = blk0 + IlQ6_K::kQhOffset;
+    const uint8_t* qh1 = blk1 + IlQ6_K::kQhOffset;
+    __m512i S[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) {
+      const int h = v / 4, gv = v % 4;
+      const __m512i word = load_pair256(words0 + 32 * (v / 2), words1 + 32 * (v / 2));
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        const int byte = 2 * (v % 2) + half;
+        const __m512i scale = scale_pairs(word, byte, byte);
+#pragma GCC unroll 2
+        for (int q2 = 0; q2 < 2; ++q2) {
+          __m512i pairs[MR];
+#pragma GCC unroll 8
+          for (int i = 0; i < MR; ++i) pairs[i] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+          for (int t = 0; t < 2; ++t) {
+            const int l = 4 * half + 2 * q2 + t;
+            const int ql_chunk = 16 * h + 8 * (gv & 1) + l, qh_chunk = 8 * h + l;
+            const __m512i packed = load_pair256(ql0 + 32 * ql_chunk, ql1 + 32 * ql_chunk);
+            const __m512i nib =
+                gv < 2 ? _mm512_and_si512(packed, low) : _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+            const __m512i top = _mm512_and_si512(
+                _mm512_srli_epi16(load_pair256(qh0 + 32 * qh_chunk, qh1 + 32 * qh_chunk), 2 * gv), three);
+            const __m512i codes = _mm512_or_si512(nib, _mm512_slli_epi16(top, 4));
+#pragma GCC unroll 8
+            for (int i = 0; i < MR; ++i) {
+              const int8_t* x4 = xb[i] + 32 * v + 4 * l;
+              const __m512i xq = _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x4))));
+              pairs[i] = _mm512_add_epi16(pairs[i], _mm512_maddubs_epi16(codes, xq));
+            }
+          }
+#pragma GCC unroll 8
+          for (int i = 0; i < MR; ++i) S[i] = _mm512_dpwssd_epi32(S[i], pairs[i], scale);
+        }
+      }
+    }
+    // The code bias: 32 x sum over the sixteen scales of scale x sum16(q_x).
+    __m512i bias[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) bias[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int w = 0; w < 4; ++w) {
+      const __m512i word = load_pair256(words0 + 32 * w, words1 + 32 * w);
+#pragma GCC unroll 2
+      for (int k = 0; k < 2; ++k) {
+        const __m512i sc = scale_pairs(word, 2 * k, 2 * k + 1);  // scales 4w + 2k, 4w + 2k + 1
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const __m512i x_pair =
+              _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
+          bias[i] = _mm512_dpwssd_epi32(bias[i], sc, x_pair);
+        }
+      }
+    }
+    const __m512 d = load_f16_pair(blk0, blk1);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 dx = _mm512_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+      const __m512i sum = _mm512_sub_epi32(S[i], _mm512_slli_epi32(bias[i], 5));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, dx), acc[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    _mm256_storeu_ps(out0 + i * kInterleaveRows, _mm512_castps512_ps256(acc[i]));
+    _mm256_storeu_ps(out1 + i * kInterleaveRows,
+                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[i]), 1)));
+  }
+}
+
 // The pair tile of K's kind.
 template <class K, int MR>
 void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
-  if constexpr (K::kSuper) {
+  if constexpr (std::is_same_v<K, IlQ6_K>) {
+    q6k_pair_tile<MR>(a, g0, g1, r0, out0, out1);
+  } else if constexpr (K::kSuper) {
     q4k_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
   } else {
     legacy_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
