@@ -103,7 +103,7 @@ def sha256_of(path):
 
 
 # --kv-type names and their ggml type ids (llama_cpp.GGML_TYPE_*).
-KV_TYPES = {"q8_0": 8}
+KV_TYPES = {"q8_0": 8, "q4_0": 2}
 
 
 class Reference:
@@ -245,7 +245,8 @@ def main():
     parser.add_argument("--out-dir", default=str(OUT_DIR))
     parser.add_argument("--kv-type", choices=sorted(KV_TYPES), default=None,
                         help="K and V cache type instead of llama.cpp's f16 "
-                             "(q8_0: tests/golden/kv_q8_0, teacher forced "
+                             "(q8_0: tests/golden/kv_q8_0, q4_0: "
+                             "tests/golden/kv_q4_0; teacher forced "
                              "and perplexity only)")
     args = parser.parse_args()
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "kernels/attention_q4.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
@@ -40,6 +41,7 @@ namespace {
 // head_dim in whole vectors (q8_0: whole groups) that fits its Q buffer.
 bool avx2_attention_usable(const AttentionShape& s) {
   static const bool cpu = cpu_features().has_avx2_fma();
+  if (s.kv_type == KvCacheType::kQ4_0) return false;  // the reference only, for now
   return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0 && s.head_dim <= kMaxHeadDim;
 }
 
@@ -47,6 +49,7 @@ bool avx2_attention_usable(const AttentionShape& s) {
 
 bool avx512_attention_usable(const AttentionShape& s) {
   static const bool cpu = kAvx512Built && cpu_features().avx512f && cpu_features().has_avx2_fma();
+  if (s.kv_type == KvCacheType::kQ4_0) return false;  // the reference only, for now
   return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0 && s.head_dim <= kMaxHeadDim;
 }
 
@@ -184,7 +187,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
   }
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
-    RunCursor cursor(runs, s.k_position_step(row_stride), row_stride);
+    RunCursor cursor(runs, s.k_run_step(row_stride), s.v_run_step(row_stride));
     const int h1 = std::min(head_end, h0 + per_pass);
     const int heads = h1 - h0;
     // The state accumulates in the output itself.
@@ -202,7 +205,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
 
 bool attention_pairs_supported(const AttentionShape& s) {
   static const bool use_avx2 = cpu_features().has_avx2_fma();
-  return use_avx2 && s.k_dim_stride != 0 && s.head_dim <= kMaxHeadDim &&
+  return use_avx2 && s.kv_type != KvCacheType::kQ4_0 && s.k_dim_stride != 0 && s.head_dim <= kMaxHeadDim &&
          s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0;
 }
 
@@ -229,7 +232,7 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
   const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
-    RunCursor cursor(runs, s.k_position_step(row_stride), row_stride);
+    RunCursor cursor(runs, s.k_run_step(row_stride), s.v_run_step(row_stride));
     const int h1 = std::min(head_end, h0 + per_pass);
     const int heads = h1 - h0;
     const AttentionPartial state0{out0 + static_cast<int64_t>(h0) * s.head_dim, max0, sum0};
@@ -267,9 +270,12 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
   const int group = s.n_head / s.n_head_kv;
   const int64_t k_position_step = s.k_position_step(row_stride);
   const int64_t k_dim_step = s.k_dim_stride != 0 ? s.k_dim_stride : 1;
-  // q8_0: K transposed, head_dim a multiple of kKvQ8Group (AttentionShape).
+  // q8_0, q4_0: K transposed, head_dim a multiple of kKvQ8Group (AttentionShape).
   const bool q8 = s.kv_type == KvCacheType::kQ8_0;
+  const bool q4 = s.kv_type == KvCacheType::kQ4_0;
   const int groups = s.head_dim / kKvQ8Group;
+  // q4_0: Q as q8_0 codes (q4_qcodes) and the per-group terms of the score.
+  Q4Query qq;
   // A 16-bit cache's element as f32.
   auto widen = [bf16 = s.kv_type == KvCacheType::kBF16](uint16_t h) { return bf16 ? bf16_to_f32(h) : f16_to_f32(h); };
   for (int h = head_begin; h < head_end; ++h) {
@@ -281,12 +287,24 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
     float* acc = out.acc + static_cast<int64_t>(i) * s.head_dim;
     for (int d = 0; d < s.head_dim; ++d) acc[d] = f16_to_f32(f32_to_f16(qsrc[d]));
     const float* qh = acc;
+    if (q4) quantize_q4_query(qsrc, s.head_dim, &qq);
     float max_score = -INFINITY;
     int64_t n_kv = 0;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++n_kv) {
         float dot = 0.0f;
-        if (q8) {
+        if (q4) {
+          const auto* kj = reinterpret_cast<const uint8_t*>(run.k_q) + 4 * j + kv_offset / 2;
+          const uint16_t* sj = run.k_scale + j + (h / group) * s.scale_head_stride;
+          for (int g = 0; g < groups; ++g) {
+            int32_t isum = 0;
+            for (int d = g * kKvQ8Group; d < (g + 1) * kKvQ8Group; ++d) {
+              const uint8_t byte = kj[d / 8 * 4 * s.k_dim_stride + d % 4];
+              isum += (d % 8 < 4 ? byte & 15 : byte >> 4) * qq.codes[d];
+            }
+            dot = q4_group_step(isum, qq, g, sj[g * s.k_dim_stride], dot);
+          }
+        } else if (q8) {
           // Per group: the codes' dot in order over d, times the group's
           // scale, added to the running score (the AVX2 path's order).
           const int8_t* kj = run.k_q + j * k_position_step + kv_offset;
@@ -316,7 +334,16 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
     const float* p = scores;
     for (const KvRun& run : runs) {
       for (int64_t j = 0; j < run.count; ++j, ++p) {
-        if (q8) {
+        if (q4) {
+          const auto* vj = reinterpret_cast<const uint8_t*>(run.v_q) + (j * row_stride + kv_offset) / 2;
+          const uint16_t* sj = run.v_scale + j + (h / group) * s.scale_head_stride;
+          for (int d = 0; d < s.head_dim; ++d) {
+            const uint8_t byte = vj[d / 32 * 16 + d % 16];
+            const int code = d % 32 < 16 ? byte & 15 : byte >> 4;
+            acc[d] = std::fma(*p * f16_to_f32(sj[d / kKvQ8Group * s.k_dim_stride]), static_cast<float>(code - 8),
+                              acc[d]);
+          }
+        } else if (q8) {
           const int8_t* vj = run.v_q + j * row_stride + kv_offset;
           const uint16_t* sj = run.v_scale + j + (h / group) * s.scale_head_stride;
           for (int d = 0; d < s.head_dim; ++d)

@@ -52,11 +52,21 @@ struct AttentionShape {
   // one entry per group instead of per dimension: group g of KV head h,
   // position j at k_scale + h * scale_head_stride + g * k_dim_stride + j. V's
   // scales are laid out as K's (eight positions' scales in one vector).
+  // q4_0 runs (KvRun::k_q, v_q point at packed bytes, kernels/kv_quant.h):
+  // K transposed in octets, head_dim a multiple of kKvQ8Group; the strides
+  // above still count elements and a byte holds two, so KV head h's bytes
+  // are h * kv_head_stride / 2 further, octet o's 4 * o * k_dim_stride, a
+  // position's 4 (K) or row_stride / 2 (V) further. Scales as q8_0's.
   KvCacheType kv_type = KvCacheType::kF16;
   int64_t scale_head_stride = 0;
   int64_t kv_head_step() const { return kv_head_stride != 0 ? kv_head_stride : head_dim; }
   // Elements from a position's K to the next position's.
   int64_t k_position_step(int64_t row_stride) const { return k_dim_stride != 0 ? 1 : row_stride; }
+  // What a run's K and V pointers move per position (elements; q4_0 bytes).
+  int64_t k_run_step(int64_t row_stride) const {
+    return kv_type == KvCacheType::kQ4_0 ? 4 : k_position_step(row_stride);
+  }
+  int64_t v_run_step(int64_t row_stride) const { return kv_type == KvCacheType::kQ4_0 ? row_stride / 2 : row_stride; }
 };
 
 // Reads of transposed K may run up to this many elements past a run's last
@@ -84,7 +94,7 @@ inline constexpr int64_t kAttentionChunk = 256;
 // one.
 // A q8_0 cache fills k_q, v_q (codes, laid out as the f16 elements would
 // be) and k_scale, v_scale (AttentionShape says where each scale is) instead
-// of k and v.
+// of k and v; a q4_0 cache the same members with its packed bytes.
 struct KvRun {
   const uint16_t* k = nullptr;
   const uint16_t* v = nullptr;

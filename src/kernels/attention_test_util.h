@@ -170,4 +170,69 @@ inline std::vector<KvRun> q8_blocks(const std::vector<uint16_t>& keys, const std
   return runs;
 }
 
+// q4_0 version of q8_blocks (the same store struct: packed bytes in the
+// code vectors): each head's vector quantized by quantize_kv_q4 and packed
+// as the paged store packs it, blocks as [block][kv_head] (K: head_dim / 8
+// octet rows of 4 * block_size bytes; V: head_dim / 2 bytes a position),
+// plus 64 readable bytes after the last block. Unwritten bytes hold 0xEE,
+// unwritten scales f16 NaN. Sets shape's type and strides.
+inline std::vector<KvRun> q4_blocks(const std::vector<uint16_t>& keys, const std::vector<uint16_t>& values,
+                                    AttentionShape& shape, int64_t n_kv, int64_t block_size, Q8Store& store) {
+  const int n_head_kv = shape.n_head_kv, head_dim = shape.head_dim, groups = head_dim / kKvQ8Group;
+  const int64_t blocks = (n_kv + block_size - 1) / block_size, kv_dim = int64_t{n_head_kv} * head_dim;
+  const int64_t elements = blocks * block_size * kv_dim, scales = elements / kKvQ8Group;
+  store.key_codes.assign(elements / 2 + 64, static_cast<int8_t>(0xEE));
+  store.value_codes.assign(elements / 2, static_cast<int8_t>(0xEE));
+  store.key_scales.assign(scales + kTransposedKeyOverread, 0x7E00);
+  store.value_scales.assign(scales, 0x7E00);
+  std::vector<float> head(head_dim);
+  std::vector<uint8_t> codes(head_dim);
+  auto* key_bytes = reinterpret_cast<uint8_t*>(store.key_codes.data());
+  auto* value_bytes = reinterpret_cast<uint8_t*>(store.value_codes.data());
+  std::vector<KvRun> runs;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t count = std::min(block_size, n_kv - b * block_size);
+    const int64_t base = b * block_size * kv_dim, scale_base = base / kKvQ8Group;
+    for (int64_t o = 0; o < count; ++o)
+      for (int h = 0; h < n_head_kv; ++h) {
+        const int64_t from = (b * block_size + o) * kv_dim + int64_t{h} * head_dim;
+        const int64_t head_bytes = (base + int64_t{h} * head_dim * block_size) / 2;
+        for (int d = 0; d < head_dim; ++d) head[d] = f16_to_f32(keys[from + d]);
+        quantize_kv_q4(head.data(), head_dim, codes.data(),
+                       store.key_scales.data() + scale_base + int64_t{h} * groups * block_size + o, block_size);
+        pack_key_q4(codes.data(), head_dim, 4 * block_size, key_bytes + head_bytes + 4 * o);
+        for (int d = 0; d < head_dim; ++d) head[d] = f16_to_f32(values[from + d]);
+        quantize_kv_q4(head.data(), head_dim, codes.data(),
+                       store.value_scales.data() + scale_base + int64_t{h} * groups * block_size + o, block_size);
+        pack_value_q4(codes.data(), head_dim, value_bytes + head_bytes + o * head_dim / 2);
+      }
+    KvRun run;
+    run.count = count;
+    run.k_q = store.key_codes.data() + base / 2;
+    run.v_q = store.value_codes.data() + base / 2;
+    run.k_scale = store.key_scales.data() + scale_base;
+    run.v_scale = store.value_scales.data() + scale_base;
+    runs.push_back(run);
+  }
+  shape.kv_type = KvCacheType::kQ4_0;
+  shape.kv_head_stride = block_size * head_dim;
+  shape.k_dim_stride = block_size;
+  shape.scale_head_stride = block_size * groups;
+  return runs;
+}
+
+// What a q4_0 cache holds for f16 rows of head_dim vectors: each vector
+// quantized and widened back, d * (code - 8).
+inline std::vector<float> q4_roundtrip(const std::vector<uint16_t>& rows, int head_dim) {
+  std::vector<float> out(rows.size()), vec(head_dim);
+  std::vector<uint8_t> codes(head_dim);
+  std::vector<uint16_t> scales(head_dim / kKvQ8Group);
+  for (size_t at = 0; at < rows.size(); at += head_dim) {
+    for (int d = 0; d < head_dim; ++d) vec[d] = f16_to_f32(rows[at + d]);
+    quantize_kv_q4(vec.data(), head_dim, codes.data(), scales.data(), 1);
+    for (int d = 0; d < head_dim; ++d) out[at + d] = (codes[d] - 8) * f16_to_f32(scales[d / kKvQ8Group]);
+  }
+  return out;
+}
+
 }  // namespace omnibus::attention_test_util

@@ -224,6 +224,22 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
       }
       continue;
     }
+    if (kv.type() == KvCacheType::kQ4_0) {
+      // Codes one per byte on the stack, then packed into the two layouts;
+      // scales as q8_0's.
+      uint8_t codes[kMaxHeadDim];
+      for (int h = 0; h < c.n_head_kv; ++h) {
+        const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
+        const int64_t bytes = static_cast<int64_t>(h) * (kv.head_stride() / 2);
+        quantize_kv_q4(k_.data() + from, c.head_dim, codes,
+                       kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+        pack_key_q4(codes, c.head_dim, kv.key_octet_stride(), kv.key_q4_at(layer, block, offset) + bytes);
+        quantize_kv_q4(v_.data() + from, c.head_dim, codes,
+                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+        pack_value_q4(codes, c.head_dim, kv.value_q4_at(layer, block, offset) + bytes);
+      }
+      continue;
+    }
     uint16_t* key = kv.key_at(layer, block, offset);
     uint16_t* value = kv.value_at(layer, block, offset);
     // f16 or bf16 (both round to nearest even).
@@ -264,6 +280,14 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
                    here,
                    kv.key_codes_at(layer, block, offset),
                    kv.value_codes_at(layer, block, offset),
+                   kv.key_scales_at(layer, block, offset),
+                   kv.value_scales_at(layer, block, offset)};
+    } else if (kv.type() == KvCacheType::kQ4_0) {
+      runs[n++] = {nullptr,
+                   nullptr,
+                   here,
+                   reinterpret_cast<const int8_t*>(kv.key_q4_at(layer, block, offset)),
+                   reinterpret_cast<const int8_t*>(kv.value_q4_at(layer, block, offset)),
                    kv.key_scales_at(layer, block, offset),
                    kv.value_scales_at(layer, block, offset)};
     } else {

@@ -9,10 +9,14 @@ namespace omnibus {
 Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size,
                                           KvCacheType type) {
   if (num_blocks <= 0 || block_size <= 0) return Status::invalid_argument("KV store needs at least one block and slot");
-  if (type == KvCacheType::kQ8_0 && config.head_dim % kKvQ8Group != 0)
-    return Status::invalid_argument("--kv-type q8_0 needs a head size that is a multiple of " +
+  if ((type == KvCacheType::kQ8_0 || type == KvCacheType::kQ4_0) && config.head_dim % kKvQ8Group != 0)
+    return Status::invalid_argument(std::string("--kv-type ") + kv_cache_type_name(type) +
+                                    " needs a head size that is a multiple of " +
                                     std::to_string(kKvQ8Group) + "; this model's is " +
                                     std::to_string(config.head_dim) + " (use --kv-type f16)");
+  if (type == KvCacheType::kQ4_0 && config.head_dim > kMaxHeadDim)
+    return Status::invalid_argument("--kv-type q4_0 supports head sizes up to " + std::to_string(kMaxHeadDim) +
+                                    "; this model's is " + std::to_string(config.head_dim) + " (use --kv-type f16)");
   // Checked per block first so a huge block count cannot overflow the product.
   const uint64_t block_bytes = static_cast<uint64_t>(bytes_per_token(config, type)) * static_cast<uint64_t>(block_size);
   constexpr uint64_t kMaxBytes = 64ull << 30;
@@ -36,6 +40,13 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
     // K's scales are read like its codes: whole vectors of positions.
     kv.key_codes_.resize(elements + kTransposedKeyOverread);
     kv.value_codes_.resize(elements);
+    kv.key_scales_.resize(elements / kKvQ8Group + kTransposedKeyOverread);
+    kv.value_scales_.resize(elements / kKvQ8Group);
+  } else if (type == KvCacheType::kQ4_0) {
+    // Two codes a byte; K read in whole vectors of positions (four bytes
+    // each), like the other types' transposed K.
+    kv.key_codes_.resize(elements / 2 + 4 * kTransposedKeyOverread);
+    kv.value_codes_.resize(elements / 2);
     kv.key_scales_.resize(elements / kKvQ8Group + kTransposedKeyOverread);
     kv.value_scales_.resize(elements / kKvQ8Group);
   } else {

@@ -27,6 +27,12 @@
 // (kernels/kv_quant.h): K's and V's scales as [layer][kv_head][block]
 // [group][offset] (eight positions' scales in one vector). 34 bytes per 32
 // values instead of 64.
+//
+// KvCacheType::kQ4_0 (--kv-type q4_0) keeps the q8_0 scales' layout and
+// packs two 4-bit codes a byte (kernels/kv_quant.h): a block's K of one KV
+// head as head_dim / 8 octet rows of four bytes per position, its V as
+// head_dim / 2 bytes per position; the same regions as the f16 layout at
+// half an element's bytes. 18 bytes per 32 values.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +88,17 @@ class PagedKvStore {
   uint16_t* value_scales_at(int layer, int block, int offset) {
     return value_scales_.data() + scale_block_start(layer, block) + offset;
   }
+  // q4_0 cache: KV head 0's packed K bytes of a position (octet 0; octet o
+  // is o * key_octet_stride() further, head h h * head_stride() / 2) and
+  // its packed V bytes (head h h * head_stride() / 2 further). Scales as
+  // q8_0's.
+  uint8_t* key_q4_at(int layer, int block, int offset) {
+    return reinterpret_cast<uint8_t*>(key_codes_.data()) + block_start(layer, block) / 2 + int64_t{4} * offset;
+  }
+  uint8_t* value_q4_at(int layer, int block, int offset) {
+    return reinterpret_cast<uint8_t*>(value_codes_.data()) + (block_start(layer, block) + offset * head_dim_) / 2;
+  }
+  int64_t key_octet_stride() const { return int64_t{4} * block_size_; }
 
   uint64_t bytes() const {
     return (keys_.size() + values_.size() + key_scales_.size() + value_scales_.size()) * sizeof(uint16_t) +
@@ -90,7 +107,9 @@ class PagedKvStore {
   // Bytes of K and V that one cached token takes, over all layers.
   static int64_t bytes_per_token(const ModelConfig& config, KvCacheType type = KvCacheType::kF16) {
     const int64_t values = 2 * static_cast<int64_t>(config.n_layer) * config.kv_dim();
-    if (type == KvCacheType::kQ8_0) return values + values / kKvQ8Group * static_cast<int64_t>(sizeof(uint16_t));
+    const int64_t scale_bytes = values / kKvQ8Group * static_cast<int64_t>(sizeof(uint16_t));
+    if (type == KvCacheType::kQ8_0) return values + scale_bytes;
+    if (type == KvCacheType::kQ4_0) return values / 2 + scale_bytes;
     return values * static_cast<int64_t>(sizeof(uint16_t));
   }
 
@@ -109,7 +128,7 @@ class PagedKvStore {
   int block_size_ = 0;
   int64_t head_dim_ = 0;
   int64_t n_head_kv_ = 0;
-  int64_t groups_ = 0;  // q8_0 scales per head vector
+  int64_t groups_ = 0;  // q8_0 / q4_0 scales per head vector
   // One pair of buffers per type is used; the other stays empty.
   AlignedBuffer<uint16_t> keys_;
   AlignedBuffer<uint16_t> values_;
