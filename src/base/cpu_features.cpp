@@ -25,10 +25,11 @@ CpuFeatures detect() {
   const bool ymm_enabled = osxsave && (read_xcr0() & 0x6) == 0x6;
   const bool cpu_fma = (ecx & bit_FMA) != 0;
   const bool cpu_f16c = (ecx & bit_F16C) != 0;
-  bool cpu_avx2 = false, cpu_avx512f = false, cpu_avx512_vnni = false;
+  bool cpu_avx2 = false, cpu_avx512f = false, cpu_avx512bw = false, cpu_avx512_vnni = false;
   if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
     cpu_avx2 = (ebx & bit_AVX2) != 0;
     cpu_avx512f = (ebx & bit_AVX512F) != 0;
+    cpu_avx512bw = (ebx & bit_AVX512BW) != 0;
     cpu_avx512_vnni = (ebx & bit_AVX512BW) != 0 && (ebx & bit_AVX512VL) != 0 && (ecx & bit_AVX512VNNI) != 0;
   }
   f.avx2 = ymm_enabled && cpu_avx2;
@@ -38,6 +39,7 @@ CpuFeatures detect() {
   const char* no_avx512 = std::getenv("OMNIBUS_NO_AVX512");
   const bool avx512_allowed = no_avx512 == nullptr || no_avx512[0] == '\0' || std::strcmp(no_avx512, "0") == 0;
   f.avx512f = avx512_allowed && ymm_enabled && cpu_avx512f && (read_xcr0() & 0xe0) == 0xe0;
+  f.avx512bw = f.avx512f && cpu_avx512bw;
   // CPUID.(EAX=7, ECX=1):EAX bit 4. OMNIBUS_NO_VNNI=1 turns it off (A/B runs).
   const char* no_vnni = std::getenv("OMNIBUS_NO_VNNI");
   const bool vnni_allowed = no_vnni == nullptr || no_vnni[0] == '\0' || std::strcmp(no_vnni, "0") == 0;
@@ -60,6 +62,7 @@ std::string CpuFeatures::describe() const {
   add(fma, "fma");
   add(f16c, "f16c");
   add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
   add(avx512_vnni, "avx512-vnni");
   add(avx_vnni, "avx-vnni");
   return s.empty() ? "none" : s;

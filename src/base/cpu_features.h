@@ -11,6 +11,7 @@ struct CpuFeatures {
   bool fma = false;
   bool f16c = false;
   bool avx512f = false;
+  bool avx512bw = false;  // with avx512f: the attention kernels' build (q4_0 scores use 512-bit vpmaddubsw)
   // AVX-512 BW, VL and VNNI beside F (Ice Lake / Zen 4 on): the
   // interleaved int8 matrix kernels' build with 512-bit batches.
   bool avx512_vnni = false;

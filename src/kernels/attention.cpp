@@ -41,22 +41,27 @@ namespace {
 // head_dim in whole vectors (q8_0: whole groups) that fits its Q buffer.
 bool avx2_attention_usable(const AttentionShape& s) {
   static const bool cpu = cpu_features().has_avx2_fma();
-  if (s.kv_type == KvCacheType::kQ4_0) return false;  // the reference only, for now
-  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 8) == 0 && s.head_dim <= kMaxHeadDim;
+  // q4_0: only the paged layout (transposed K, KV heads apart), as the store keeps it.
+  if (s.kv_type == KvCacheType::kQ4_0 && (s.k_dim_stride == 0 || s.kv_head_stride == 0)) return false;
+  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 || s.kv_type == KvCacheType::kQ4_0 ? kKvQ8Group : 8) == 0 &&
+         s.head_dim <= kMaxHeadDim;
 }
 
 }  // namespace
 
 bool avx512_attention_usable(const AttentionShape& s) {
-  static const bool cpu = kAvx512Built && cpu_features().avx512f && cpu_features().has_avx2_fma();
-  if (s.kv_type == KvCacheType::kQ4_0) return false;  // the reference only, for now
-  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0 && s.head_dim <= kMaxHeadDim;
+  static const bool cpu =
+      kAvx512Built && cpu_features().avx512f && cpu_features().avx512bw && cpu_features().has_avx2_fma();
+  if (s.kv_type == KvCacheType::kQ4_0 && (s.k_dim_stride == 0 || s.kv_head_stride == 0)) return false;
+  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 || s.kv_type == KvCacheType::kQ4_0 ? kKvQ8Group : 16) == 0 &&
+         s.head_dim <= kMaxHeadDim;
 }
 
 const char* attention_path_name(int head_dim, KvCacheType kv_type) {
   AttentionShape s;
   s.head_dim = head_dim;
   s.kv_type = kv_type;
+  s.kv_head_stride = s.k_dim_stride = 1;  // the paged store's layout (q4_0 needs it)
   if (avx512_attention_usable(s)) return "avx512f";
   return avx2_attention_usable(s) ? "avx2+fma" : "scalar";
 }

@@ -87,6 +87,34 @@ struct Q8Elements {
   static __m256 load8(const Element* v) { return load_i8x8(v); }
   static void load16(const Element* v, __m256& a, __m256& b) { a = load_i8x8(v), b = load_i8x8(v + 8); }
 };
+// q4_0 V (kernels/kv_quant.h): v points at a position's 16 bytes of one
+// 32-value group, offsets and strides count bytes. Vector c (0..3) of the
+// group is values 8c .. 8c + 7 in order, each code - 8 as f32.
+struct Q4Elements {
+  using Element = uint8_t;
+  static constexpr int64_t kElementBytes = 1;
+  static constexpr bool kSplitLanes = false;
+  static const Element* rows(const KvRun& run) { return reinterpret_cast<const uint8_t*>(run.v_q); }
+  static __m256 load8_at(const Element* v, int c) {
+    __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(v + 8 * (c & 1)));
+    if (c >= 2) bytes = _mm_srli_epi16(bytes, 4);
+    const __m128i codes = _mm_sub_epi8(_mm_and_si128(bytes, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes));
+  }
+  // Unused (no split lanes, so accumulate_heads32 takes load8_at); here so
+  // that its split-lane loop compiles. Vectors 0 and 1 of the group at v.
+  static void load16(const Element* v, __m256& a, __m256& b) { a = load8_at(v, 0), b = load8_at(v, 1); }
+};
+// Vector c of a value row as accumulate_heads32 reads it: eight elements
+// from v + 8c for the unpacked types, Q4Elements's own for q4_0.
+template <class Fmt>
+inline __m256 load8_at(const typename Fmt::Element* v, int c) {
+  if constexpr (requires { Fmt::load8_at(v, c); }) {
+    return Fmt::load8_at(v, c);
+  } else {
+    return Fmt::load8(v + 8 * c);
+  }
+}
 
 // fn(F16Elements{}) or fn(BF16Elements{}), by a 16-bit cache's type.
 template <class Fn>

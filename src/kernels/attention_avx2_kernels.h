@@ -3,9 +3,11 @@
 // q8_0 K; the weighted sums of V. Include only from *_avx2.cpp files.
 #pragma once
 
+#include <cstring>
 #include <span>
 
 #include "kernels/attention_avx2_common.h"
+#include "kernels/attention_q4.h"
 
 namespace omnibus::avx2::attention_detail {
 namespace {
@@ -63,6 +65,16 @@ inline void store_scores16(const __m256* acc, __m256 scale, int64_t left, float*
   alignas(32) float tmp[16];
   _mm256_store_ps(tmp, s0);
   _mm256_store_ps(tmp + 8, s1);
+  std::copy(tmp, tmp + left, out);
+}
+
+// Eight scores times scale to out, only the first `left` of them when fewer
+// remain.
+inline void store_scores8(__m256 acc, __m256 scale, int64_t left, float* out) {
+  const __m256 s = _mm256_mul_ps(acc, scale);
+  if (left >= 8) return _mm256_storeu_ps(out, s);
+  alignas(32) float tmp[8];
+  _mm256_store_ps(tmp, s);
   std::copy(tmp, tmp + left, out);
 }
 
@@ -190,6 +202,73 @@ inline void score_runs_q8(const float* const* q, std::span<const KvRun> runs, in
   }
 }
 
+// Scores of a q4_0 K block against G heads' q8_0 Q (kernels/attention_q4.h,
+// the arithmetic every path shares): eight positions per vector, K in
+// octet rows of four bytes per position (`octet_stride` bytes apart), one
+// f16 scale per group and position (group g's at k_scale + g *
+// scale_stride). Per group: the sixteen vpmaddubsw products of the group's
+// four octets summed as int16 pairs (each at most 4 x 2 x 2 x 15 x 127 =
+// 30480), widened to int32 by vpmaddwd; minus the Q bias, to float; then
+// score = fma(that, k_scale * q_scale, score), groups in order. Reads may
+// run past the run's last position to the vector's end (the store's and
+// tests' overread). pf: this run's prefetches, issued up front.
+template <int G>
+inline void score_heads_q4(const Q4Query* const* q, const uint8_t* k, const uint16_t* k_scale, int64_t octet_stride,
+                           int64_t scale_stride, int64_t count, int head_dim, float scale, float* const* out,
+                           SpreadPrefetch pf = {}) {
+  for (int i = 0; i < std::max(pf.a_lines, pf.b_lines); ++i) pf.at(i);
+  const __m256 sc = _mm256_set1_ps(scale);
+  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  for (int64_t j = 0; j < count; j += 8) {
+    __m256 acc[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (int gi = 0; gi < head_dim / kKvQ8Group; ++gi) {
+      __m256i sum16[G];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) sum16[g] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int o = 4 * gi; o < 4 * gi + 4; ++o) {
+        const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + o * octet_stride + 4 * j));
+        const __m256i lo = _mm256_and_si256(packed, low);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          int32_t q_lo, q_hi;
+          std::memcpy(&q_lo, q[g]->codes + 8 * o, 4);
+          std::memcpy(&q_hi, q[g]->codes + 8 * o + 4, 4);
+          sum16[g] = _mm256_add_epi16(sum16[g], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(q_lo)));
+          sum16[g] = _mm256_add_epi16(sum16[g], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(q_hi)));
+        }
+      }
+      const __m256 ks = load_f16x8(k_scale + gi * scale_stride + j);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(sum16[g], ones), _mm256_set1_epi32(q[g]->bias[gi]));
+        acc[g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(ks, _mm256_set1_ps(q[g]->scale[gi])), acc[g]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) store_scores8(acc[g], sc, count - j, out[g] + j);
+  }
+}
+
+// score_heads_q4 over a chunk's runs for one KV head (bytes at runs[r].k_q
+// + head_bytes, scales at runs[r].k_scale + scale_offset), as
+// score_runs_transposed.
+template <int G, class PrefetchOf>
+inline void score_runs_q4(const Q4Query* const* q, std::span<const KvRun> runs, int64_t head_bytes,
+                          int64_t scale_offset, int64_t octet_stride, int64_t scale_stride, int head_dim, float scale,
+                          float* const* out, PrefetchOf&& prefetch_of) {
+  float* at[G];
+  for (int g = 0; g < G; ++g) at[g] = out[g];
+  for (size_t r = 0; r < runs.size(); ++r) {
+    score_heads_q4<G>(q, reinterpret_cast<const uint8_t*>(runs[r].k_q) + head_bytes, runs[r].k_scale + scale_offset,
+                      octet_stride, scale_stride, runs[r].count, head_dim, scale, at, prefetch_of(r + 1, r));
+    for (int g = 0; g < G; ++g) at[g] += runs[r].count;
+  }
+}
+
 // p[j] * scale[j] for a run's `count` positions into w (the q8_0 value
 // weight: one rounding).
 inline void scale_weights(const float* p, const uint16_t* scale, int64_t count, float* w) {
@@ -291,7 +370,7 @@ inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun>
       }
 #pragma GCC unroll 4
       for (int c = kPaired; c < VECS; ++c) {
-        const __m256 vv = Fmt::load8(v + 8 * c);
+        const __m256 vv = load8_at<Fmt>(v, c);
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) acc[g][c] = _mm256_fmadd_ps(w[g], vv, acc[g][c]);
       }
@@ -343,6 +422,11 @@ inline void accumulate_values(const AttentionShape& s, int n, const float* const
   if (s.kv_type == KvCacheType::kQ8_0) {
     const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
     return accumulate_heads<Q8Elements>(n, 32, w, runs, offset, row_stride, out, nk);
+  }
+  if (s.kv_type == KvCacheType::kQ4_0) {
+    // q8_0's weights; offsets and strides in bytes (two codes a byte).
+    const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+    return accumulate_heads<Q4Elements>(n, 32, w, runs, offset / 2, row_stride / 2, out, nk);
   }
   const int width = std::min(32, s.head_dim - d);
   with_16bit_elements(s.kv_type, [&](auto fmt) {

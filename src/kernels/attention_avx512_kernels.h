@@ -27,6 +27,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 #include <type_traits>
 
@@ -61,6 +62,38 @@ struct WideQ8 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
 };
+// q4_0 V (kernels/kv_quant.h): p points at a position's 16 bytes of one
+// 32-value group; vector c (0, 1) is values 16c .. 16c + 15 in order, each
+// code - 8 as f32 (the low nibbles, then the high ones).
+struct WideQ4 {
+  using Element = uint8_t;
+  static constexpr int kVectorBytes = 8;  // bytes a vector of sixteen takes, on average
+  static const Element* rows(const KvRun& run) { return reinterpret_cast<const uint8_t*>(run.v_q); }
+  static __m512 load_at(const Element* p, int c) {
+    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if (c == 1) bytes = _mm_srli_epi16(bytes, 4);
+    const __m128i codes = _mm_sub_epi8(_mm_and_si128(bytes, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes));
+  }
+};
+// Vector c of sixteen elements of a value row: from p + 16c for the
+// unpacked types, WideQ4's own for q4_0; and the bytes such a vector takes.
+template <class Wide>
+inline __m512 load_at(const typename Wide::Element* p, int c) {
+  if constexpr (requires { Wide::load_at(p, c); }) {
+    return Wide::load_at(p, c);
+  } else {
+    return Wide::load(p + 16 * c);
+  }
+}
+template <class Wide>
+constexpr int64_t vector_bytes() {
+  if constexpr (requires { Wide::kVectorBytes; }) {
+    return Wide::kVectorBytes;
+  } else {
+    return 16 * static_cast<int64_t>(sizeof(typename Wide::Element));
+  }
+}
 template <class Fmt>
 using WideOf = std::conditional_t<std::is_same_v<Fmt, BF16Elements>, WideBF16, WideF16>;
 
@@ -295,6 +328,64 @@ struct Avx512Kernels {
                  });
   }
 
+  // score_heads_q4 (attention_avx2_kernels.h) on sixteen positions per
+  // vector: the same integers and float steps per lane, so the same bits.
+  template <int G>
+  static void score_heads_q4(const Q4Query* const* q, const uint8_t* k, const uint16_t* k_scale,
+                             int64_t octet_stride, int64_t scale_stride, int64_t count, int head_dim, float scale,
+                             float* const* out, SpreadPrefetch pf) {
+    for (int i = 0; i < std::max(pf.a_lines, pf.b_lines); ++i) pf.at(i);
+    const __m512 sc = _mm512_set1_ps(scale);
+    const __m512i low = _mm512_set1_epi8(0x0F), ones = _mm512_set1_epi16(1);
+    for (int64_t j = 0; j < count; j += 16) {
+      __m512 acc[G];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[g] = _mm512_setzero_ps();
+      for (int gi = 0; gi < head_dim / kKvQ8Group; ++gi) {
+        __m512i sum16[G];
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) sum16[g] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int o = 4 * gi; o < 4 * gi + 4; ++o) {
+          const __m512i packed = _mm512_loadu_si512(k + o * octet_stride + 4 * j);
+          const __m512i lo = _mm512_and_si512(packed, low);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
+#pragma GCC unroll 4
+          for (int g = 0; g < G; ++g) {
+            int32_t q_lo, q_hi;
+            std::memcpy(&q_lo, q[g]->codes + 8 * o, 4);
+            std::memcpy(&q_hi, q[g]->codes + 8 * o + 4, 4);
+            sum16[g] = _mm512_add_epi16(sum16[g], _mm512_maddubs_epi16(lo, _mm512_set1_epi32(q_lo)));
+            sum16[g] = _mm512_add_epi16(sum16[g], _mm512_maddubs_epi16(hi, _mm512_set1_epi32(q_hi)));
+          }
+        }
+        const __m512 ks = WideF16::load(k_scale + gi * scale_stride + j);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m512i isum =
+              _mm512_sub_epi32(_mm512_madd_epi16(sum16[g], ones), _mm512_set1_epi32(q[g]->bias[gi]));
+          acc[g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(ks, _mm512_set1_ps(q[g]->scale[gi])),
+                                   acc[g]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g)
+        store_scores(acc[g], sc, static_cast<int>(std::min<int64_t>(16, count - j)), out[g] + j);
+    }
+  }
+  template <int G, class PrefetchOf>
+  static void score_runs_q4(const Q4Query* const* q, std::span<const KvRun> runs, int64_t head_bytes,
+                            int64_t scale_offset, int64_t octet_stride, int64_t scale_stride, int head_dim,
+                            float scale, float* const* out, PrefetchOf&& prefetch_of) {
+    float* at[G];
+    for (int g = 0; g < G; ++g) at[g] = out[g];
+    for (size_t r = 0; r < runs.size(); ++r) {
+      score_heads_q4<G>(q, reinterpret_cast<const uint8_t*>(runs[r].k_q) + head_bytes, runs[r].k_scale + scale_offset,
+                        octet_stride, scale_stride, runs[r].count, head_dim, scale, at, prefetch_of(r + 1, r));
+      for (int g = 0; g < G; ++g) at[g] += runs[r].count;
+    }
+  }
+
   // softmax_numerators (attention_avx2_common.h) sixteen at a time: the same
   // max, the same exp per lane, and each sixteen's two halves added to the
   // eight-lane sum in position order, as the AVX2 loop adds its eights.
@@ -316,7 +407,9 @@ struct Avx512Kernels {
   // 64 output floats per pass for 16-bit caches (four vectors of sixteen
   // per head, up to four heads: sixteen accumulators); 32 for q8_0, whose
   // weights change with each 32-value group.
-  static int value_width(const AttentionShape& s) { return s.kv_type == KvCacheType::kQ8_0 ? 32 : 64; }
+  static int value_width(const AttentionShape& s) {
+    return s.kv_type == KvCacheType::kQ8_0 || s.kv_type == KvCacheType::kQ4_0 ? 32 : 64;
+  }
 
   static void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
                                 int kv, int d, int64_t row_stride, float* scratch, float* const* out,
@@ -325,6 +418,11 @@ struct Avx512Kernels {
     if (s.kv_type == KvCacheType::kQ8_0) {
       const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
       return values_by_heads<WideQ8>(n, 2, w, runs, offset, row_stride, out, nk);
+    }
+    if (s.kv_type == KvCacheType::kQ4_0) {
+      // q8_0's weights; offsets and strides in bytes (two codes a byte).
+      const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+      return values_by_heads<WideQ4>(n, 2, w, runs, offset / 2, row_stride / 2, out, nk);
     }
     const int vecs = std::min(64, s.head_dim - d) / 16;
     if (s.kv_type == KvCacheType::kBF16) return values_by_heads<WideBF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);
@@ -348,7 +446,7 @@ struct Avx512Kernels {
     for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8
       for (int c = 0; c < VECS; ++c) acc[g][c] = _mm512_loadu_ps(out[g] + 16 * c);
-    const int64_t row_bytes = 16 * VECS * static_cast<int64_t>(sizeof(typename Wide::Element));
+    const int64_t row_bytes = VECS * vector_bytes<Wide>();
     int64_t at = 0;
     for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
       if (nk.runs.empty() && r + 1 < runs.size()) {
@@ -373,7 +471,7 @@ struct Avx512Kernels {
         for (int g = 0; g < G; ++g) w[g] = _mm512_set1_ps(w_run[g][j]);
 #pragma GCC unroll 8
         for (int c = 0; c < VECS; ++c) {
-          const __m512 vv = Wide::load(v + 16 * c);
+          const __m512 vv = load_at<Wide>(v, c);
 #pragma GCC unroll 8
           for (int g = 0; g < G; ++g) acc[g][c] = _mm512_fmadd_ps(w[g], vv, acc[g][c]);
         }

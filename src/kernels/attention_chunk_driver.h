@@ -39,6 +39,13 @@ struct Avx2Kernels {
     attention_detail::score_runs_q8<G>(q, runs, head_offset, scale_offset, dim_stride, head_dim, scale, out,
                                        prefetch_of);
   }
+  template <int G, class PrefetchOf>
+  static void score_runs_q4(const Q4Query* const* q, std::span<const KvRun> runs, int64_t head_bytes,
+                            int64_t scale_offset, int64_t octet_stride, int64_t scale_stride, int head_dim,
+                            float scale, float* const* out, PrefetchOf&& prefetch_of) {
+    attention_detail::score_runs_q4<G>(q, runs, head_bytes, scale_offset, octet_stride, scale_stride, head_dim, scale,
+                                       out, prefetch_of);
+  }
   static float softmax_numerators(float* scores, int64_t n, float* max_out) {
     return attention_detail::softmax_numerators(scores, n, max_out);
   }
@@ -68,19 +75,29 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // At long context K and V come from DRAM: fetch the next run (a KV block)
   // while this one is computed.
   const bool q8 = s.kv_type == KvCacheType::kQ8_0;
+  // q4_0: packed bytes, two elements a byte (AttentionShape); always
+  // transposed K in the paged layout (the spread path below).
+  const bool q4 = s.kv_type == KvCacheType::kQ4_0;
   const int64_t element_bytes = q8 ? 1 : 2;
-  auto prefetch = [element_bytes](const void* from, int64_t elements) {
-    prefetch_rows(from, (elements * element_bytes + 63) / 64, 64);  // every line of the span
+  auto bytes_of = [&](int64_t elements) { return q4 ? elements / 2 : elements * element_bytes; };
+  auto prefetch = [&](const void* from, int64_t elements) {
+    prefetch_rows(from, (bytes_of(elements) + 63) / 64, 64);  // every line of the span
   };
-  // Where KV head kv's K (codes, for q8_0) and V rows of a run start.
+  // Where KV head kv's K (codes, for q8_0 and q4_0) and V rows of a run start.
   auto key_bytes = [&](const KvRun& run, int kv) {
-    return q8 ? reinterpret_cast<const char*>(run.k_q + kv * s.kv_head_stride)
-              : reinterpret_cast<const char*>(run.k + kv * s.kv_head_stride);
+    return q8 || q4 ? reinterpret_cast<const char*>(run.k_q) + bytes_of(kv * s.kv_head_stride)
+                    : reinterpret_cast<const char*>(run.k + kv * s.kv_head_stride);
   };
   auto value_bytes = [&](const KvRun& run, int kv) {
-    return q8 ? reinterpret_cast<const char*>(run.v_q + kv * s.kv_head_stride)
-              : reinterpret_cast<const char*>(run.v + kv * s.kv_head_stride);
+    return q8 || q4 ? reinterpret_cast<const char*>(run.v_q) + bytes_of(kv * s.kv_head_stride)
+                    : reinterpret_cast<const char*>(run.v + kv * s.kv_head_stride);
   };
+  // q4_0 scores take Q as q8_0 codes, quantized once per head and call.
+  Q4Query q4buf[kMaxHeadsPerPass];
+  if (q4) {
+    for (int i = 0; i < heads; ++i)
+      quantize_q4_query(q + static_cast<int64_t>(head_begin + i) * s.head_dim, s.head_dim, &q4buf[i]);
+  }
   // K of run r (the value kernels prefetch V themselves).
   auto prefetch_keys = [&](size_t r) {
     if (r >= runs.size()) return;
@@ -114,10 +131,12 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     int64_t k_bytes = 0;
     if (k_run < runs.size()) {
       next_k = key_bytes(runs[k_run], kv);
-      k_bytes = ((s.head_dim - 1) * s.k_dim_stride + runs[k_run].count) * element_bytes;
+      // q4_0: head_dim / 8 octet rows of four bytes a position.
+      k_bytes = q4 ? (s.head_dim / 8 - 1) * 4 * s.k_dim_stride + 4 * runs[k_run].count
+                   : ((s.head_dim - 1) * s.k_dim_stride + runs[k_run].count) * element_bytes;
     }
     SpreadPrefetch pf{next_k, value_bytes(runs[v_run], kv), static_cast<int>((k_bytes + 63) / 64),
-                      static_cast<int>((runs[v_run].count * row_stride * element_bytes + 63) / 64)};
+                      static_cast<int>((bytes_of(runs[v_run].count * row_stride) + 63) / 64)};
     // Lines past the loop's head_dim steps (blocks of more than 32
     // positions at head_dim 64) go in a burst now.
     if (pf.a_lines > s.head_dim) prefetch_rows(pf.a + 64 * s.head_dim, pf.a_lines - s.head_dim, 64);
@@ -180,9 +199,9 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         // the block's positions).
         NextKeys nk;
         if (kv_next >= 0 && i0 == i_begin) {
-          const int64_t lines = (s.head_dim * s.k_dim_stride * element_bytes + 63) / 64;
+          const int64_t lines = (bytes_of(s.head_dim * s.k_dim_stride) + 63) / 64;
           const int64_t passes = (s.head_dim + width - 1) / width;
-          nk = {runs, kv_next * s.kv_head_stride * element_bytes, q8, d / width * (lines / passes), lines / passes};
+          nk = {runs, bytes_of(kv_next * s.kv_head_stride), q8 || q4, d / width * (lines / passes), lines / passes};
         }
         Kernels::accumulate_values(s, n, ps, runs, kv, d, row_stride, weight_scratch, outs, nk);
       }
@@ -219,6 +238,20 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
           return pf;
         };
         const int64_t head_offset = kv * s.kv_head_step();
+        if (q4) {
+          const Q4Query* q4s[kBatch];
+          for (int g = 0; g < n; ++g) q4s[g] = &q4buf[i0 + g];
+          const int64_t scale_offset = kv * s.scale_head_stride, octets = 4 * s.k_dim_stride;
+          const int64_t head_bytes = bytes_of(head_offset);
+          switch (n) {
+            case 4: if constexpr (kBatch >= 4) { Kernels::template score_runs_q4<4>(q4s, runs, head_bytes, scale_offset, octets, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break; }
+              [[fallthrough]];
+            case 3: Kernels::template score_runs_q4<3>(q4s, runs, head_bytes, scale_offset, octets, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+            case 2: Kernels::template score_runs_q4<2>(q4s, runs, head_bytes, scale_offset, octets, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+            default: Kernels::template score_runs_q4<1>(q4s, runs, head_bytes, scale_offset, octets, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+          }
+          continue;
+        }
         if (q8) {
           const int64_t scale_offset = kv * s.scale_head_stride;
           switch (n) {

@@ -20,7 +20,20 @@ namespace {
 
 using namespace attention_test_util;
 
-std::vector<std::pair<const char*, PagedFn>> paths() { return {{"ref", ref_row}}; }
+void avx512_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
+                float* out, int h0, int h1) {
+  attention_row_paged_with(avx512::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+
+// The reference, and the SIMD paths this CPU and build run for q4_0 (the
+// paged layout, as q4_blocks gives it).
+std::vector<std::pair<const char*, PagedFn>> paths() {
+  std::vector<std::pair<const char*, PagedFn>> p = {{"ref", ref_row}};
+  AttentionShape paged{9, 3, 64, 0.125f, 64 * 16, 16, KvCacheType::kQ4_0};
+  if (cpu_features().has_avx2_fma()) p.push_back({"avx2", avx2_row});
+  if (avx512_attention_usable(paged)) p.push_back({"avx512", avx512_row});
+  return p;
+}
 
 TEST(KvQuantQ4Test, FollowsGgmlRule) {
   std::vector<float> x(64, 0.0f);
@@ -117,6 +130,41 @@ TEST(AttentionQ4Test, BitIdenticalAcrossBlockLayouts) {
           fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 4, 9);
           EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
               << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size;
+        }
+      }
+    }
+  }
+}
+
+// The SIMD paths give the same bits as each other (exact integer group sums,
+// then the same float steps per position), whatever the heads per call and
+// block sizes; the reference (libm exp, a sequential sum) stays close.
+TEST(AttentionQ4Test, SimdPathsAgreeBitForBitAndWithTheReference) {
+  const auto p = paths();
+  if (p.size() < 2) GTEST_SKIP() << "no SIMD path for q4_0 on this CPU";
+  for (int head_dim : {32, 64, 128, 256}) {
+    for (int64_t n_kv : {1, 7, 16, 33, 255, 256, 700}) {
+      for (int64_t block_size : {5, 16, 32}) {
+        const AttentionShape base{8, 2, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+        const auto q = random_floats(8 * head_dim, 701 + n_kv);
+        const auto k = random_halves(n_kv * 2 * head_dim, 702 + n_kv);
+        const auto v = random_halves(n_kv * 2 * head_dim, 703 + n_kv);
+        AttentionShape shape = base;
+        Q8Store store;
+        const auto runs = q4_blocks(k, v, shape, n_kv, block_size, store);
+        std::vector<float> scores(8 * n_kv), want(8 * head_dim);
+        p[0].second(shape, q.data(), runs, head_dim, scores.data(), want.data(), 0, 8);
+        std::vector<float> first;
+        for (size_t i = 1; i < p.size(); ++i) {
+          std::vector<float> got(8 * head_dim, NAN);
+          p[i].second(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 3);
+          p[i].second(shape, q.data(), runs, head_dim, scores.data(), got.data(), 3, 8);
+          for (size_t e = 0; e < got.size(); ++e)
+            ASSERT_NEAR(got[e], want[e], 2e-3f) << p[i].first << " head_dim " << head_dim << " n_kv " << n_kv << " at " << e;
+          if (first.empty()) first = got;
+          EXPECT_EQ(0, std::memcmp(first.data(), got.data(), sizeof(float) * got.size()))
+              << p[i].first << " vs " << p[1].first << " head_dim " << head_dim << " n_kv " << n_kv << " block "
+              << block_size;
         }
       }
     }
