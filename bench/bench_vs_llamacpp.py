@@ -225,9 +225,10 @@ def llama_child(config_path):
     start = time.perf_counter()
     # llama.cpp's CPU defaults: f16 KV, flash attention "auto" (= on for the
     # CPU backend; llama-cpp-python turns it off unless asked). --kv-type
-    # q8_0 / bf16 sets type_k = type_v to it (a quantized V needs flash
+    # q8_0 / q4_0 / bf16 sets type_k = type_v to it (a quantized V needs flash
     # attention).
     kv_type = {"f16": llama_cpp.GGML_TYPE_F16, "q8_0": llama_cpp.GGML_TYPE_Q8_0,
+               "q4_0": llama_cpp.GGML_TYPE_Q4_0,
                # ggml's enum value; llama-cpp-python exports no name for it.
                "bf16": getattr(llama_cpp, "GGML_TYPE_BF16", 30)}[cfg["kv_type"]]
 
@@ -512,7 +513,7 @@ def parse_args():
                    help="prompt tokens per forward step, both engines")
     p.add_argument("--prompt-source", type=Path, default=DEFAULT_PROMPT_SOURCE,
                    help="text whose first tokens form the prefill prompt")
-    p.add_argument("--kv-type", choices=("f16", "q8_0", "bf16"), default="f16",
+    p.add_argument("--kv-type", choices=("f16", "q8_0", "q4_0", "bf16"), default="f16",
                    help="KV cache type for both engines (llama.cpp: type_k = type_v)")
     p.add_argument("--threads-scaling", action="store_true",
                    help="also run at 1 and 2 threads and print 2t/1t")

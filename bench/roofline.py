@@ -57,7 +57,7 @@ def model_costs(model_path):
 
 
 # Bytes per cached K or V value, by --kv-type (q8_0: 34 bytes per 32).
-KV_VALUE_BYTES = {"f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32}
+KV_VALUE_BYTES = {"f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 
 def kv_values_per_position(model_path):

@@ -355,6 +355,12 @@ TEST(ForwardBatchTest, Bf16KvCacheIsBatchInvariantAndCloseToF16) { check_kv_cach
 // q8_0 (measured 1.29 at max |logit| 78, 1.7%; q8_0 0.18).
 TEST(ForwardBatchTest, Q4KvCacheIsBatchInvariantAndCloseToF16) { check_kv_cache_type(KvCacheType::kQ4_0, 128, 4e-2); }
 
+// head_dim 64: K, Q and V are rotated (kernels/hadamard.h) and the output
+// rotated back; the same invariances, and as close to the f16 cache.
+TEST(ForwardBatchTest, RotatedQ4KvCacheIsBatchInvariantAndCloseToF16) {
+  check_kv_cache_type(KvCacheType::kQ4_0, 256, 4e-2);
+}
+
 TEST(ForwardBatchTest, QuantizedKvCachesNeedHeadSizeInGroupsOf32) {
   auto model = load_tiny_model(make_tiny_model_bytes(TinyModelSpec{}));  // head_dim 16
   for (KvCacheType type : {KvCacheType::kQ8_0, KvCacheType::kQ4_0}) {

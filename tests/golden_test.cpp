@@ -99,9 +99,20 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
 // quant layout) breaks confident positions and fails this at once.
 
 // The teacher-forced check on one KV cache type.
-void check_teacher_forced(Generator& generator_under_test, const std::string& golden_path,
-                          const GoldenModel& model) {
+// The bars of check_teacher_forced: every position with a llama.cpp top-2
+// gap of at least every_gap_milli must agree (0: the model's confident
+// gap), at least min_confident of those at the model's confident gap, and
+// at least min_overall of all positions.
+struct TeacherForcedBars {
+  int every_gap_milli = 0;
+  double min_confident = 1.0;
+  double min_overall = 0.95;
+};
+
+void check_teacher_forced(Generator& generator_under_test, const std::string& golden_path, const GoldenModel& model,
+                          const TeacherForcedBars& bars = {}) {
   const int confident_gap_milli = model.confident_gap_milli;
+  const int every_gap_milli = bars.every_gap_milli > 0 ? bars.every_gap_milli : confident_gap_milli;
   const auto golden = read_json(golden_path);
   Generator* gen = &generator_under_test;
   int positions = 0, agree = 0, confident = 0, confident_agree = 0;
@@ -120,6 +131,8 @@ void check_teacher_forced(Generator& generator_under_test, const std::string& go
       if (gaps[i] >= confident_gap_milli) {
         ++confident;
         confident_agree += same;
+      }
+      if (gaps[i] >= every_gap_milli) {
         EXPECT_TRUE(same) << seq["name"] << " position " << i << ": omnibus " << r->argmax[i] << ", llama.cpp "
                           << want[i] << " with a top-2 gap of " << gaps[i] / 1000.0;
       }
@@ -133,7 +146,8 @@ void check_teacher_forced(Generator& generator_under_test, const std::string& go
               positions, rate, confident_gap_milli / 1000.0, confident_agree, confident);
   EXPECT_GE(positions, 2000);
   EXPECT_GE(confident * 100, positions * model.min_confident_percent);
-  EXPECT_GE(rate, 0.95);
+  EXPECT_GE(confident_agree, bars.min_confident * confident);
+  EXPECT_GE(rate, bars.min_overall);
 }
 
 TEST_P(GoldenTest, TeacherForcedArgmaxAgreesWithLlamaCpp) {
@@ -157,15 +171,39 @@ TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithBf16KvCacheAgreesWithLlamaCpp) {
   check_teacher_forced(*generator(1024, KvCacheType::kBF16), golden("teacher_forced.json"), GetParam());
 }
 
-// Perplexity over the golden text on one KV cache type.
-void check_perplexity(GoldenTest* test, KvCacheType kv_type);
+// The q4_0 KV cache (--kv-type q4_0) against llama.cpp with its own q4_0
+// cache (tools/make_golden.py --kv-type q4_0: the same text, type_k = type_v
+// = q4_0, which llama.cpp stores Hadamard-rotated, as omnibus does). A 4-bit
+// code moves a whole step when a value before quantization moves across a
+// rounding boundary, so float noise the f16 cache shrugs off flips codes:
+// llama.cpp's own q4_0 logits agree with its f16 ones at 88% of the
+// positions, and omnibus's with llama.cpp's q4_0 ones at 87.5% with flips
+// at top-2 gaps up to 1.97 (2026-12-03; docs/correctness.md). Bars: every
+// position from a gap of 2.5, 95% from 0.5, 85% overall.
+TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithQ4KvCacheAgreesWithLlamaCppsQ4Cache) {
+  check_teacher_forced(*generator(1024, KvCacheType::kQ4_0), "tests/golden/kv_q4_0/teacher_forced.json", GetParam(),
+                       {2500, 0.95, 0.85});
+}
+
+// Perplexity over the golden text on one KV cache type, against
+// `golden_file` (the model's perplexity.json unless given).
+// tolerance: the largest |ppl / llama.cpp's - 1|.
+void check_perplexity(GoldenTest* test, KvCacheType kv_type, const std::string& golden_file = "",
+                      double tolerance = 0.01);
+// Measured +1.13%; rotating with the explicit matrix instead of the fast
+// transform (rounding alone) gave +1.54%, and without the rotation
+// omnibus and llama.cpp (LLAMA_ATTN_ROT_DISABLE=1) agree to +0.10% at a
+// perplexity 13% higher. Bar: 2.5%.
+TEST_P(GoldenKvTypeTest, PerplexityWithQ4KvCacheWithinTwoAndAHalfPercentOfLlamaCppsQ4Cache) {
+  check_perplexity(this, KvCacheType::kQ4_0, "tests/golden/kv_q4_0/perplexity.json", 0.025);
+}
 
 TEST_P(GoldenTest, PerplexityWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kF16); }
 TEST_P(GoldenKvTypeTest, PerplexityWithQ8KvCacheWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kQ8_0); }
 TEST_P(GoldenKvTypeTest, PerplexityWithBf16KvCacheWithinOnePercentOfLlamaCpp) { check_perplexity(this, KvCacheType::kBF16); }
 
-void check_perplexity(GoldenTest* test, KvCacheType kv_type) {
-  const auto golden = read_json(test->golden("perplexity.json"));
+void check_perplexity(GoldenTest* test, KvCacheType kv_type, const std::string& golden_file, double tolerance) {
+  const auto golden = read_json(golden_file.empty() ? test->golden("perplexity.json") : golden_file);
   const int chunk = golden["chunk_size"].get<int>();
   const auto tokens = golden["tokens"].get<std::vector<int32_t>>();
   const double want = golden["ppl"].get<double>();
@@ -181,7 +219,7 @@ void check_perplexity(GoldenTest* test, KvCacheType kv_type) {
   const double ppl = std::exp(total / count);
   std::printf("perplexity, %s KV cache: omnibus %.4f, llama.cpp %.4f (%+.3f%%)\n", kv_cache_type_name(kv_type), ppl,
               want, 100 * (ppl / want - 1));
-  EXPECT_NEAR(ppl / want, 1.0, 0.01);
+  EXPECT_NEAR(ppl / want, 1.0, tolerance);
 }
 
 // Greedy continuations must be identical up to the first step where

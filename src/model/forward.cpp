@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/attention.h"
+#include "kernels/hadamard.h"
 #include "kernels/kv_quant.h"
 #include "kernels/ops.h"
 #include "kernels/weight_interleave.h"
@@ -95,6 +96,14 @@ void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, i
 }
 
 namespace {
+
+// Whether this cache stores K and V rotated (kernels/hadamard.h): the q4_0
+// cache, as llama.cpp's quantized caches, where the head size allows.
+// (The q8_0 cache does not: it predates llama.cpp's rotation and meets its
+// golden bars without it.)
+bool rotates_kv(const PagedKvStore& kv) {
+  return kv.type() == KvCacheType::kQ4_0 && hadamard_key_block(static_cast<int>(kv.position_stride())) > 0;
+}
 
 // Steps with at least this many rows run the per-row ops (norms, residual
 // adds, Q/K norms, RoPE, the KV store) on the pool; smaller ones (decode)
@@ -194,6 +203,17 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
         apply_rope(rope, cos, sin, q_.data() + i * c.q_dim(), c.n_head, c.head_dim);
         apply_rope(rope, cos, sin, k_.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim);
       }
+    });
+  }
+  if (rotates_kv(kv)) {
+    // A q4_0 cache stores rotated K and V (kernels/hadamard.h); Q turns with
+    // K so the scores stay the same.
+    ProfileScope scope(profiler_, ProfileOp::kRope);
+    const int nk = hadamard_key_block(c.head_dim), nv = hadamard_value_block(c.head_dim);
+    for_rows(pool_, n, [&](int64_t begin, int64_t end) {
+      hadamard_blocks(q_.data() + begin * c.q_dim(), (end - begin) * c.q_dim() / nk, nk);
+      hadamard_blocks(k_.data() + begin * c.kv_dim(), (end - begin) * c.kv_dim() / nk, nk);
+      hadamard_blocks(v_.data() + begin * c.kv_dim(), (end - begin) * c.kv_dim() / nv, nv);
     });
   }
   ProfileScope scope(profiler_, ProfileOp::kKvStore);
@@ -489,6 +509,15 @@ void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, Pag
   norm_rows(l.attn_norm, n);
   qkv_rope_store(layer, rows, kv);
   attend(layer, rows, kv);
+  if (rotates_kv(kv)) {
+    // The values were stored rotated: rotate the weighted sums back.
+    ProfileScope scope(profiler_, ProfileOp::kAttention);
+    const ModelConfig& c = model_->config();
+    const int nv = hadamard_value_block(c.head_dim);
+    for_rows(pool_, n, [&](int64_t begin, int64_t end) {
+      hadamard_blocks(attn_.data() + begin * c.q_dim(), (end - begin) * c.q_dim() / nv, nv);
+    });
+  }
   project(ProfileOp::kAttnOutput, l.wo, attn_.data(), n, proj_.data());
   if (l.post_attn_norm != nullptr) norm_rows(l.post_attn_norm, proj_.data(), proj_.data(), n);
   add_residual(n);
