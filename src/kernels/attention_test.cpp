@@ -378,12 +378,17 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
     bf16_shape.kv_type = KvCacheType::kBF16;
     std::vector<uint16_t> bf16_keys, bf16_values;
     const auto bf16_runs = transposed_blocks(as_bf16(keys), as_bf16(values), bf16_shape, n_kv, 16, bf16_keys, bf16_values);
-    for (int layout : {0, 1, 2, 3}) {
+    AttentionShape q4_shape = s;
+    Q8Store q4_store;
+    const auto q4_runs = q4_blocks(keys, values, q4_shape, n_kv, 16, q4_store);
+    for (int layout : {0, 1, 2, 3, 4}) {
       const bool transposed = layout == 1;
       double best = 1e9;
       for (int rep = 0; rep < 400; ++rep) {
         const auto t0 = std::chrono::steady_clock::now();
-        if (layout == 3) {
+        if (layout == 4) {
+          attention_row_paged(q4_shape, q.data(), q4_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
+        } else if (layout == 3) {
           attention_row_paged(bf16_shape, q.data(), bf16_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
         } else if (layout == 2) {
           attention_row_paged(q8_shape, q.data(), q8_runs, s.head_dim, scores.data(), out.data(), 0, s.n_head);
@@ -396,7 +401,8 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
       }
       const double fmas = 2.0 * s.n_head * n_kv * s.head_dim;
       std::printf("n_kv %5lld, %s: %8.1f us for 9 heads, %.2f GFLOP/s\n", static_cast<long long>(n_kv),
-                  layout == 3   ? "bf16 cache, K transposed"
+                  layout == 4   ? "q4_0 cache"
+                  : layout == 3 ? "bf16 cache, K transposed"
                   : layout == 2 ? "q8_0 cache, K transposed"
                   : transposed  ? "f16 cache, K transposed"
                                : "rows of all heads",
@@ -557,7 +563,7 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
   constexpr int kLayers = 30;
   constexpr int64_t kPositions = 2048, kChunks = kPositions / kAttentionChunk;
   std::vector<float> weights(3 * 1024 * 1024 / 4 * kLayers, 1.0f);  // 3 MB per layer, like SmolLM2's matrices
-  for (int type : {0, 1}) {
+  for (int type : {0, 1, 2}) {
     AttentionShape shape{9, 3, 64, 0.125f};
     std::vector<std::vector<uint16_t>> keys(kLayers), values(kLayers);
     std::vector<Q8Store> q8(kLayers);
@@ -565,7 +571,8 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
     for (int l = 0; l < kLayers; ++l) {
       auto k = random_halves(kPositions * 192, 10 + l), v = random_halves(kPositions * 192, 100 + l);
       if (type == 0) runs[l] = transposed_blocks(k, v, shape, kPositions, 16, keys[l], values[l], true);
-      else { AttentionShape s2 = shape; runs[l] = q8_blocks(k, v, s2, kPositions, 16, q8[l]); if (l == kLayers - 1) shape = s2; }
+      else if (type == 1) { AttentionShape s2 = shape; runs[l] = q8_blocks(k, v, s2, kPositions, 16, q8[l]); if (l == kLayers - 1) shape = s2; }
+      else { AttentionShape s2 = shape; runs[l] = q4_blocks(k, v, s2, kPositions, 16, q8[l]); if (l == kLayers - 1) shape = s2; }
     }
     const auto q = random_floats(9 * 64, 3);
     for (int threads : {2}) {
@@ -587,7 +594,8 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
           pool.run([&](int t, int count) {
             KvRun chunk_runs[kAttentionChunk / 16];
             for (int64_t ch = kChunks * t / count; ch < kChunks * (t + 1) / count; ++ch) {
-              const size_t n = slice_runs(runs[l], ch * kAttentionChunk, kAttentionChunk, 1, 64, chunk_runs);
+              const size_t n = slice_runs(runs[l], ch * kAttentionChunk, kAttentionChunk, shape.k_run_step(64),
+                                          shape.v_run_step(64), chunk_runs);
               const AttentionPartial part{acc.data() + ch * 9 * 64, max.data() + ch * 9, sum.data() + ch * 9};
               attention_chunk(shape, q.data(), std::span(chunk_runs, n), 64, scores.data() + t * 9 * kAttentionChunk,
                               part, 0, 9);
@@ -598,7 +606,8 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
         att.push_back(t_att / kLayers);
       }
       std::sort(att.begin(), att.end());
-      std::printf("evicted, %s, %d threads: median %6.1f us per layer (best %6.1f)%s\n", type ? "q8_0" : "f16",
+      std::printf("evicted, %s, %d threads: median %6.1f us per layer (best %6.1f)%s\n",
+                  type == 2 ? "q4_0" : type == 1 ? "q8_0" : "f16",
                   threads, att[att.size() / 2] * 1e6, att[0] * 1e6, sink == 0 ? " " : "");
     }
   }
