@@ -18,11 +18,6 @@ namespace {
 
 using namespace attention_test_util;
 
-void avx512_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
-                float* out, int h0, int h1) {
-  attention_row_paged_with(avx512::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
-}
-
 // One layout of the same K and V: its shape (strides, type), its runs and
 // the buffers behind them.
 struct Layout {

@@ -20,11 +20,6 @@ namespace {
 
 using namespace attention_test_util;
 
-void avx512_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
-                float* out, int h0, int h1) {
-  attention_row_paged_with(avx512::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
-}
-
 // The reference, and the SIMD paths this CPU and build run for q4_0 (the
 // paged layout, as q4_blocks gives it).
 std::vector<std::pair<const char*, PagedFn>> paths() {
@@ -109,31 +104,7 @@ TEST(KvQuantQ4Test, PacksBothLayouts) {
 // However positions are cut into blocks and heads into calls, a q4_0 row
 // gives the same bits, on every path.
 TEST(AttentionQ4Test, BitIdenticalAcrossBlockLayouts) {
-  for (const auto& [name, fn] : paths()) {
-    for (int head_dim : {32, 64, 128}) {
-      for (int64_t n_kv : {1, 9, 17, 300, 600}) {
-        const AttentionShape base{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
-        const auto q = random_floats(9 * head_dim, 501 + n_kv);
-        const auto k = random_halves(n_kv * 3 * head_dim, 502 + n_kv);
-        const auto v = random_halves(n_kv * 3 * head_dim, 503 + n_kv);
-        std::vector<float> want(9 * head_dim), scores(9 * n_kv);
-        AttentionShape one = base;
-        Q8Store one_store;
-        const auto one_block = q4_blocks(k, v, one, n_kv, n_kv, one_store);
-        fn(one, q.data(), one_block, head_dim, scores.data(), want.data(), 0, 9);
-        for (int64_t block_size : {1, 5, 16, 100}) {
-          AttentionShape shape = base;
-          Q8Store store;
-          const auto runs = q4_blocks(k, v, shape, n_kv, block_size, store);
-          std::vector<float> got(9 * head_dim, NAN);
-          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 4);  // heads cut across a GQA group
-          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 4, 9);
-          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
-              << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size;
-        }
-      }
-    }
-  }
+  expect_bits_independent_of_blocks(paths(), q4_blocks, 501);
 }
 
 // The SIMD paths give the same bits as each other (exact integer group sums,

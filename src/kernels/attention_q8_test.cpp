@@ -42,31 +42,7 @@ std::vector<float> q8_roundtrip(const std::vector<uint16_t>& rows, int head_dim)
 // However positions are cut into blocks and heads into calls, a q8_0 row
 // gives the same bits, on every path.
 TEST(AttentionQ8Test, BitIdenticalAcrossBlockLayouts) {
-  for (const auto& [name, fn] : paths()) {
-    for (int head_dim : {32, 64, 128}) {
-      for (int64_t n_kv : {1, 9, 17, 300, 600}) {
-        const AttentionShape base{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
-        const int64_t stride = 3 * head_dim;
-        const auto q = random_floats(9 * head_dim, 201 + n_kv);
-        const auto k = random_halves(n_kv * stride, 202 + n_kv), v = random_halves(n_kv * stride, 203 + n_kv);
-        std::vector<float> want(9 * head_dim), scores(9 * n_kv);
-        AttentionShape one = base;
-        Q8Store one_store;
-        const auto one_block = q8_blocks(k, v, one, n_kv, n_kv, one_store);
-        fn(one, q.data(), one_block, head_dim, scores.data(), want.data(), 0, 9);
-        for (int64_t block_size : {1, 5, 16, 100}) {
-          AttentionShape shape = base;
-          Q8Store store;
-          const auto runs = q8_blocks(k, v, shape, n_kv, block_size, store);
-          std::vector<float> got(9 * head_dim, NAN);
-          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 4);  // heads cut across a GQA group
-          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 4, 9);
-          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
-              << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size;
-        }
-      }
-    }
-  }
+  expect_bits_independent_of_blocks(paths(), q8_blocks, 201);
 }
 
 // The kernels compute attention over exactly the values the cache holds:

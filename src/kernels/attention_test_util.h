@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -51,6 +53,12 @@ inline void ref_row(const AttentionShape& s, const float* q, std::span<const KvR
 inline void avx2_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
               float* out, int h0, int h1) {
   attention_row_paged_with(avx2::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
+// Only where avx512_attention_usable (the stub of builds without AVX-512
+// falls back to AVX2).
+inline void avx512_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride,
+                       float* scores, float* out, int h0, int h1) {
+  attention_row_paged_with(avx512::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
 }
 
 // Attention in double over f32 K and V rows (q rounded to f16, as the kernels
@@ -233,6 +241,41 @@ inline std::vector<float> q4_roundtrip(const std::vector<uint16_t>& rows, int he
     for (int d = 0; d < head_dim; ++d) out[at + d] = (codes[d] - 8) * f16_to_f32(scales[d / kKvQ8Group]);
   }
   return out;
+}
+
+// However positions are cut into blocks (1, 5, 16, 100 positions) and heads
+// into calls (across a GQA group), a row over the blocks `blocks(k, v,
+// shape, n_kv, block_size, store)` lays out (q8_blocks, q4_blocks) gives
+// the bits of the same row over one block, on each path. seed: the random
+// data's.
+template <class Blocks>
+void expect_bits_independent_of_blocks(const std::vector<std::pair<const char*, PagedFn>>& paths, Blocks&& blocks,
+                                       uint32_t seed) {
+  for (const auto& [name, fn] : paths) {
+    for (int head_dim : {32, 64, 128}) {
+      for (int64_t n_kv : {1, 9, 17, 300, 600}) {
+        const AttentionShape base{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+        const int64_t stride = 3 * head_dim;
+        const auto q = random_floats(9 * head_dim, seed + n_kv);
+        const auto k = random_halves(n_kv * stride, seed + 1 + n_kv), v = random_halves(n_kv * stride, seed + 2 + n_kv);
+        std::vector<float> want(9 * head_dim), scores(9 * n_kv);
+        AttentionShape one = base;
+        Q8Store one_store;
+        const auto one_block = blocks(k, v, one, n_kv, n_kv, one_store);
+        fn(one, q.data(), one_block, head_dim, scores.data(), want.data(), 0, 9);
+        for (int64_t block_size : {1, 5, 16, 100}) {
+          AttentionShape shape = base;
+          Q8Store store;
+          const auto runs = blocks(k, v, shape, n_kv, block_size, store);
+          std::vector<float> got(9 * head_dim, NAN);
+          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 4);
+          fn(shape, q.data(), runs, head_dim, scores.data(), got.data(), 4, 9);
+          EXPECT_EQ(0, std::memcmp(want.data(), got.data(), sizeof(float) * want.size()))
+              << name << " head_dim " << head_dim << " n_kv " << n_kv << " block_size " << block_size;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace omnibus::attention_test_util
