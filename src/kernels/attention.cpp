@@ -210,7 +210,11 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
 
 bool attention_pairs_supported(const AttentionShape& s) {
   static const bool use_avx2 = cpu_features().has_avx2_fma();
-  return use_avx2 && s.kv_type != KvCacheType::kQ4_0 && s.k_dim_stride != 0 && s.head_dim <= kMaxHeadDim &&
+  // q4_0: the AVX-512 pair kernels only (the AVX2 ones' 16-float value
+  // slices would split a group's nibble halves); single rows elsewhere,
+  // with the same bits.
+  if (s.kv_type == KvCacheType::kQ4_0) return s.k_dim_stride != 0 && avx512_attention_usable(s);
+  return use_avx2 && s.k_dim_stride != 0 && s.head_dim <= kMaxHeadDim &&
          s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0;
 }
 

@@ -115,8 +115,8 @@ struct Avx2PairKernels : Avx2Kernels {
   template <class ForHeadBatches, class ScoreRow>
   static void pair_scores(const AttentionShape& s, std::span<const KvRun> runs, int kv_first, int kv_last,
                           ForHeadBatches&& for_head_batches, const float (*qbuf)[kMaxHeadsPerPass][kMaxHeadDim],
-                          ScoreRow&& score_row) {
-    const bool q8 = s.kv_type == KvCacheType::kQ8_0;
+                          const Q4Query (*)[kMaxHeadsPerPass], ScoreRow&& score_row) {
+    const bool q8 = s.kv_type == KvCacheType::kQ8_0;  // never q4_0 (attention_pairs_supported)
     int64_t first = 0;
     for (size_t r = 0; r < runs.size(); first += runs[r++].count) {
       if (r + 1 < runs.size())

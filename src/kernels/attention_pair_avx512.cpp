@@ -16,7 +16,7 @@ struct Avx512PairKernels : Avx512Kernels {
   template <class ForHeadBatches, class ScoreRow>
   static void pair_scores(const AttentionShape& s, std::span<const KvRun> runs, int, int,
                           ForHeadBatches&& for_head_batches, const float (*qbuf)[kMaxHeadsPerPass][kMaxHeadDim],
-                          ScoreRow&& score_row) {
+                          const Q4Query (*q4buf)[kMaxHeadsPerPass], ScoreRow&& score_row) {
     auto no_prefetch = [](size_t, size_t) { return SpreadPrefetch{}; };
     for_head_batches([&](int kv, int i0, int n) {
       const float* qs[kPairSlots];
@@ -27,6 +27,16 @@ struct Avx512PairKernels : Avx512Kernels {
       }
       const int64_t head_offset = kv * s.kv_head_step();
       const int64_t ds = s.k_dim_stride;
+      if (s.kv_type == KvCacheType::kQ4_0) {
+        const Q4Query* q4s[kPairSlots];
+        for (int g = 0; g < 2 * n; ++g) q4s[g] = &q4buf[g / n][i0 + g % n];
+        const int64_t scale_offset = kv * s.scale_head_stride, head_bytes = head_offset / 2;
+        switch (n) {
+          case 3: return score_runs_q4<6>(q4s, runs, head_bytes, scale_offset, 4 * ds, ds, s.head_dim, s.scale, outs, no_prefetch);
+          case 2: return score_runs_q4<4>(q4s, runs, head_bytes, scale_offset, 4 * ds, ds, s.head_dim, s.scale, outs, no_prefetch);
+          default: return score_runs_q4<2>(q4s, runs, head_bytes, scale_offset, 4 * ds, ds, s.head_dim, s.scale, outs, no_prefetch);
+        }
+      }
       if (s.kv_type == KvCacheType::kQ8_0) {
         const int64_t scale_offset = kv * s.scale_head_stride;
         switch (n) {
@@ -56,6 +66,12 @@ struct Avx512PairKernels : Avx512Kernels {
     if (s.kv_type == KvCacheType::kQ8_0) {
       const RunWeights w{ps, weights, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
       return values_by_heads<WideQ8>(slots, vecs, w, runs, offset, row_stride, outs, NextKeys{});
+    }
+    if (s.kv_type == KvCacheType::kQ4_0) {
+      // One 32-value group (head_dim is whole groups); offsets and strides
+      // in bytes.
+      const RunWeights w{ps, weights, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+      return values_by_heads<WideQ4>(slots, 2, w, runs, offset / 2, row_stride / 2, outs, NextKeys{});
     }
     if (s.kv_type == KvCacheType::kBF16)
       return values_by_heads<WideBF16>(slots, vecs, RunWeights{ps}, runs, offset, row_stride, outs, NextKeys{});

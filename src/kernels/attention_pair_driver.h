@@ -34,6 +34,14 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   alignas(32) float qbuf[2][kMaxHeadsPerPass][kMaxHeadDim];
   round_q_to_f16(q0, head_begin, heads, s.head_dim, qbuf[0]);
   round_q_to_f16(q1, head_begin, heads, s.head_dim, qbuf[1]);
+  // q4_0 scores take each row's Q as q8_0 codes (attention_q4.h).
+  Q4Query q4buf[2][kMaxHeadsPerPass];
+  if (s.kv_type == KvCacheType::kQ4_0) {
+    for (int i = 0; i < heads; ++i) {
+      quantize_q4_query(q0 + static_cast<int64_t>(head_begin + i) * s.head_dim, s.head_dim, &q4buf[0][i]);
+      quantize_q4_query(q1 + static_cast<int64_t>(head_begin + i) * s.head_dim, s.head_dim, &q4buf[1][i]);
+    }
+  }
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
   // Row r's scores of head i at scores + (r * heads + i) * n_kv (row 0 uses
   // the first count0).
@@ -45,7 +53,7 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
         fn(kv, i0, std::min(kHeadsPerKernel, i_end - i0));
     }
   };
-  Kernels::pair_scores(s, runs, kv_first, kv_last, for_head_batches, qbuf, score_row);
+  Kernels::pair_scores(s, runs, kv_first, kv_last, for_head_batches, qbuf, q4buf, score_row);
   const AttentionPartial* outs_by_row[2] = {&out0, &out1};
   for (int row = 0; row < 2; ++row) {
     const AttentionPartial& out = *outs_by_row[row];
@@ -63,8 +71,9 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   KvRun* tail = tail_scratch.data();
   // q8_0: each slot's weights times the scales (RunWeights).
   alignas(32) float weights[kPairSlots * kAttentionChunk];
-  const size_t n_shared = slice_runs(runs, 0, count0, 1, row_stride, shared);
-  const size_t n_tail = slice_runs(runs, count0, n_kv - count0, 1, row_stride, tail);
+  const int64_t k_step = s.k_run_step(row_stride), v_step = s.v_run_step(row_stride);
+  const size_t n_shared = slice_runs(runs, 0, count0, k_step, v_step, shared);
+  const size_t n_tail = slice_runs(runs, count0, n_kv - count0, k_step, v_step, tail);
   for_head_batches([&](int kv, int i0, int n) {
     const float* ps[kPairSlots];
     float* outs[kPairSlots];

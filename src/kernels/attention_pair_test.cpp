@@ -22,7 +22,9 @@ TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
   AttentionShape probe{9, 3, 64, 0.125f};
   probe.k_dim_stride = 16;
   if (!attention_pairs_supported(probe)) GTEST_SKIP() << "no pair kernel on this CPU";
-  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16}) {
+  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16, KvCacheType::kQ4_0}) {
+  AttentionShape q4_probe{9, 3, 64, 0.125f, 64 * 16, 16, KvCacheType::kQ4_0};
+  if (type == KvCacheType::kQ4_0 && !attention_pairs_supported(q4_probe)) continue;  // AVX-512 only
   // Row 1 sees n positions: across the 256-position chunks (256 + 1: row 0
   // ends exactly at a chunk's end and row 1 opens the next one alone).
   for (int64_t n : {2, 3, 17, 256, 257, 258, 300, 513, 600}) {
@@ -36,12 +38,13 @@ TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
         if (type == KvCacheType::kBF16) k = as_bf16(k), v = as_bf16(v);
         std::vector<uint16_t> ks, vs;
         Q8Store q8_store;
-        const auto runs = type == KvCacheType::kQ8_0 ? q8_blocks(k, v, shape, n, block_size, q8_store)
-                                                     : transposed_blocks(k, v, shape, n, block_size, ks, vs);
+        const auto runs = type == KvCacheType::kQ8_0   ? q8_blocks(k, v, shape, n, block_size, q8_store)
+                          : type == KvCacheType::kQ4_0 ? q4_blocks(k, v, shape, n, block_size, q8_store)
+                                                       : transposed_blocks(k, v, shape, n, block_size, ks, vs);
         std::vector<float> want0(n_head * 64), want1(n_head * 64), scores(2 * n_head * n);
         // Row 0: the runs cut to its n - 1 positions.
         std::vector<KvRun> runs0(runs.size());
-        runs0.resize(slice_runs(runs, 0, n - 1, 1, 64, runs0.data()));
+        runs0.resize(slice_runs(runs, 0, n - 1, shape.k_run_step(64), shape.v_run_step(64), runs0.data()));
         attention_row_paged(shape, q0.data(), runs0, 64, scores.data(), want0.data(), 0, n_head);
         attention_row_paged(shape, q1.data(), runs, 64, scores.data(), want1.data(), 0, n_head);
         std::vector<float> got0(n_head * 64, NAN), got1(n_head * 64, NAN);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "base/cpu_features.h"
+
 namespace omnibus {
 
 int hadamard_key_block(int head_dim) {
@@ -12,6 +14,14 @@ int hadamard_key_block(int head_dim) {
 }
 
 int hadamard_value_block(int head_dim) { return head_dim > 0 && head_dim % 64 == 0 ? 64 : 0; }
+
+void hadamard_blocks(float* x, int64_t count, int n) {
+  static const bool use_avx2 = cpu_features().has_avx2_fma();
+  if (use_avx2 && n % 8 == 0) return avx2::hadamard_blocks(x, count, n);
+  ref::hadamard_blocks(x, count, n);
+}
+
+namespace ref {
 
 void hadamard_blocks(float* x, int64_t count, int n) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(n));
@@ -28,5 +38,7 @@ void hadamard_blocks(float* x, int64_t count, int n) {
     for (int i = 0; i < n; ++i) v[i] *= scale;
   }
 }
+
+}  // namespace ref
 
 }  // namespace omnibus

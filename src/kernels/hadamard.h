@@ -26,4 +26,13 @@ int hadamard_value_block(int head_dim);
 // never depends on how many blocks a call covers.
 void hadamard_blocks(float* x, int64_t count, int n);
 
+// The two implementations behind hadamard_blocks (the same bits), for
+// tests; avx2's only where cpu_features().has_avx2_fma(), n a multiple of 8.
+namespace ref {
+void hadamard_blocks(float* x, int64_t count, int n);
+}
+namespace avx2 {
+void hadamard_blocks(float* x, int64_t count, int n);
+}
+
 }  // namespace omnibus

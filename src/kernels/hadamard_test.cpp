@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
+
+#include "base/cpu_features.h"
 
 namespace omnibus {
 namespace {
@@ -45,6 +48,21 @@ TEST(HadamardTest, MatchesTheMatrixAndUndoesItself) {
       }
     hadamard_blocks(y.data(), 3, n);
     for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(y[i], x[i], 1e-5) << "n " << n << " at " << i;
+  }
+}
+
+// The AVX2 transform writes the scalar one's bits.
+TEST(HadamardTest, Avx2MatchesScalarBits) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-30.0f, 30.0f);
+  for (int n : {8, 16, 64, 128, 256}) {
+    std::vector<float> want(5 * n);
+    for (float& v : want) v = dist(rng);
+    std::vector<float> got = want;
+    ref::hadamard_blocks(want.data(), 5, n);
+    avx2::hadamard_blocks(got.data(), 5, n);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "n " << n;
   }
 }
 
