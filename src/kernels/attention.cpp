@@ -37,14 +37,19 @@ constexpr bool kAvx512Built = true;
 
 namespace {
 
+// What a SIMD path's head_dim must be a multiple of: its vectors of
+// `lanes` floats, or the quantized caches' groups.
+int head_dim_unit(KvCacheType type, int lanes) {
+  return type == KvCacheType::kQ8_0 || type == KvCacheType::kQ4_0 ? kKvQ8Group : lanes;
+}
+
 // The AVX2 attention_chunk's conditions (attention.h): the CPU, and a
 // head_dim in whole vectors (q8_0: whole groups) that fits its Q buffer.
 bool avx2_attention_usable(const AttentionShape& s) {
   static const bool cpu = cpu_features().has_avx2_fma();
   // q4_0: only the paged layout (transposed K, KV heads apart), as the store keeps it.
   if (s.kv_type == KvCacheType::kQ4_0 && (s.k_dim_stride == 0 || s.kv_head_stride == 0)) return false;
-  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 || s.kv_type == KvCacheType::kQ4_0 ? kKvQ8Group : 8) == 0 &&
-         s.head_dim <= kMaxHeadDim;
+  return cpu && s.head_dim % head_dim_unit(s.kv_type, 8) == 0 && s.head_dim <= kMaxHeadDim;
 }
 
 }  // namespace
@@ -53,8 +58,7 @@ bool avx512_attention_usable(const AttentionShape& s) {
   static const bool cpu =
       kAvx512Built && cpu_features().avx512f && cpu_features().avx512bw && cpu_features().has_avx2_fma();
   if (s.kv_type == KvCacheType::kQ4_0 && (s.k_dim_stride == 0 || s.kv_head_stride == 0)) return false;
-  return cpu && s.head_dim % (s.kv_type == KvCacheType::kQ8_0 || s.kv_type == KvCacheType::kQ4_0 ? kKvQ8Group : 16) == 0 &&
-         s.head_dim <= kMaxHeadDim;
+  return cpu && s.head_dim % head_dim_unit(s.kv_type, 16) == 0 && s.head_dim <= kMaxHeadDim;
 }
 
 const char* attention_path_name(int head_dim, KvCacheType kv_type) {
@@ -283,7 +287,7 @@ void attention_chunk(const AttentionShape& s, const float* q, std::span<const Kv
   const bool q8 = s.kv_type == KvCacheType::kQ8_0;
   const bool q4 = s.kv_type == KvCacheType::kQ4_0;
   const int groups = s.head_dim / kKvQ8Group;
-  // q4_0: Q as q8_0 codes (q4_qcodes) and the per-group terms of the score.
+  // q4_0: Q as q8_0 codes and the per-group terms of the score (quantize_q4_query).
   Q4Query qq;
   // A 16-bit cache's element as f32.
   auto widen = [bf16 = s.kv_type == KvCacheType::kBF16](uint16_t h) { return bf16 ? bf16_to_f32(h) : f16_to_f32(h); };
