@@ -309,6 +309,13 @@ struct RunWeights {
 // positions into runs (or calls) changes nothing. The accumulators stay in
 // registers across runs (a load and store per KV block cost ~10% at
 // 16-position blocks).
+// The weights of a quantized cache's (q8_0, q4_0) value sums over the 32
+// values from dimension d of KV head kv: p times each position's scale of
+// that group, made per run into scratch.
+inline RunWeights quantized_weights(const AttentionShape& s, const float* const* p, float* scratch, int kv, int d) {
+  return RunWeights{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+}
+
 // Lines of another KV head's K (transposed; codes for q8_0) for
 // accumulate_heads32 to fetch while it runs: for run r, at position j <
 // lines, line line0 + j from the run's K (k, or k_q when q8) plus
@@ -414,20 +421,17 @@ inline void accumulate_heads(int n, int width, const RunWeights& w, std::span<co
 
 // accumulate_heads on either cache type: the 32 (or fewer, f16) output
 // floats from dimension d of KV head kv. scratch: kHeadsPerKernel (3) x
-// kAttentionChunk floats, used by q8_0.
+// kAttentionChunk floats, used by q8_0 and q4_0.
 inline void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
                               int kv, int d, int64_t row_stride, float* scratch, float* const* out,
                               const NextKeys& nk = {}) {
   const int64_t offset = kv * s.kv_head_step() + d;
-  if (s.kv_type == KvCacheType::kQ8_0) {
-    const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-    return accumulate_heads<Q8Elements>(n, 32, w, runs, offset, row_stride, out, nk);
-  }
-  if (s.kv_type == KvCacheType::kQ4_0) {
-    // q8_0's weights; offsets and strides in bytes (two codes a byte).
-    const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-    return accumulate_heads<Q4Elements>(n, 32, w, runs, offset / 2, row_stride / 2, out, nk);
-  }
+  if (s.kv_type == KvCacheType::kQ8_0)
+    return accumulate_heads<Q8Elements>(n, 32, quantized_weights(s, p, scratch, kv, d), runs, offset, row_stride, out,
+                                        nk);
+  if (s.kv_type == KvCacheType::kQ4_0)  // offsets and strides in bytes (two codes a byte)
+    return accumulate_heads<Q4Elements>(n, 32, quantized_weights(s, p, scratch, kv, d), runs, offset / 2,
+                                        row_stride / 2, out, nk);
   const int width = std::min(32, s.head_dim - d);
   with_16bit_elements(s.kv_type, [&](auto fmt) {
     accumulate_heads<decltype(fmt)>(n, width, RunWeights{p}, runs, offset, row_stride, out, nk);

@@ -415,15 +415,11 @@ struct Avx512Kernels {
                                 int kv, int d, int64_t row_stride, float* scratch, float* const* out,
                                 const NextKeys& nk) {
     const int64_t offset = kv * s.kv_head_step() + d;
-    if (s.kv_type == KvCacheType::kQ8_0) {
-      const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-      return values_by_heads<WideQ8>(n, 2, w, runs, offset, row_stride, out, nk);
-    }
-    if (s.kv_type == KvCacheType::kQ4_0) {
-      // q8_0's weights; offsets and strides in bytes (two codes a byte).
-      const RunWeights w{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
-      return values_by_heads<WideQ4>(n, 2, w, runs, offset / 2, row_stride / 2, out, nk);
-    }
+    if (s.kv_type == KvCacheType::kQ8_0)
+      return values_by_heads<WideQ8>(n, 2, quantized_weights(s, p, scratch, kv, d), runs, offset, row_stride, out, nk);
+    if (s.kv_type == KvCacheType::kQ4_0)  // offsets and strides in bytes (two codes a byte)
+      return values_by_heads<WideQ4>(n, 2, quantized_weights(s, p, scratch, kv, d), runs, offset / 2, row_stride / 2,
+                                     out, nk);
     const int vecs = std::min(64, s.head_dim - d) / 16;
     if (s.kv_type == KvCacheType::kBF16) return values_by_heads<WideBF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);
     values_by_heads<WideF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);

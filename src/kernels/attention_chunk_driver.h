@@ -94,10 +94,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   };
   // q4_0 scores take Q as q8_0 codes, quantized once per head and call.
   Q4Query q4buf[kMaxHeadsPerPass];
-  if (q4) {
-    for (int i = 0; i < heads; ++i)
-      quantize_q4_query(q + static_cast<int64_t>(head_begin + i) * s.head_dim, s.head_dim, &q4buf[i]);
-  }
+  if (q4) quantize_q4_queries(q, head_begin, heads, s.head_dim, q4buf);
   // K of run r (the value kernels prefetch V themselves).
   auto prefetch_keys = [&](size_t r) {
     if (r >= runs.size()) return;

@@ -162,7 +162,7 @@ struct Avx2PairKernels : Avx2Kernels {
                                int kv, int d, int64_t row_stride, float* weights, float* const* outs) {
     const int64_t offset = kv * s.kv_head_step() + d;
     if (s.kv_type == KvCacheType::kQ8_0) {
-      const RunWeights w{ps, weights, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
+      const RunWeights w = quantized_weights(s, ps, weights, kv, d);
       return attention_detail::accumulate_slots<Q8Elements>(slots, w, runs, offset, row_stride, outs);
     }
     with_16bit_elements(s.kv_type, [&](auto fmt) {

@@ -37,10 +37,8 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   // q4_0 scores take each row's Q as q8_0 codes (attention_q4.h).
   Q4Query q4buf[2][kMaxHeadsPerPass];
   if (s.kv_type == KvCacheType::kQ4_0) {
-    for (int i = 0; i < heads; ++i) {
-      quantize_q4_query(q0 + static_cast<int64_t>(head_begin + i) * s.head_dim, s.head_dim, &q4buf[0][i]);
-      quantize_q4_query(q1 + static_cast<int64_t>(head_begin + i) * s.head_dim, s.head_dim, &q4buf[1][i]);
-    }
+    quantize_q4_queries(q0, head_begin, heads, s.head_dim, q4buf[0]);
+    quantize_q4_queries(q1, head_begin, heads, s.head_dim, q4buf[1]);
   }
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
   // Row r's scores of head i at scores + (r * heads + i) * n_kv (row 0 uses

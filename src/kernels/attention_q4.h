@@ -34,6 +34,13 @@ inline void quantize_q4_query(const float* q, int head_dim, Q4Query* out) {
   }
 }
 
+// Heads [head_begin, head_begin + heads) of one row's q into out[0 ..
+// heads), as the SIMD drivers quantize them once per call.
+inline void quantize_q4_queries(const float* q, int head_begin, int heads, int head_dim, Q4Query* out) {
+  for (int i = 0; i < heads; ++i)
+    quantize_q4_query(q + static_cast<int64_t>(head_begin + i) * head_dim, head_dim, &out[i]);
+}
+
 // Group g's step of a score: `isum` = sum of K codes (0..15) times Q codes
 // over the group, exact; then one multiply and one fused multiply-add.
 inline float q4_group_step(int32_t isum, const Q4Query& q, int g, uint16_t k_scale, float dot) {
