@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -382,6 +383,8 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
     Q8Store q4_store;
     const auto q4_runs = q4_blocks(keys, values, q4_shape, n_kv, 16, q4_store);
     for (int layout : {0, 1, 2, 3, 4}) {
+      // OMNIBUS_BENCH_LAYOUT=N: only layout N (4: q4_0), e.g. under perf.
+      if (const char* only = std::getenv("OMNIBUS_BENCH_LAYOUT"); only != nullptr && layout != std::atoi(only)) continue;
       const bool transposed = layout == 1;
       double best = 1e9;
       for (int rep = 0; rep < 400; ++rep) {
@@ -612,5 +615,44 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
     }
   }
 }
+}  // namespace
+}  // namespace omnibus
+
+namespace omnibus {
+namespace {
+
+// A short-context decode row (SmolLM2's shape, f16 cache, K transposed, in
+// cache) whole and in the two head ranges attend_chunks gives two threads,
+// one thread: what a head split saves where the positions are few. At 80
+// positions 2.2 us whole, 1.4 and 1.2 us the halves, against 5.2-5.5 us a
+// layer in a real decode step, whose K/V come from memory
+// (docs/profiling.md, "Sixteenth session").
+TEST(AttentionBench, DISABLED_DecodeRowShortContextHeadSplit) {
+  if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
+  const AttentionShape s{9, 3, 64, 0.125f};
+  const int64_t stride = s.n_head_kv * s.head_dim;
+  for (int64_t n_kv : {20, 80, 150}) {
+    const auto keys = random_halves(n_kv * stride, 1), values = random_halves(n_kv * stride, 2);
+    AttentionShape t_shape = s;
+    std::vector<uint16_t> t_keys, t_values;
+    const auto t_runs = transposed_blocks(keys, values, t_shape, n_kv, 16, t_keys, t_values);
+    const auto q = random_floats(s.n_head * s.head_dim, 3);
+    std::vector<float> scores(static_cast<size_t>(s.n_head * n_kv)), out(static_cast<size_t>(s.n_head * s.head_dim));
+    std::vector<float> acc(s.n_head * s.head_dim), mx(s.n_head), sum(s.n_head);
+    const std::pair<int, int> ranges[] = {{0, 9}, {0, 5}, {5, 9}, {0, 3}, {0, 1}};
+    for (auto [h0, h1] : ranges) {
+      double best = 1e9;
+      for (int rep = 0; rep < 2000; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const AttentionPartial part{acc.data() + h0 * s.head_dim, mx.data() + h0, sum.data() + h0};
+        attention_chunk(t_shape, q.data(), t_runs, s.head_dim, scores.data(), part, h0, h1);
+        attention_finish(s.head_dim, h1 - h0, part, out.data() + h0 * s.head_dim);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("n_kv %4lld heads [%d, %d): %6.2f us\n", static_cast<long long>(n_kv), h0, h1, best * 1e6);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace omnibus
