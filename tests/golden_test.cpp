@@ -25,6 +25,16 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
+// The bars of check_teacher_forced: every position with a llama.cpp top-2
+// gap of at least every_gap_milli must agree (0: the model's confident
+// gap), at least min_confident of those at the model's confident gap, and
+// at least min_overall of all positions.
+struct TeacherForcedBars {
+  int every_gap_milli = 0;
+  double min_confident = 1.0;
+  double min_overall = 0.95;
+};
+
 // A real model and the golden data made from it by tools/make_golden.py.
 struct GoldenModel {
   const char* name;
@@ -36,6 +46,8 @@ struct GoldenModel {
   // At least this share of the positions must be confident (the check
   // must cover the text): 1/2 for SmolLM2 (72% are), 2/5 for Gemma (49%).
   int min_confident_percent;
+  // The q4_0 KV cache against llama.cpp's (TeacherForcedArgmaxWithQ4KvCache...).
+  TeacherForcedBars q4_kv_bars;
 };
 
 // The default model (OMNIBUS_MODEL) and Gemma 3 270M (OMNIBUS_GEMMA_MODEL,
@@ -47,8 +59,8 @@ struct GoldenModel {
 // disagrees with its own golden data (flash attention on) at 169 of the
 // 3,800 positions (95.55%), at top-2 gaps up to 0.818, five of them above
 // 0.5 (tools/check_golden_self_agreement.py). Its bar is therefore 1.25.
-const GoldenModel kSmolLm2{"smollm2", "OMNIBUS_MODEL", "tests/golden", 500, 50};
-const GoldenModel kGemma3{"gemma3", "OMNIBUS_GEMMA_MODEL", "tests/golden/gemma3", 1250, 40};
+const GoldenModel kSmolLm2{"smollm2", "OMNIBUS_MODEL", "tests/golden", 500, 50, {2500, 0.95, 0.85}};
+const GoldenModel kGemma3{"gemma3", "OMNIBUS_GEMMA_MODEL", "tests/golden/gemma3", 1250, 40, {8000, 0.94, 0.78}};
 
 class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
  public:  // the check_* helpers below build generators too
@@ -99,16 +111,6 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
 // quant layout) breaks confident positions and fails this at once.
 
 // The teacher-forced check on one KV cache type.
-// The bars of check_teacher_forced: every position with a llama.cpp top-2
-// gap of at least every_gap_milli must agree (0: the model's confident
-// gap), at least min_confident of those at the model's confident gap, and
-// at least min_overall of all positions.
-struct TeacherForcedBars {
-  int every_gap_milli = 0;
-  double min_confident = 1.0;
-  double min_overall = 0.95;
-};
-
 void check_teacher_forced(Generator& generator_under_test, const std::string& golden_path, const GoldenModel& model,
                           const TeacherForcedBars& bars = {}) {
   const int confident_gap_milli = model.confident_gap_milli;
@@ -176,13 +178,20 @@ TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithBf16KvCacheAgreesWithLlamaCpp) {
 // = q4_0, which llama.cpp stores Hadamard-rotated, as omnibus does). A 4-bit
 // code moves a whole step when a value before quantization moves across a
 // rounding boundary, so float noise the f16 cache shrugs off flips codes:
-// llama.cpp's own q4_0 logits agree with its f16 ones at 88% of the
+// llama.cpp's own q4_0 logits agree with its f16 ones at 88% of SmolLM2's
 // positions, and omnibus's with llama.cpp's q4_0 ones at 87.5% with flips
-// at top-2 gaps up to 1.97 (2026-12-03; docs/correctness.md). Bars: every
-// position from a gap of 2.5, 95% from 0.5, 85% overall.
-TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithQ4KvCacheAgreesWithLlamaCppsQ4Cache) {
-  check_teacher_forced(*generator(1024, KvCacheType::kQ4_0), "tests/golden/kv_q4_0/teacher_forced.json", GetParam(),
-                       {2500, 0.95, 0.85});
+// at top-2 gaps up to 1.97 (2026-12-03; docs/correctness.md). SmolLM2's
+// bars: every position from a gap of 2.5, 95% from 0.5, 85% overall.
+// Gemma 3 (2026-12-03): 81.5% of the positions agree, 96.5% of those at
+// gaps >= 1.25, with flips at gaps up to 6.9 (two in 02_code_python, at
+// positions where llama.cpp's f16 logits agree with its q4_0 ones; our q4_0
+// logits agree with llama.cpp's f16 ones at 84.0% of the positions, its q4_0
+// ones at 83.3%, flips up to 3.3). Bars: every position from 8.0, 94% from
+// 1.25, 78% overall: loose, but a broken rotation or layout (perplexity is
+// held within 2.5% below) would fall far under them.
+TEST_P(GoldenTest, TeacherForcedArgmaxWithQ4KvCacheAgreesWithLlamaCppsQ4Cache) {
+  check_teacher_forced(*generator(1024, KvCacheType::kQ4_0), golden("kv_q4_0/teacher_forced.json"), GetParam(),
+                       GetParam().q4_kv_bars);
 }
 
 // Perplexity over the golden text on one KV cache type, against

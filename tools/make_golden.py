@@ -41,8 +41,8 @@ Usage: python3 tools/make_golden.py [--model PATH] [--threads 2] [--out-dir DIR]
            --kv-type q8_0 --out-dir tests/golden/kv_q8_0
   llama.cpp's q4_0 K/V cache (Hadamard-rotated, as omnibus's --kv-type q4_0):
            --kv-type q4_0 --out-dir tests/golden/kv_q4_0
-           (Gemma 3: --out-dir tests/golden/gemma3/kv_q4_0; only its
-           perplexity.json is committed)
+           (Gemma 3: --out-dir tests/golden/gemma3/kv_q4_0; its
+           perplexity.json and teacher_forced.json are committed)
 """
 
 import argparse
