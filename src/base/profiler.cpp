@@ -26,6 +26,7 @@ const char* profile_op_name(ProfileOp op) {
     case ProfileOp::kResidual: return "residual_add";
     case ProfileOp::kSampling: return "sampling";
     case ProfileOp::kThreadWait: return "thread_wait";
+    case ProfileOp::kWorkerIdle: return "worker_idle";
     case ProfileOp::kCount: break;
   }
   return "?";
@@ -106,7 +107,9 @@ std::string Profiler::format_table() const {
       per_op_waits |= op != static_cast<int>(ProfileOp::kForward) && s[op].wait_ns > 0;
     for (int op = 0; op < kProfileOpCount; ++op) {
       const auto kind = static_cast<ProfileOp>(op);
-      if (kind == ProfileOp::kForward || kind == ProfileOp::kThreadWait || s[op].calls == 0) continue;
+      if (kind == ProfileOp::kForward || kind == ProfileOp::kThreadWait || kind == ProfileOp::kWorkerIdle ||
+          s[op].calls == 0)
+        continue;
       rows.push_back({profile_op_name(kind), s[op].calls, s[op].total_ns, per_op_waits ? s[op].wait_ns : -1});
       if (kind != ProfileOp::kSampling) covered_ns += s[op].total_ns;
     }
@@ -126,6 +129,12 @@ std::string Profiler::format_table() const {
     if (wait.calls > 0) {
       out += "  (thread 0 waiting for the other workers; already inside the rows above)\n";
       append_row(out, {"thread_wait", wait.calls, wait.total_ns}, total_ns);
+    }
+    const OpStats& idle = s[static_cast<int>(ProfileOp::kWorkerIdle)];
+    if (idle.calls > 0) {
+      out += "  (the other workers outside jobs while the forward calls ran, per worker: thread 0's\n"
+             "   serial ops between jobs, hand-offs, and jobs where they finished first)\n";
+      append_row(out, {"worker_idle", idle.calls, idle.total_ns}, total_ns);
     }
   }
   if (dropped_ > 0) out += fmt::format("profile: trace buffer full, {} events not in the trace\n", dropped_);

@@ -111,6 +111,7 @@ TEST(ProfilerTest, TableSortsByTimeAndNamesTheRemainderOther) {
   p.record(ProfileOp::kRmsNorm, 0, 1'000'000);      // 1 ms, so other = 3 ms
   p.record(ProfileOp::kSampling, 0, 0);
   p.add_time(ProfileOp::kThreadWait, 500'000, 9);
+  p.add_time(ProfileOp::kWorkerIdle, 700'000, 1);
   const std::string t = p.format_table();
   const size_t up = t.find("ffn_gate_up"), other = t.find("other"), norm = t.find("rms_norm");
   ASSERT_NE(up, std::string::npos);
@@ -123,6 +124,9 @@ TEST(ProfilerTest, TableSortsByTimeAndNamesTheRemainderOther) {
   EXPECT_NE(t.find("3.000"), std::string::npos) << t;  // other: 3 ms
   EXPECT_NE(t.find("60.0"), std::string::npos) << t;   // ffn_up: 60 %
   EXPECT_NE(t.find("thread_wait"), std::string::npos) << t;
+  // The workers' idle time gets its own row after the table, not in "other".
+  EXPECT_GT(t.find("worker_idle"), t.find("thread_wait")) << t;
+  EXPECT_NE(t.find("0.700"), std::string::npos) << t;
 }
 
 // Each scope takes the growth of the wait counter during its own lifetime:

@@ -13,7 +13,8 @@ namespace {
 constexpr auto kSpinTime = std::chrono::microseconds(2000);
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : thread_count_(std::max(1, threads)) {
+ThreadPool::ThreadPool(int threads)
+    : thread_count_(std::max(1, threads)), busy_(std::make_unique<WorkerBusy[]>(thread_count_)) {
   for (int i = 1; i < thread_count_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -50,6 +51,12 @@ void ThreadPool::run(const Job& fn) {
   job_ = nullptr;
 }
 
+uint64_t ThreadPool::workers_busy_ns() const {
+  uint64_t total = 0;
+  for (int i = 1; i < thread_count_; ++i) total += busy_[i].ns.load(std::memory_order_relaxed);
+  return total;
+}
+
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   run([&](int index, int count) {
     const int64_t begin = n * index / count;
@@ -76,7 +83,16 @@ void ThreadPool::worker_loop(int index) {
     }
     if (stop_.load()) return;
     seen = gen;
-    (*job_)(index, thread_count_);
+    if (count_busy_.load(std::memory_order_relaxed)) {
+      const auto start = std::chrono::steady_clock::now();
+      (*job_)(index, thread_count_);
+      busy_[index].ns.fetch_add(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+          std::memory_order_relaxed);
+    } else {
+      (*job_)(index, thread_count_);
+    }
+    // Publishes the job's writes (and the busy time) to run()'s acquire.
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -42,8 +43,16 @@ class ThreadPool {
   // Profiling: when on, run() adds the time the calling thread spends waiting
   // for the other workers to finish (load imbalance plus hand-off latency)
   // to wait_ns(). Off by default; off costs one branch per run().
-  void set_wait_counting(bool on) { count_wait_ = on; }
+  // The workers (1 .. N-1) then also add the time they spend running jobs
+  // to workers_busy_ns(): the rest of their time they spin or sleep.
+  void set_wait_counting(bool on) {
+    count_wait_ = on;
+    count_busy_.store(on, std::memory_order_relaxed);
+  }
   uint64_t wait_ns() const { return wait_ns_; }
+  // The workers' time inside jobs, summed over workers (counted while wait
+  // counting is on; read on run()'s calling thread between jobs).
+  uint64_t workers_busy_ns() const;
   // The running total behind wait_ns(), for Profiler::set_wait_counter.
   const uint64_t* wait_ns_counter() const { return &wait_ns_; }
 
@@ -61,6 +70,12 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::atomic<bool> count_busy_{false};
+  // Per worker, on its own cache line: nanoseconds inside jobs.
+  struct alignas(64) WorkerBusy {
+    std::atomic<uint64_t> ns{0};
+  };
+  std::unique_ptr<WorkerBusy[]> busy_;
 };
 
 }  // namespace omnibus

@@ -52,5 +52,22 @@ TEST(ThreadPoolTest, WaitCountingIsOffByDefaultAndCountsWhenOn) {
   EXPECT_EQ(pool.wait_ns(), before);
 }
 
+// With counting on, the workers' time inside jobs is summed; off, nothing.
+TEST(ThreadPoolTest, WorkersBusyTimeIsCountedWhenOn) {
+  ThreadPool pool(3);
+  auto job = [](int index, int) {
+    if (index > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  pool.run(job);
+  EXPECT_EQ(pool.workers_busy_ns(), 0u);
+  pool.set_wait_counting(true);
+  pool.run(job);
+  EXPECT_GE(pool.workers_busy_ns(), 4'000'000u);  // two workers, 2 ms each
+  pool.set_wait_counting(false);
+  const uint64_t before = pool.workers_busy_ns();
+  pool.run(job);
+  EXPECT_EQ(pool.workers_busy_ns(), before);
+}
+
 }  // namespace
 }  // namespace omnibus

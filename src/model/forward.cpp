@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -596,12 +597,21 @@ Status ForwardPass::run(std::span<const BatchRow> rows, PagedKvStore& kv, float*
   profiler_->set_phase(rows.size() > 1 ? ProfilePhase::kPrefill : ProfilePhase::kDecode);
   const uint64_t wait_before = pool_.wait_ns();
   const uint64_t jobs_before = pool_.jobs_run();
+  const uint64_t busy_before = pool_.workers_busy_ns();
+  const auto start = std::chrono::steady_clock::now();
   {
     ProfileScope scope(profiler_, ProfileOp::kForward);
     run_layers(rows, kv, logits);
   }
+  const int64_t wall_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   profiler_->add_time(ProfileOp::kThreadWait, static_cast<int64_t>(pool_.wait_ns() - wait_before),
                       static_cast<int64_t>(pool_.jobs_run() - jobs_before));
+  if (const int workers = pool_.size() - 1; workers > 0) {
+    // Per worker: the call's wall time less its time inside jobs.
+    const int64_t busy = static_cast<int64_t>(pool_.workers_busy_ns() - busy_before) / workers;
+    profiler_->add_time(ProfileOp::kWorkerIdle, std::max<int64_t>(0, wall_ns - busy), 1);
+  }
   return Status::ok();
 }
 
