@@ -44,7 +44,7 @@ enum class ProfileOp : uint8_t {
   kResidual,    // the residual adds after attention and MLP
   kSampling,    // the Sampler call, outside the forward pass
   kThreadWait,  // thread 0 waiting for the pool's other workers (overlaps the ops above)
-  kWorkerIdle,  // the other workers outside jobs during forward calls, per worker (thread 0's serial work plus their waits)
+  kWorkerIdle,  // the other workers outside jobs during forward calls, per worker (not in the total)
   kCount
 };
 inline constexpr int kProfileOpCount = static_cast<int>(ProfileOp::kCount);

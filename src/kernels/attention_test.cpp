@@ -384,7 +384,8 @@ TEST(AttentionBench, DISABLED_DecodeRowAgainstLongContext) {
     const auto q4_runs = q4_blocks(keys, values, q4_shape, n_kv, 16, q4_store);
     for (int layout : {0, 1, 2, 3, 4}) {
       // OMNIBUS_BENCH_LAYOUT=N: only layout N (4: q4_0), e.g. under perf.
-      if (const char* only = std::getenv("OMNIBUS_BENCH_LAYOUT"); only != nullptr && layout != std::atoi(only)) continue;
+      const char* only = std::getenv("OMNIBUS_BENCH_LAYOUT");
+      if (only != nullptr && layout != std::atoi(only)) continue;
       const bool transposed = layout == 1;
       double best = 1e9;
       for (int rep = 0; rep < 400; ++rep) {
