@@ -41,7 +41,7 @@ void ThreadPool::run(const Job& fn) {
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
   fn(0, thread_count_);
-  if (count_wait_) {
+  if (count_wait_.load(std::memory_order_relaxed)) {
     const auto wait_start = std::chrono::steady_clock::now();
     while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
     wait_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wait_start).count();
@@ -83,7 +83,7 @@ void ThreadPool::worker_loop(int index) {
     }
     if (stop_.load()) return;
     seen = gen;
-    if (count_busy_.load(std::memory_order_relaxed)) {
+    if (count_wait_.load(std::memory_order_relaxed)) {
       const auto start = std::chrono::steady_clock::now();
       (*job_)(index, thread_count_);
       busy_[index].ns.fetch_add(

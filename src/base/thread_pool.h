@@ -45,10 +45,7 @@ class ThreadPool {
   // to wait_ns(). Off by default; off costs one branch per run().
   // The workers (1 .. N-1) then also add the time they spend running jobs
   // to workers_busy_ns(): the rest of their time they spin or sleep.
-  void set_wait_counting(bool on) {
-    count_wait_ = on;
-    count_busy_.store(on, std::memory_order_relaxed);
-  }
+  void set_wait_counting(bool on) { count_wait_.store(on, std::memory_order_relaxed); }
   uint64_t wait_ns() const { return wait_ns_; }
   // The workers' time inside jobs, summed over workers (counted while wait
   // counting is on; read on run()'s calling thread between jobs).
@@ -62,7 +59,7 @@ class ThreadPool {
   int thread_count_;
   std::vector<std::thread> workers_;
   const Job* job_ = nullptr;
-  bool count_wait_ = false;
+  std::atomic<bool> count_wait_{false};  // read by the workers too (their busy time)
   uint64_t wait_ns_ = 0;  // only run()'s caller touches it
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
@@ -70,7 +67,6 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::atomic<bool> count_busy_{false};
   // Per worker, on its own cache line: nanoseconds inside jobs.
   struct alignas(64) WorkerBusy {
     std::atomic<uint64_t> ns{0};

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -594,17 +593,18 @@ Status ForwardPass::run(std::span<const BatchRow> rows, PagedKvStore& kv, float*
     run_layers(rows, kv, logits);
     return Status::ok();
   }
-  profiler_->set_phase(rows.size() > 1 ? ProfilePhase::kPrefill : ProfilePhase::kDecode);
+  const ProfilePhase phase = rows.size() > 1 ? ProfilePhase::kPrefill : ProfilePhase::kDecode;
+  profiler_->set_phase(phase);
   const uint64_t wait_before = pool_.wait_ns();
   const uint64_t jobs_before = pool_.jobs_run();
   const uint64_t busy_before = pool_.workers_busy_ns();
-  const auto start = std::chrono::steady_clock::now();
+  const int64_t forward_before = profiler_->stats(phase, ProfileOp::kForward).total_ns;
   {
     ProfileScope scope(profiler_, ProfileOp::kForward);
     run_layers(rows, kv, logits);
   }
-  const int64_t wall_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  // This call's wall time, as its scope recorded it.
+  const int64_t wall_ns = profiler_->stats(phase, ProfileOp::kForward).total_ns - forward_before;
   profiler_->add_time(ProfileOp::kThreadWait, static_cast<int64_t>(pool_.wait_ns() - wait_before),
                       static_cast<int64_t>(pool_.jobs_run() - jobs_before));
   if (const int workers = pool_.size() - 1; workers > 0) {
