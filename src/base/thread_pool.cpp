@@ -11,10 +11,15 @@ namespace {
 // between two matmuls of a decode step, short enough not to burn a core
 // while the server is idle.
 constexpr auto kSpinTime = std::chrono::microseconds(2000);
+// Pauses a thread spins at sync() before it starts yielding its core
+// (about 50-150 us, far above a barrier's usual wait of under 5 us).
+constexpr int kSyncSpins = 1024;
 }  // namespace
 
 ThreadPool::ThreadPool(int threads)
-    : thread_count_(std::max(1, threads)), busy_(std::make_unique<WorkerBusy[]>(thread_count_)) {
+    : thread_count_(std::max(1, threads)),
+      busy_(std::make_unique<WorkerBusy[]>(thread_count_)),
+      sync_(std::make_unique<SyncCount[]>(thread_count_)) {
   for (int i = 1; i < thread_count_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -55,6 +60,41 @@ uint64_t ThreadPool::workers_busy_ns() const {
   uint64_t total = 0;
   for (int i = 1; i < thread_count_; ++i) total += busy_[i].ns.load(std::memory_order_relaxed);
   return total;
+}
+
+void ThreadPool::sync(int thread) {
+  if (thread_count_ == 1) return;
+  // Counts only grow, so a fast thread that has already arrived at the next
+  // round (count + 2) also satisfies a slow thread's wait for this one.
+  const uint64_t round = sync_[thread].calls.load(std::memory_order_relaxed) + 1;
+  sync_[thread].calls.store(round, std::memory_order_release);
+  if (!count_wait_.load(std::memory_order_relaxed)) return wait_for_sync(thread, round);
+  const auto start = std::chrono::steady_clock::now();
+  wait_for_sync(thread, round);
+  const uint64_t ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  if (thread == 0) {
+    wait_ns_ += ns;
+  } else {
+    // Taken back from the busy time worker_loop adds when the job ends
+    // (unsigned arithmetic: the sum is right once both are in).
+    busy_[thread].ns.fetch_sub(ns, std::memory_order_relaxed);
+  }
+}
+
+void ThreadPool::wait_for_sync(int thread, uint64_t round) const {
+  for (int other = 0; other < thread_count_; ++other) {
+    if (other == thread) continue;
+    // Spin, then yield between checks: with more threads than cores the
+    // thread being waited for may need this core to arrive at all.
+    for (int spins = 0; sync_[other].calls.load(std::memory_order_acquire) < round; ++spins) {
+      if (spins < kSyncSpins) {
+        _mm_pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {

@@ -33,6 +33,15 @@ class ThreadPool {
   // Runs fn on every thread and returns when all have finished.
   void run(const Job& fn);
 
+  // Inside a job: returns once every thread of the job has called sync()
+  // as many times as this thread has (a barrier). Every thread of a job
+  // must make the same number of calls. Writes before a thread's call are
+  // visible to every thread after its own. One cache line per thread, so a
+  // crossing costs one line transfer each way (two threads); with wait
+  // counting on, thread 0's wait adds to wait_ns() and a worker's is not
+  // counted as busy.
+  void sync(int thread);
+
   // Splits [0, n) into contiguous ranges, one per thread: fn(begin, end).
   // The split depends only on n and the thread count, never on timing.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
@@ -72,6 +81,12 @@ class ThreadPool {
     std::atomic<uint64_t> ns{0};
   };
   std::unique_ptr<WorkerBusy[]> busy_;
+  // Per thread, on its own cache line: how many sync() calls it has made.
+  struct alignas(64) SyncCount {
+    std::atomic<uint64_t> calls{0};
+  };
+  std::unique_ptr<SyncCount[]> sync_;
+  void wait_for_sync(int thread, uint64_t round) const;
 };
 
 }  // namespace omnibus

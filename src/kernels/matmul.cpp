@@ -69,30 +69,69 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, Thread
   matmul_shared_input(std::span(&target, 1), x, n_x, pool);
 }
 
+namespace {
+
+// Whether all targets can share one int8 form of x; if so, the type to
+// quantize x for. Targets of different types share it when they read the
+// same activation format: its int8 values and scales do not depend on the
+// weight type, only the code-bias sums do (Q4_0's 8, Q5_0's 16), so x is
+// quantized for the biased type and at most one bias may be in play.
+// Gemma 3 mixes q5_0 q/k with a q8_0 v this way.
+bool shared_quant_type(std::span<const MatmulTarget> targets, DType* quant_type) {
+  const WeightMatrix& first = *targets[0].w;
+  *quant_type = first.dtype;
+  for (const MatmulTarget& t : targets) {
+    const int bias = matmul_detail::legacy_bias(t.w->dtype), have = matmul_detail::legacy_bias(*quant_type);
+    if (t.w->cols != first.cols || matmul_detail::act_format(t.w->dtype) != matmul_detail::act_format(first.dtype) ||
+        (bias != 0 && have != 0 && bias != have))
+      return false;
+    if (bias != 0) *quant_type = t.w->dtype;
+  }
+  return true;
+}
+
+bool int8_input(const WeightMatrix& w) { return matmul_detail::act_format(w.dtype) != matmul_detail::ActFormat::kFloat; }
+
+int64_t row_units(const WeightMatrix& w) { return (w.rows + kRowUnit - 1) / kRowUnit; }
+
+int64_t total_row_units(std::span<const MatmulTarget> targets) {
+  int64_t units = 0;
+  for (const MatmulTarget& t : targets) units += row_units(*t.w);
+  return units;
+}
+
+// The output rows of row units [unit_begin, unit_end) of the targets laid
+// end to end.
+void run_units(std::span<const MatmulTarget> targets, const float* x, const matmul_detail::QuantizedX* qx,
+               int64_t n_x, int64_t unit_begin, int64_t unit_end) {
+  static const RowsFn rows_fn = pick_rows_fn();
+  int64_t offset = 0;
+  for (const MatmulTarget& t : targets) {
+    const int64_t units = row_units(*t.w);
+    const int64_t b = std::max(unit_begin, offset), e = std::min(unit_end, offset + units);
+    if (b < e) {
+      const matmul_detail::MatmulArgs args{t.w, x, qx, n_x, t.y};
+      rows_fn(args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
+    }
+    offset += units;
+  }
+}
+
+}  // namespace
+
 void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, ThreadPool* pool) {
   if (n_x <= 0 || targets.empty()) return;
-  const WeightMatrix& first = *targets[0].w;
-  // Targets of different types share one quantized x when they read the
-  // same activation format: its int8 values and scales do not depend on the
-  // weight type, only the code-bias sums do (Q4_0's 8, Q5_0's 16), so x is
-  // quantized for the biased type and at most one bias may be in play.
-  // Gemma 3 mixes q5_0 q/k with a q8_0 v this way.
-  DType quant_type = first.dtype;
-  for (const MatmulTarget& t : targets) {
-    const int bias = matmul_detail::legacy_bias(t.w->dtype), have = matmul_detail::legacy_bias(quant_type);
-    if (t.w->cols != first.cols || matmul_detail::act_format(t.w->dtype) != matmul_detail::act_format(first.dtype) ||
-        (bias != 0 && have != 0 && bias != have)) {
-      for (const MatmulTarget& one : targets) matmul_shared_input(std::span(&one, 1), x, n_x, pool);
-      return;
-    }
-    if (bias != 0) quant_type = t.w->dtype;
+  DType quant_type;
+  if (!shared_quant_type(targets, &quant_type)) {
+    for (const MatmulTarget& one : targets) matmul_shared_input(std::span(&one, 1), x, n_x, pool);
+    return;
   }
-  static const RowsFn rows_fn = pick_rows_fn();
+  const WeightMatrix& first = *targets[0].w;
   static const QuantizeRowsFn quantize_rows_fn = pick_quantize_rows_fn();
   // The int8 form of x, made once here and read by every thread. The
   // buffers belong to the calling thread and keep their capacity.
   thread_local matmul_detail::QuantizedX qx;
-  const bool int8 = matmul_detail::act_format(first.dtype) != matmul_detail::ActFormat::kFloat;
+  const bool int8 = int8_input(first);
   if (int8) {
     matmul_detail::shape_quantized_x(quant_type, n_x, first.cols, &qx);
     if (pool != nullptr && pool->size() > 1 && n_x >= kParallelQuantizeRows) {
@@ -109,30 +148,54 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
   const matmul_detail::QuantizedX* shared_qx = int8 ? &qx : nullptr;
   // Row units of all targets, laid end to end; each thread takes a
   // contiguous share, which may span targets.
-  int64_t total_units = 0, work = 0;
-  for (const MatmulTarget& t : targets) {
-    total_units += (t.w->rows + kRowUnit - 1) / kRowUnit;
-    work += n_x * t.w->rows * t.w->cols;
-  }
-  auto run_units = [&](int64_t unit_begin, int64_t unit_end) {
-    int64_t offset = 0;
-    for (const MatmulTarget& t : targets) {
-      const int64_t units = (t.w->rows + kRowUnit - 1) / kRowUnit;
-      const int64_t b = std::max(unit_begin, offset), e = std::min(unit_end, offset + units);
-      if (b < e) {
-        const matmul_detail::MatmulArgs args{t.w, x, shared_qx, n_x, t.y};
-        rows_fn(args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
-      }
-      offset += units;
-    }
-  };
+  const int64_t total_units = total_row_units(targets);
+  int64_t work = 0;
+  for (const MatmulTarget& t : targets) work += n_x * t.w->rows * t.w->cols;
   if (pool == nullptr || pool->size() == 1 || work < kMinParallelWork) {
-    run_units(0, total_units);
+    run_units(targets, x, shared_qx, n_x, 0, total_units);
     return;
   }
   pool->run([&](int index, int count) {
-    run_units(total_units * index / count, total_units * (index + 1) / count);
+    run_units(targets, x, shared_qx, n_x, total_units * index / count, total_units * (index + 1) / count);
   });
+}
+
+MatmulScratch::MatmulScratch() : qx_(std::make_unique<matmul_detail::QuantizedX>()) {}
+MatmulScratch::~MatmulScratch() = default;
+MatmulScratch::MatmulScratch(MatmulScratch&&) noexcept = default;
+MatmulScratch& MatmulScratch::operator=(MatmulScratch&&) noexcept = default;
+
+std::pair<int64_t, int64_t> matmul_share_rows(int64_t rows, int thread, int threads) {
+  const int64_t units = (rows + kRowUnit - 1) / kRowUnit;
+  return {std::min(rows, units * thread / threads * kRowUnit), std::min(rows, units * (thread + 1) / threads * kRowUnit)};
+}
+
+void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, int thread, int threads,
+                  ShareSplit split, MatmulScratch* scratch) {
+  if (n_x <= 0 || targets.empty()) return;
+  DType quant_type;
+  if (!shared_quant_type(targets, &quant_type)) {
+    for (const MatmulTarget& one : targets) matmul_share(std::span(&one, 1), x, n_x, thread, threads, split, scratch);
+    return;
+  }
+  static const QuantizeRowsFn quantize_rows_fn = pick_quantize_rows_fn();
+  const matmul_detail::QuantizedX* qx = nullptr;
+  if (int8_input(*targets[0].w)) {
+    matmul_detail::QuantizedX& own = scratch->qx();
+    matmul_detail::shape_quantized_x(quant_type, n_x, targets[0].w->cols, &own);
+    quantize_rows_fn(quant_type, x, 0, n_x, &own);
+    qx = &own;
+  }
+  if (split == ShareSplit::kAcrossTargets) {
+    const int64_t total_units = total_row_units(targets);
+    run_units(targets, x, qx, n_x, total_units * thread / threads, total_units * (thread + 1) / threads);
+    return;
+  }
+  static const RowsFn rows_fn = pick_rows_fn();
+  for (const MatmulTarget& t : targets) {
+    const auto [begin, end] = matmul_share_rows(t.w->rows, thread, threads);
+    if (begin < end) rows_fn(matmul_detail::MatmulArgs{t.w, x, qx, n_x, t.y}, begin, end);
+  }
 }
 
 }  // namespace omnibus

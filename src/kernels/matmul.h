@@ -19,7 +19,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <utility>
 
 #include "base/thread_pool.h"
 #include "tensor/dtype.h"
@@ -60,6 +62,44 @@ struct MatmulTarget {
 // matrix); otherwise they run one by one. Each output is bit-identical to
 // what matmul() gives for it alone.
 void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, ThreadPool* pool);
+
+namespace matmul_detail {
+struct QuantizedX;
+}
+
+// One thread's int8 copy of a matmul_share input; keeps its capacity, so
+// after the first products of each shape it allocates nothing.
+class MatmulScratch {
+ public:
+  MatmulScratch();
+  ~MatmulScratch();
+  MatmulScratch(MatmulScratch&&) noexcept;
+  MatmulScratch& operator=(MatmulScratch&&) noexcept;
+  matmul_detail::QuantizedX& qx() { return *qx_; }
+
+ private:
+  std::unique_ptr<matmul_detail::QuantizedX> qx_;
+};
+
+// How matmul_share cuts the output rows among threads.
+//  kAcrossTargets: the rows of all targets end to end, one piece each (as
+//    matmul_shared_input does: the best balance).
+//  kEachTarget: each target's rows cut alike (matmul_share_rows), so a
+//    thread holds the same rows of every target and can apply an
+//    elementwise op across them (SwiGLU on gate and up) without a barrier.
+enum class ShareSplit : uint8_t { kAcrossTargets, kEachTarget };
+
+// Thread `thread`'s part of matmul_shared_input(targets, x, n_x, pool) for
+// code that already runs on every thread of a pool (a decode step as one
+// pool job): quantizes x itself into `scratch` (every thread makes the same
+// bytes, no barrier needed) and computes its share of the output rows. The
+// outputs of all `threads` calls together are bit-identical to matmul()'s.
+void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, int thread, int threads,
+                  ShareSplit split, MatmulScratch* scratch);
+
+// The output rows [begin, end) of a `rows`-row matrix that thread `thread`
+// of `threads` computes under ShareSplit::kEachTarget.
+std::pair<int64_t, int64_t> matmul_share_rows(int64_t rows, int thread, int threads);
 
 // Same math on the scalar reference path, whatever the CPU (for tests).
 void matmul_ref(const WeightMatrix& w, const float* x, int64_t n_x, float* y);

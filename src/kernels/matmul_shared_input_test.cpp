@@ -1,7 +1,8 @@
 // matmul_shared_input (q/k/v and gate/up in one job) must give exactly what
 // separate matmul calls give, for every dtype and thread count, whether the
 // matrices share one quantized x (same activation format, at most one code
-// bias) or fall back to separate calls.
+// bias) or fall back to separate calls; and so must matmul_share, each
+// thread's part of the same products.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -39,6 +40,37 @@ void check(DType first, DType second, int64_t cols) {
     EXPECT_TRUE(same_bits(ya, ga)) << dtype_name(first) << " " << threads << " threads";
     EXPECT_TRUE(same_bits(yb, gb)) << dtype_name(second) << " " << threads << " threads";
     EXPECT_TRUE(same_bits(yc, gc)) << dtype_name(first) << " " << threads << " threads";
+  }
+  // matmul_share: every thread's part, run here one after another, makes
+  // the same outputs, under either split.
+  for (int threads : {1, 2, 3, 4}) {
+    for (ShareSplit split : {ShareSplit::kAcrossTargets, ShareSplit::kEachTarget}) {
+      std::vector<float> ga(ya.size(), -1.0f), gb(yb.size(), -1.0f), gc(yc.size(), -1.0f);
+      const MatmulTarget targets[] = {{&a.view, ga.data()}, {&b.view, gb.data()}, {&c.view, gc.data()}};
+      MatmulScratch scratch;
+      for (int t = 0; t < threads; ++t) matmul_share(targets, x.data(), n_x, t, threads, split, &scratch);
+      const char* how = split == ShareSplit::kAcrossTargets ? " across targets" : " each target";
+      EXPECT_TRUE(same_bits(ya, ga)) << "share " << dtype_name(first) << " " << threads << how;
+      EXPECT_TRUE(same_bits(yb, gb)) << "share " << dtype_name(second) << " " << threads << how;
+      EXPECT_TRUE(same_bits(yc, gc)) << "share " << dtype_name(first) << " " << threads << how;
+    }
+  }
+}
+
+// kEachTarget's rows: whole 16-row units, contiguous, covering every row.
+TEST(MatmulSharedInputTest, ShareRowsCoverEveryRowInWholeUnits) {
+  for (int64_t rows : {1, 16, 37, 576, 1536}) {
+    for (int threads : {1, 2, 3, 4}) {
+      int64_t next = 0;
+      for (int t = 0; t < threads; ++t) {
+        const auto [begin, end] = matmul_share_rows(rows, t, threads);
+        EXPECT_EQ(begin, next) << rows << " rows, thread " << t << " of " << threads;
+        EXPECT_EQ(begin % 16, 0);
+        EXPECT_LE(begin, end);
+        next = end;
+      }
+      EXPECT_EQ(next, rows);
+    }
   }
 }
 
