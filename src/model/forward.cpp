@@ -10,9 +10,13 @@
 #include "kernels/kv_quant.h"
 #include "kernels/ops.h"
 #include "kernels/weight_interleave.h"
+#include "model/forward_internal.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
+
+using forward_internal::gated_activation;
+using forward_internal::rotates_kv;
 
 ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int64_t max_positions, int threads)
     : model_(std::move(model)), max_batch_(max_batch), pool_(threads) {
@@ -49,7 +53,15 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   partial_acc_.resize(static_cast<size_t>(max_chunk_partials_) * c.q_dim());
   partial_max_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
   partial_sum_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
-  row_first_chunk_.resize(b + 1);
+  for (ChunkPlan& plan : chunk_plans_) plan.first_chunk.resize(b + 1);
+  // run_decode_step takes steps whose attention runs attend_chunks (fewer
+  // than 4 rows per thread): each thread a private copy of those rows.
+  if (pool_.size() > 1) {
+    decode_step_rows_max_ = std::min(max_batch, 4 * pool_.size() - 1);
+    thread_scratch_.resize(pool_.size());
+    for (ThreadScratch& s : thread_scratch_)
+      s.rows.resize(static_cast<size_t>(decode_step_rows_max_) * std::max(c.n_embd, c.q_dim()));
+  }
 }
 
 Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv) const {
@@ -96,14 +108,6 @@ void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, i
 }
 
 namespace {
-
-// Whether this cache stores K and V rotated (kernels/hadamard.h): the q4_0
-// cache, as llama.cpp's quantized caches, where the head size allows.
-// (The q8_0 cache does not: it predates llama.cpp's rotation and meets its
-// golden bars without it.)
-bool rotates_kv(const PagedKvStore& kv) {
-  return kv.type() == KvCacheType::kQ4_0 && hadamard_key_block(static_cast<int>(kv.position_stride())) > 0;
-}
 
 // Steps with at least this many rows run the per-row ops (norms, residual
 // adds, Q/K norms, RoPE, the KV store) on the pool; smaller ones (decode)
@@ -218,13 +222,13 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
   }
   ProfileScope scope(profiler_, ProfileOp::kKvStore);
   // Rows write distinct positions, so threads never write the same bytes.
-  for_rows(pool_, n, [&](int64_t begin, int64_t end) { store_kv_rows(layer, rows, kv, begin, end); });
+  for_rows(pool_, n, [&](int64_t begin, int64_t end) { store_kv_rows(layer, rows, kv, begin, end, 0, c.n_head_kv); });
 }
 
 // K and V of rows [begin, end) of this step into the cache at their
 // positions (qkv_rope_store).
 void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin,
-                                int64_t end) {
+                                int64_t end, int head_begin, int head_end) {
   const ModelConfig& c = model_->config();
   const int bs = kv.block_size();
   for (int64_t i = begin; i < end; ++i) {
@@ -233,7 +237,7 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
     if (kv.type() == KvCacheType::kQ8_0) {
       // K's codes transposed (one element per dimension row of the block),
       // V's in order; both K's and V's scales one per group row.
-      for (int h = 0; h < c.n_head_kv; ++h) {
+      for (int h = head_begin; h < head_end; ++h) {
         const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
         quantize_kv_q8(k_.data() + from, c.head_dim, kv.key_codes_at(layer, block, offset) + h * kv.head_stride(),
                        kv.key_dim_stride(), kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
@@ -248,7 +252,7 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
       // Codes one per byte on the stack, then packed into the two layouts;
       // scales as q8_0's.
       uint8_t codes[kMaxHeadDim];
-      for (int h = 0; h < c.n_head_kv; ++h) {
+      for (int h = head_begin; h < head_end; ++h) {
         const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
         const int64_t bytes = static_cast<int64_t>(h) * (kv.head_stride() / 2);
         quantize_kv_q4(k_.data() + from, c.head_dim, codes,
@@ -267,7 +271,7 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
       if (!bf16) return f32_to_f16_row(x, y, n);
       for (int64_t d = 0; d < n; ++d) y[d] = f32_to_bf16(x[d]);
     };
-    for (int h = 0; h < c.n_head_kv; ++h) {
+    for (int h = head_begin; h < head_end; ++h) {
       const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
       // K is stored transposed: one element per dimension row of the block,
       // converted a chunk at a time (a stack buffer per thread).
@@ -325,11 +329,8 @@ AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
           kv.head_stride(),  kv.key_dim_stride(), kv.type(), kv.scale_head_stride()};
 }
 
-// gate = act(gate) * up with the architecture's activation.
-void gated_activation(const ModelConfig& c, float* gate, const float* up, int64_t n) {
-  if (c.spec->ffn_activation == FfnActivation::kGeluTanh) return geglu(gate, up, n);
-  swiglu(gate, up, n);
-}
+// attend_chunks' cost of a unit: its chunk's positions plus this.
+constexpr int64_t kChunkUnitOverhead = 16;
 
 // How many positions a row attends to in `layer` (its window or all).
 int64_t visible_positions(const ModelConfig& c, int layer, const BatchRow& row) {
@@ -356,24 +357,34 @@ AttentionPartial ForwardPass::chunk_partial(int64_t chunk, int h) {
           partial_max_.data() + chunk * c.n_head + h, partial_sum_.data() + chunk * c.n_head + h};
 }
 
+bool ForwardPass::plan_chunks(int layer, std::span<const BatchRow> rows) {
+  const ModelConfig& c = model_->config();
+  ChunkPlan& plan = chunk_plan(layer);
+  // A unit costs its chunk's positions plus a fixed overhead (attend_chunks).
+  int64_t chunks = 0, total = 0;
+  plan.multi_chunk = false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    plan.first_chunk[i] = chunks;
+    const int64_t positions = visible_positions(c, layer, rows[i]);
+    const int64_t n_chunks = (positions + kAttentionChunk - 1) / kAttentionChunk;
+    chunks += n_chunks;
+    total += (positions + kChunkUnitOverhead * n_chunks) * c.n_head;
+    plan.multi_chunk |= n_chunks > 1;
+  }
+  plan.first_chunk[rows.size()] = chunks;
+  plan.total_cost = total;
+  return chunks <= max_chunk_partials_;
+}
+
 void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   ProfileScope scope(profiler_, ProfileOp::kAttention);
   // Few rows (decode): each row's softmax chunks are shared out over the
   // threads, when their partials fit. Many rows (prefill), or rows too long
   // for the partial buffers: whole rows per work item. Both give each row
   // the same bits (attention.h), so which path a row takes changes nothing.
-  if (static_cast<int64_t>(rows.size()) < 4 * pool_.size()) {
-    int64_t chunks = 0;
-    const ModelConfig& c = model_->config();
-    for (size_t i = 0; i < rows.size(); ++i) {
-      row_first_chunk_[i] = chunks;
-      chunks += (visible_positions(c, layer, rows[i]) + kAttentionChunk - 1) / kAttentionChunk;
-    }
-    row_first_chunk_[rows.size()] = chunks;
-    if (chunks <= max_chunk_partials_) {
-      attend_chunks(layer, rows, kv);
-      return;
-    }
+  if (static_cast<int64_t>(rows.size()) < 4 * pool_.size() && plan_chunks(layer, rows)) {
+    attend_chunks(layer, rows, kv);
+    return;
   }
   attend_rows(layer, rows, kv);
 }
@@ -444,62 +455,69 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
 // finished on the spot, longer rows are merged in position order after the
 // job. At 2,048 positions this splits one row's KV reads evenly between the
 // threads (a head split left each thread reading two of SmolLM2's three KV
-// heads).
+// heads). Needs plan_chunks(layer, rows) first.
 void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
+  struct Job {
+    ForwardPass* pass;
+    int layer;
+    std::span<const BatchRow> rows;
+    PagedKvStore& kv;
+  };
+  Job job{this, layer, rows, kv};
+  // Two captures: no heap allocation per call (tests/decode_alloc_test.cpp).
+  pool_.run([&job](int t, int count) { job.pass->attend_chunk_share(job.layer, job.rows, job.kv, t, count); });
+  if (chunk_plan(layer).multi_chunk) merge_chunks(layer, rows, 0, model_->config().n_head);
+}
+
+void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int t, int count) {
   const ModelConfig& c = model_->config();
   const AttentionShape shape = attention_shape(c, kv);
-  struct Job : AttentionJob {
-    int64_t total_cost;
-  };
-  // A unit costs its chunk's positions plus a fixed overhead.
-  constexpr int64_t kUnitOverhead = 16;
-  int64_t total = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const int64_t n_chunks = row_first_chunk_[i + 1] - row_first_chunk_[i];
-    total += (visible_positions(c, layer, rows[i]) + kUnitOverhead * n_chunks) * c.n_head;
-  }
-  Job job{{c, shape, rows, layer, kv}, total};
-  pool_.run([this, &job](int t, int count) {
-    const ModelConfig& c = job.c;
-    float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
-    KvRun* runs = runs_.data() + t * runs_stride_;
-    // This thread's units start in [lo, hi) of the cost line.
-    const int64_t lo = job.total_cost * t / count, hi = job.total_cost * (t + 1) / count;
-    int64_t at = 0;  // cost before the current chunk
-    for (size_t i = 0; i < job.rows.size() && at < hi; ++i) {
-      const BatchRow& row = job.rows[i];
-      const int64_t first_chunk = row_first_chunk_[i], n_chunks = row_first_chunk_[i + 1] - first_chunk;
-      // Chunks count from the row's first visible position, as in attend_rows.
-      const int64_t first = c.first_visible(job.layer, row.pos);
-      for (int64_t ch = 0; ch < n_chunks && at < hi; ++ch) {
-        const int64_t positions = std::min(kAttentionChunk, row.pos + 1 - first - ch * kAttentionChunk);
-        const int64_t unit = positions + kUnitOverhead;
-        // Heads h whose units start in [lo, hi): at + h * unit in range.
-        const int h_begin = static_cast<int>(std::clamp<int64_t>((lo - at + unit - 1) / unit, 0, c.n_head));
-        const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
-        at += unit * c.n_head;
-        if (h_begin >= h_end) continue;
-        const size_t n_runs = position_runs(row, job.layer, job.kv, first + ch * kAttentionChunk, positions, runs);
-        const int64_t partial = first_chunk + ch;
-        for (int h = h_begin; h < h_end; h += kHeadsPerCall) {
-          const int h1 = std::min(h_end, h + kHeadsPerCall);
-          const AttentionPartial part = chunk_partial(partial, h);
-          attention_chunk(job.shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
-                          job.kv.position_stride(), scores, part, h, h1);
-          if (n_chunks == 1)
-            attention_finish(c.head_dim, h1 - h, part,
-                             attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);
-        }
+  const ChunkPlan& plan = chunk_plan(layer);
+  float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
+  KvRun* runs = runs_.data() + t * runs_stride_;
+  // This thread's units start in [lo, hi) of the cost line.
+  const int64_t lo = plan.total_cost * t / count, hi = plan.total_cost * (t + 1) / count;
+  int64_t at = 0;  // cost before the current chunk
+  for (size_t i = 0; i < rows.size() && at < hi; ++i) {
+    const BatchRow& row = rows[i];
+    const int64_t first_chunk = plan.first_chunk[i], n_chunks = plan.first_chunk[i + 1] - first_chunk;
+    // Chunks count from the row's first visible position, as in attend_rows.
+    const int64_t first = c.first_visible(layer, row.pos);
+    for (int64_t ch = 0; ch < n_chunks && at < hi; ++ch) {
+      const int64_t positions = std::min(kAttentionChunk, row.pos + 1 - first - ch * kAttentionChunk);
+      const int64_t unit = positions + kChunkUnitOverhead;
+      // Heads h whose units start in [lo, hi): at + h * unit in range.
+      const int h_begin = static_cast<int>(std::clamp<int64_t>((lo - at + unit - 1) / unit, 0, c.n_head));
+      const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
+      at += unit * c.n_head;
+      if (h_begin >= h_end) continue;
+      const size_t n_runs = position_runs(row, layer, kv, first + ch * kAttentionChunk, positions, runs);
+      const int64_t partial = first_chunk + ch;
+      for (int h = h_begin; h < h_end; h += kHeadsPerCall) {
+        const int h1 = std::min(h_end, h + kHeadsPerCall);
+        const AttentionPartial part = chunk_partial(partial, h);
+        attention_chunk(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
+                        kv.position_stride(), scores, part, h, h1);
+        if (n_chunks == 1)
+          attention_finish(c.head_dim, h1 - h, part,
+                           attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);
       }
     }
-  });
+  }
+}
+
+void ForwardPass::merge_chunks(int layer, std::span<const BatchRow> rows, int head_begin, int head_end) {
+  const ModelConfig& c = model_->config();
+  const ChunkPlan& plan = chunk_plan(layer);
+  if (head_begin >= head_end) return;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const int64_t first = row_first_chunk_[i], n_chunks = row_first_chunk_[i + 1] - first;
+    const int64_t first = plan.first_chunk[i], n_chunks = plan.first_chunk[i + 1] - first;
     if (n_chunks == 1) continue;
-    const AttentionPartial state = chunk_partial(first, 0);
+    const AttentionPartial state = chunk_partial(first, head_begin);
     for (int64_t ch = 1; ch < n_chunks; ++ch)
-      attention_merge(c.head_dim, c.n_head, chunk_partial(first + ch, 0), state);
-    attention_finish(c.head_dim, c.n_head, state, attn_.data() + static_cast<int64_t>(i) * c.q_dim());
+      attention_merge(c.head_dim, head_end - head_begin, chunk_partial(first + ch, head_begin), state);
+    attention_finish(c.head_dim, head_end - head_begin, state,
+                     attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(head_begin) * c.head_dim);
   }
 }
 
@@ -554,7 +572,8 @@ void ForwardPass::mlp_block(int layer, int n) {
   add_residual(n);
 }
 
-void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
+// The rows' rope angles (each set) and embeddings, before the layers.
+void ForwardPass::start_rows(std::span<const BatchRow> rows) {
   const ModelConfig& c = model_->config();
   const int n = static_cast<int>(rows.size());
   const int half = c.rope.rot_dims / 2 + 1;
@@ -568,6 +587,13 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, f
     }
   }
   embed(rows);
+}
+
+void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
+  if (run_decode_step(rows, kv, logits)) return;
+  const ModelConfig& c = model_->config();
+  const int n = static_cast<int>(rows.size());
+  start_rows(rows);
   for (int layer = 0; layer < c.n_layer; ++layer) {
     attention_block(layer, rows, kv);
     mlp_block(layer, n);

@@ -19,6 +19,7 @@
 #include "base/profiler.h"
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
+#include "kernels/matmul.h"
 #include "model/paged_kv_store.h"
 #include "model/model.h"
 
@@ -57,18 +58,46 @@ class ForwardPass {
   int max_batch() const { return max_batch_; }
 
  private:
+  // attend_chunks' split of a layer's rows into softmax chunks: row i's
+  // chunk partials are [first_chunk[i], first_chunk[i + 1]); the cost line
+  // the threads cut is total_cost long. One per layer kind (window or
+  // global), since a window layer's rows see fewer positions.
+  struct ChunkPlan {
+    std::vector<int64_t> first_chunk;
+    int64_t total_cost = 0;
+    bool multi_chunk = false;  // some row has more than one chunk (merged after)
+  };
+  struct DecodeStep;
+
   Status check(std::span<const BatchRow> rows, const PagedKvStore& kv) const;
   void embed(std::span<const BatchRow> rows);
+  void start_rows(std::span<const BatchRow> rows);
   void run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
   void attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void qkv_rope_store(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
-  void store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin, int64_t end);
+  // KV heads [head_begin, head_end) of rows [begin, end).
+  void store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin, int64_t end,
+                     int head_begin, int head_end);
   static size_t position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
                               KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  // Plans the rows' chunks for `layer` into its kind's plan; false when the
+  // partials would not fit.
+  bool plan_chunks(int layer, std::span<const BatchRow> rows);
+  ChunkPlan& chunk_plan(int layer) { return chunk_plans_[model_->config().layer_has_window(layer) ? 1 : 0]; }
   void attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  // Thread t of `count`'s units of attend_chunks (one call per thread).
+  void attend_chunk_share(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int t, int count);
+  // Merges the chunks of the rows with more than one and finishes them,
+  // heads [head_begin, head_end).
+  void merge_chunks(int layer, std::span<const BatchRow> rows, int head_begin, int head_end);
   AttentionPartial chunk_partial(int64_t chunk, int h);
+  // Decode steps of a few rows on a pool of several threads run as one pool
+  // job, the threads meeting at barriers (forward_decode_step.cpp); false
+  // when this step does not qualify.
+  bool run_decode_step(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
+  void decode_step_share(const DecodeStep& step, int t, int count);
   void mlp_block(int layer, int n);
   int64_t rope_set_offset(bool window_layers) const;
   void norm_rows(const float* weight, int n);  // x_ -> xn_
@@ -84,10 +113,17 @@ class ForwardPass {
   AlignedBuffer<float> rope_cos_, rope_sin_, scores_;
   std::vector<KvRun> runs_;  // per thread, runs_stride_ each: one run per block
   // attend_chunks: chunk partials (acc: q_dim floats, max and sum: n_head
-  // each) of the rows' chunks in row order; row i's are
-  // [row_first_chunk_[i], row_first_chunk_[i + 1]).
+  // each) of the rows' chunks in row order, as the layer's plan numbers them.
   AlignedBuffer<float> partial_acc_, partial_max_, partial_sum_;
-  std::vector<int64_t> row_first_chunk_;
+  ChunkPlan chunk_plans_[2];  // global layers, window layers
+  // run_decode_step: each thread's private copy of the normed rows (or of
+  // the attention output), and its int8 form for the matrix products.
+  struct ThreadScratch {
+    AlignedBuffer<float> rows;
+    MatmulScratch matmul;
+  };
+  std::vector<ThreadScratch> thread_scratch_;
+  int decode_step_rows_max_ = 0;  // steps of fewer rows may run as one job
   // attend_rows: one row, or two consecutive rows of one sequence ending at
   // last_row (attention_row_pair_paged). Reserved for max_batch rows.
   struct RowUnit {
