@@ -162,6 +162,17 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
 
 MatmulScratch::MatmulScratch() : qx_(std::make_unique<matmul_detail::QuantizedX>()) {}
 MatmulScratch::~MatmulScratch() = default;
+
+void MatmulScratch::reserve(int64_t n_x, int64_t cols) {
+  const auto values = static_cast<size_t>(n_x * cols), blocks32 = values / 32;
+  qx_->q.reserve(values);
+  qx_->scale.reserve(blocks32);
+  qx_->scaled_sum.reserve(blocks32);
+  qx_->block_sum.reserve(blocks32);
+  qx_->bias_lanes.reserve(blocks32 * 8);
+  qx_->bias_sum.reserve(blocks32);
+  qx_->sums16.reserve(values / 256 * 16);
+}
 MatmulScratch::MatmulScratch(MatmulScratch&&) noexcept = default;
 MatmulScratch& MatmulScratch::operator=(MatmulScratch&&) noexcept = default;
 

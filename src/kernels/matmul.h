@@ -76,6 +76,9 @@ class MatmulScratch {
   MatmulScratch(MatmulScratch&&) noexcept;
   MatmulScratch& operator=(MatmulScratch&&) noexcept;
   matmul_detail::QuantizedX& qx() { return *qx_; }
+  // Room for inputs of up to n_x rows of `cols`, so that even the first
+  // products allocate nothing.
+  void reserve(int64_t n_x, int64_t cols);
 
  private:
   std::unique_ptr<matmul_detail::QuantizedX> qx_;

@@ -59,8 +59,10 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   if (pool_.size() > 1) {
     decode_step_rows_max_ = std::min(max_batch, 4 * pool_.size() - 1);
     thread_scratch_.resize(pool_.size());
-    for (ThreadScratch& s : thread_scratch_)
+    for (ThreadScratch& s : thread_scratch_) {
       s.rows.resize(static_cast<size_t>(decode_step_rows_max_) * std::max(c.n_embd, c.q_dim()));
+      s.matmul.reserve(decode_step_rows_max_, std::max({c.n_embd, c.q_dim(), c.n_ff}));
+    }
   }
 }
 
