@@ -35,6 +35,19 @@ void attention_chunk_pair(const AttentionShape& s, const float* q0, const float*
 constexpr bool kAvx512Built = true;
 #endif
 
+#ifdef OMNIBUS_NO_AVX512VNNI_BUILD
+constexpr bool kAvx512VnniBuilt = false;
+namespace avx512vnni {
+// Never called (avx512vnni_attention_usable is false); keeps the link whole.
+void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
+  avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+}
+}  // namespace avx512vnni
+#else
+constexpr bool kAvx512VnniBuilt = true;
+#endif
+
 namespace {
 
 // What a SIMD path's head_dim must be a multiple of: its vectors of
@@ -61,18 +74,26 @@ bool avx512_attention_usable(const AttentionShape& s) {
   return cpu && s.head_dim % head_dim_unit(s.kv_type, 16) == 0 && s.head_dim <= kMaxHeadDim;
 }
 
+bool avx512vnni_attention_usable(const AttentionShape& s) {
+  static const bool cpu = kAvx512VnniBuilt && cpu_features().avx512_vnni;
+  return cpu && s.kv_type == KvCacheType::kQ4_0 && avx512_attention_usable(s);
+}
+
 const char* attention_path_name(int head_dim, KvCacheType kv_type) {
   AttentionShape s;
   s.head_dim = head_dim;
   s.kv_type = kv_type;
   s.kv_head_stride = s.k_dim_stride = 1;  // the paged store's layout (q4_0 needs it)
+  if (avx512vnni_attention_usable(s)) return "avx512f+avx512-vnni";
   if (avx512_attention_usable(s)) return "avx512f";
   return avx2_attention_usable(s) ? "avx2+fma" : "scalar";
 }
 
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end) {
-  if (avx512_attention_usable(s)) {
+  if (avx512vnni_attention_usable(s)) {
+    avx512vnni::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+  } else if (avx512_attention_usable(s)) {
     avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
   } else if (avx2_attention_usable(s)) {
     avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);

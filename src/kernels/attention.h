@@ -221,10 +221,19 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
                           const AttentionPartial& out1, int head_begin, int head_end);
 }  // namespace avx512
+// The same built with AVX-512 VNNI (the q4_0 cache's scores; same bits),
+// where avx512vnni_attention_usable.
+namespace avx512vnni {
+void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+}  // namespace avx512vnni
 // True where this build has the AVX-512 kernels, the CPU runs them
 // (cpu_features().avx512f) and the shape suits them (head_dim a multiple of
 // 16 up to kMaxHeadDim; q8_0: of 32).
 bool avx512_attention_usable(const AttentionShape& shape);
+// avx512_attention_usable, a q4_0 cache (the only one whose kernels change
+// with VNNI), a build with the VNNI kernels and a CPU with AVX-512 VNNI.
+bool avx512vnni_attention_usable(const AttentionShape& shape);
 // The attention path a model with this head size and cache type takes on
 // this CPU: "avx512f", "avx2+fma" or "scalar" (for --verbose).
 const char* attention_path_name(int head_dim, KvCacheType kv_type);

@@ -27,6 +27,7 @@ std::vector<std::pair<const char*, PagedFn>> paths() {
   AttentionShape paged{9, 3, 64, 0.125f, 64 * 16, 16, KvCacheType::kQ4_0};
   if (cpu_features().has_avx2_fma()) p.push_back({"avx2", avx2_row});
   if (avx512_attention_usable(paged)) p.push_back({"avx512", avx512_row});
+  if (avx512vnni_attention_usable(paged)) p.push_back({"avx512vnni", avx512vnni_row});
   return p;
 }
 

@@ -60,6 +60,11 @@ inline void avx512_row(const AttentionShape& s, const float* q, std::span<const 
                        float* scores, float* out, int h0, int h1) {
   attention_row_paged_with(avx512::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
 }
+// Only where avx512vnni_attention_usable (a q4_0 cache).
+inline void avx512vnni_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride,
+                           float* scores, float* out, int h0, int h1) {
+  attention_row_paged_with(avx512vnni::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+}
 
 // Attention in double over f32 K and V rows (q rounded to f16, as the kernels
 // do), one softmax over all positions.
