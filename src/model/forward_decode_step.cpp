@@ -95,8 +95,10 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
   // This thread's heads (step 2, the merge) and output rows.
   const int qh0 = c.n_head * t / count, qh1 = c.n_head * (t + 1) / count;
   const int kh0 = c.n_head_kv * t / count, kh1 = c.n_head_kv * (t + 1) / count;
-  const auto [e0, e1] = matmul_share_rows(d, t, count);
-  const auto [f0, f1] = matmul_share_rows(c.n_ff, t, count);
+  // Plain variables, not structured bindings: the lambdas below capture
+  // them (Clang before 16 cannot capture a binding).
+  const int64_t e0 = matmul_share_rows(d, t, count).first, e1 = matmul_share_rows(d, t, count).second;
+  const int64_t f0 = matmul_share_rows(c.n_ff, t, count).first, f1 = matmul_share_rows(c.n_ff, t, count).second;
   const int half = c.rope.rot_dims / 2 + 1;
 
   auto norm_rows_here = [&](const float* weight) {
