@@ -24,8 +24,8 @@
 //
 // Every value is computed by the same kernels on the same inputs as on the
 // per-op path, so the logits are bit-identical (forward_test's batch
-// invariance tests compare decode steps with whole-prompt runs at 2 and 3
-// threads).
+// invariance tests compare decode steps with whole-prompt runs at 2, 3 and
+// 4 threads; OMNIBUS_DECODE_PER_OP=1 selects the per-op path for A/B runs).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
