@@ -123,7 +123,7 @@ class ForwardPass {
     MatmulScratch matmul;
   };
   std::vector<ThreadScratch> thread_scratch_;
-  int decode_step_rows_max_ = 0;  // steps of fewer rows may run as one job
+  int decode_step_rows_max_ = 0;  // steps of at most this many rows may run as one job (0: never)
   // attend_rows: one row, or two consecutive rows of one sequence ending at
   // last_row (attention_row_pair_paged). Reserved for max_batch rows.
   struct RowUnit {
