@@ -27,10 +27,16 @@ using QuantizeRowsFn = void (*)(DType, const float*, int64_t, int64_t, matmul_de
 // waited, the largest serial part of a step.
 constexpr int64_t kParallelQuantizeRows = 16;
 
-RowsFn pick_rows_fn() { return cpu_features().has_avx2_fma() ? matmul_detail::rows_avx2 : matmul_detail::rows_scalar; }
+// The row worker and quantizer of this CPU's path, picked once.
+RowsFn rows_fn() {
+  static const RowsFn fn = cpu_features().has_avx2_fma() ? matmul_detail::rows_avx2 : matmul_detail::rows_scalar;
+  return fn;
+}
 
-QuantizeRowsFn pick_quantize_rows_fn() {
-  return cpu_features().has_avx2_fma() ? matmul_detail::quantize_x_rows_avx2 : matmul_detail::quantize_x_rows;
+QuantizeRowsFn quantize_rows_fn() {
+  static const QuantizeRowsFn fn =
+      cpu_features().has_avx2_fma() ? matmul_detail::quantize_x_rows_avx2 : matmul_detail::quantize_x_rows;
+  return fn;
 }
 
 }  // namespace
@@ -104,14 +110,13 @@ int64_t total_row_units(std::span<const MatmulTarget> targets) {
 // end to end.
 void run_units(std::span<const MatmulTarget> targets, const float* x, const matmul_detail::QuantizedX* qx,
                int64_t n_x, int64_t unit_begin, int64_t unit_end) {
-  static const RowsFn rows_fn = pick_rows_fn();
   int64_t offset = 0;
   for (const MatmulTarget& t : targets) {
     const int64_t units = row_units(*t.w);
     const int64_t b = std::max(unit_begin, offset), e = std::min(unit_end, offset + units);
     if (b < e) {
       const matmul_detail::MatmulArgs args{t.w, x, qx, n_x, t.y};
-      rows_fn(args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
+      rows_fn()(args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
     }
     offset += units;
   }
@@ -127,7 +132,6 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
     return;
   }
   const WeightMatrix& first = *targets[0].w;
-  static const QuantizeRowsFn quantize_rows_fn = pick_quantize_rows_fn();
   // The int8 form of x, made once here and read by every thread. The
   // buffers belong to the calling thread and keep their capacity.
   thread_local matmul_detail::QuantizedX qx;
@@ -137,10 +141,10 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
     if (pool != nullptr && pool->size() > 1 && n_x >= kParallelQuantizeRows) {
       matmul_detail::QuantizedX* into = &qx;  // the calling thread's, named here (see below)
       pool->run([&](int index, int count) {
-        quantize_rows_fn(quant_type, x, n_x * index / count, n_x * (index + 1) / count, into);
+        quantize_rows_fn()(quant_type, x, n_x * index / count, n_x * (index + 1) / count, into);
       });
     } else {
-      quantize_rows_fn(quant_type, x, 0, n_x, &qx);
+      quantize_rows_fn()(quant_type, x, 0, n_x, &qx);
     }
   }
   // Taken here, on the calling thread: inside the lambda `qx` would name the
@@ -189,12 +193,11 @@ void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t
     for (const MatmulTarget& one : targets) matmul_share(std::span(&one, 1), x, n_x, thread, threads, split, scratch);
     return;
   }
-  static const QuantizeRowsFn quantize_rows_fn = pick_quantize_rows_fn();
   const matmul_detail::QuantizedX* qx = nullptr;
   if (int8_input(*targets[0].w)) {
     matmul_detail::QuantizedX& own = scratch->qx();
     matmul_detail::shape_quantized_x(quant_type, n_x, targets[0].w->cols, &own);
-    quantize_rows_fn(quant_type, x, 0, n_x, &own);
+    quantize_rows_fn()(quant_type, x, 0, n_x, &own);
     qx = &own;
   }
   if (split == ShareSplit::kAcrossTargets) {
@@ -202,10 +205,9 @@ void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t
     run_units(targets, x, qx, n_x, total_units * thread / threads, total_units * (thread + 1) / threads);
     return;
   }
-  static const RowsFn rows_fn = pick_rows_fn();
   for (const MatmulTarget& t : targets) {
     const auto [begin, end] = matmul_share_rows(t.w->rows, thread, threads);
-    if (begin < end) rows_fn(matmul_detail::MatmulArgs{t.w, x, qx, n_x, t.y}, begin, end);
+    if (begin < end) rows_fn()(matmul_detail::MatmulArgs{t.w, x, qx, n_x, t.y}, begin, end);
   }
 }
 

@@ -112,8 +112,9 @@ void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, i
 namespace {
 
 // Steps with at least this many rows run the per-row ops (norms, residual
-// adds, Q/K norms, RoPE, the KV store) on the pool; smaller ones (decode)
-// on the calling thread, where a hand-off costs more than the work. In a
+// adds, Q/K norms, RoPE, the KV store) on the pool; smaller ones on the
+// calling thread, where a hand-off costs more than the work (decode steps
+// on two or more threads take forward_decode_step.cpp instead). In a
 // 728-token prefill these ops were 7% of the time on one thread while the
 // other waited (`omnibus run --profile`, 2026-12-03); on the pool the
 // prefill went 1851-1944 -> 1958-2017 tok/s (four alternating pairs).

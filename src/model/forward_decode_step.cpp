@@ -97,8 +97,8 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
   const int kh0 = c.n_head_kv * t / count, kh1 = c.n_head_kv * (t + 1) / count;
   // Plain variables, not structured bindings: the lambdas below capture
   // them (Clang before 16 cannot capture a binding).
-  const int64_t e0 = matmul_share_rows(d, t, count).first, e1 = matmul_share_rows(d, t, count).second;
-  const int64_t f0 = matmul_share_rows(c.n_ff, t, count).first, f1 = matmul_share_rows(c.n_ff, t, count).second;
+  const std::pair<int64_t, int64_t> columns = matmul_share_rows(d, t, count), ff = matmul_share_rows(c.n_ff, t, count);
+  const int64_t e0 = columns.first, e1 = columns.second, f0 = ff.first, f1 = ff.second;
   const int half = c.rope.rot_dims / 2 + 1;
 
   auto norm_rows_here = [&](const float* weight) {
