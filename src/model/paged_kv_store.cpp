@@ -6,11 +6,6 @@
 
 namespace omnibus {
 
-namespace {
-// KV buffers from this size go on transparent huge pages.
-constexpr size_t kKvHugePageMinBytes = size_t{4} << 20;
-}  // namespace
-
 Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size,
                                           KvCacheType type) {
   if (num_blocks <= 0 || block_size <= 0) return Status::invalid_argument("KV store needs at least one block and slot");
@@ -41,27 +36,22 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   kv.head_dim_ = config.head_dim;
   // Transposed K is read in whole vectors of positions, up to
   // kTransposedKeyOverread elements past a block's last one.
-  // Caches of several MiB on transparent huge pages (AlignedBuffer):
-  // attention streams them every step.
-  const auto grow = [](auto& buffer, size_t count) {
-    buffer.resize(count, count * sizeof(buffer[0]) >= kKvHugePageMinBytes);
-  };
   if (type == KvCacheType::kQ8_0) {
     // K's scales are read like its codes: whole vectors of positions.
-    grow(kv.key_codes_, elements + kTransposedKeyOverread);
-    grow(kv.value_codes_, elements);
-    grow(kv.key_scales_, elements / kKvQ8Group + kTransposedKeyOverread);
-    grow(kv.value_scales_, elements / kKvQ8Group);
+    kv.key_codes_.resize(elements + kTransposedKeyOverread);
+    kv.value_codes_.resize(elements);
+    kv.key_scales_.resize(elements / kKvQ8Group + kTransposedKeyOverread);
+    kv.value_scales_.resize(elements / kKvQ8Group);
   } else if (type == KvCacheType::kQ4_0) {
     // Two codes a byte; K read in whole vectors of positions (four bytes
     // each), like the other types' transposed K.
-    grow(kv.key_codes_, elements / 2 + 4 * kTransposedKeyOverread);
-    grow(kv.value_codes_, elements / 2);
-    grow(kv.key_scales_, elements / kKvQ8Group + kTransposedKeyOverread);
-    grow(kv.value_scales_, elements / kKvQ8Group);
+    kv.key_codes_.resize(elements / 2 + 4 * kTransposedKeyOverread);
+    kv.value_codes_.resize(elements / 2);
+    kv.key_scales_.resize(elements / kKvQ8Group + kTransposedKeyOverread);
+    kv.value_scales_.resize(elements / kKvQ8Group);
   } else {
-    grow(kv.keys_, elements + kTransposedKeyOverread);
-    grow(kv.values_, elements);
+    kv.keys_.resize(elements + kTransposedKeyOverread);
+    kv.values_.resize(elements);
   }
   return kv;
 }
