@@ -75,6 +75,17 @@ struct WideQ4 {
     const __m128i codes = _mm_sub_epi8(_mm_and_si128(bytes, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes));
   }
+  // Both vectors of a group from one widening: each byte zero-extended to
+  // its int32 lane, and code - 8 looked up by the low four bits (vpermps
+  // reads only those), the lane shifted right by four for the high nibble.
+  // The table holds the same exact floats cvtepi32_ps gives, so the same
+  // bits in three shuffles and a shift instead of nine integer steps.
+  static void load_both(const Element* p, __m512* out) {
+    const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+    const __m512i wide = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    out[0] = _mm512_permutexvar_ps(wide, table);
+    out[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(wide, 4), table);
+  }
 };
 // Vector c of sixteen elements of a value row: from p + 16c for the
 // unpacked types, WideQ4's own for q4_0; and the bytes such a vector takes.
@@ -416,25 +427,36 @@ struct Avx512Kernels {
     return hsum(numerators_from(scores, j, n, max, sum));
   }
 
-  // 64 output floats per pass for 16-bit caches (four vectors of sixteen
-  // per head, up to four heads: sixteen accumulators); 32 for q8_0, whose
-  // weights change with each 32-value group.
-  static int value_width(const AttentionShape& s) {
-    return s.kv_type == KvCacheType::kQ8_0 || s.kv_type == KvCacheType::kQ4_0 ? 32 : 64;
-  }
+  // 64 output floats per pass (four vectors of sixteen per head, up to four
+  // heads: sixteen accumulators). A quantized cache's pass spans two
+  // 32-value groups, each with its own weights (p times that group's
+  // scale): with one group per pass (32 floats, six accumulators for
+  // SmolLM2's three heads) each accumulator's FMA chain waited on its own
+  // latency. A head_dim of an odd number of groups or sixteens ends on a
+  // narrower pass.
+  static int value_width(const AttentionShape&) { return 64; }
 
+  // scratch: 2 x n x kAttentionChunk floats for a quantized cache.
   static void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
                                 int kv, int d, int64_t row_stride, float* scratch, float* const* out,
                                 const NextKeys& nk) {
     const int64_t offset = kv * s.kv_head_step() + d;
-    if (s.kv_type == KvCacheType::kQ8_0)
-      return values_by_heads<WideQ8>(n, 2, quantized_weights(s, p, scratch, kv, d), runs, offset, row_stride, out, nk);
-    if (s.kv_type == KvCacheType::kQ4_0)  // offsets and strides in bytes (two codes a byte)
-      return values_by_heads<WideQ4>(n, 2, quantized_weights(s, p, scratch, kv, d), runs, offset / 2, row_stride / 2,
-                                     out, nk);
+    if (s.kv_type == KvCacheType::kQ8_0 || s.kv_type == KvCacheType::kQ4_0) {
+      const RunWeights w[2] = {quantized_weights(s, p, scratch, kv, d),
+                               quantized_weights(s, p, scratch + n * kAttentionChunk, kv, d + kKvQ8Group)};
+      const bool two = s.head_dim - d >= 2 * kKvQ8Group;
+      if (s.kv_type == KvCacheType::kQ8_0) {
+        if (two) return values_by_heads<WideQ8, 2>(n, 4, w, runs, offset, row_stride, out, nk);
+        return values_by_heads<WideQ8>(n, 2, w, runs, offset, row_stride, out, nk);
+      }
+      // Offsets and strides in bytes (two codes a byte).
+      if (two) return values_by_heads<WideQ4, 2>(n, 4, w, runs, offset / 2, row_stride / 2, out, nk);
+      return values_by_heads<WideQ4>(n, 2, w, runs, offset / 2, row_stride / 2, out, nk);
+    }
     const int vecs = std::min(64, s.head_dim - d) / 16;
-    if (s.kv_type == KvCacheType::kBF16) return values_by_heads<WideBF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);
-    values_by_heads<WideF16>(n, vecs, RunWeights{p}, runs, offset, row_stride, out, nk);
+    const RunWeights w{p};
+    if (s.kv_type == KvCacheType::kBF16) return values_by_heads<WideBF16>(n, vecs, &w, runs, offset, row_stride, out, nk);
+    values_by_heads<WideF16>(n, vecs, &w, runs, offset, row_stride, out, nk);
   }
 
   // The building blocks of the above (the pair kernels use them too).
@@ -445,10 +467,13 @@ struct Avx512Kernels {
 
   // out[g][0 .. 16 * VECS) += w[g][j] * v_j over the runs' positions in
   // order (accumulate_heads32's arithmetic per float), each V vector
-  // widened once for the G heads.
-  template <class Wide, int G, int VECS>
-  static void values(const RunWeights& weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+  // widened once for the G heads. GROUPS > 1: the vectors split evenly into
+  // that many quantization groups, group k's weights from weights[k].
+  template <class Wide, int G, int VECS, int GROUPS>
+  static void values(const RunWeights* weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
                      float* const* out, const NextKeys& nk) {
+    static_assert(VECS % GROUPS == 0);
+    constexpr int kGroupVecs = VECS / GROUPS;
     __m512 acc[G][VECS];
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g)
@@ -466,23 +491,32 @@ struct Avx512Kernels {
       // run's positions (two per position when there are twice as many).
       const char* nk_line = nk.runs.empty() ? nullptr : nk.first_line(nk.runs[r]);
       const int64_t count = runs[r].count;
-      const float* w_run[G];
-      weights.of_run(runs[r], at, w_run);
+      const float* w_run[GROUPS][G];
+#pragma GCC unroll 2
+      for (int k = 0; k < GROUPS; ++k) weights[k].of_run(runs[r], at, w_run[k]);
       const typename Wide::Element* v = Wide::rows(runs[r]) + offset;
       for (int64_t j = 0; j < count; ++j, v += stride) {
         if (nk_line != nullptr) {
           if (j < nk.lines) asm volatile("prefetcht0 %0" : : "m"(nk_line[64 * j]));
           if (j + count < nk.lines) asm volatile("prefetcht0 %0" : : "m"(nk_line[64 * (j + count)]));
         }
-        __m512 w[G];
+        __m512 w[GROUPS][G];
 #pragma GCC unroll 8
-        for (int g = 0; g < G; ++g) w[g] = _mm512_set1_ps(w_run[g][j]);
+        for (int k = 0; k < GROUPS; ++k)
 #pragma GCC unroll 8
-        for (int c = 0; c < VECS; ++c) {
-          const __m512 vv = load_at<Wide>(v, c);
+          for (int g = 0; g < G; ++g) w[k][g] = _mm512_set1_ps(w_run[k][g][j]);
+        __m512 vv[VECS];
+        if constexpr (requires { Wide::load_both(v, vv); } && kGroupVecs == 2) {
+#pragma GCC unroll 2
+          for (int k = 0; k < GROUPS; ++k) Wide::load_both(v + k * 2 * vector_bytes<Wide>(), vv + 2 * k);
+        } else {
 #pragma GCC unroll 8
-          for (int g = 0; g < G; ++g) acc[g][c] = _mm512_fmadd_ps(w[g], vv, acc[g][c]);
+          for (int c = 0; c < VECS; ++c) vv[c] = load_at<Wide>(v, c);
         }
+#pragma GCC unroll 8
+        for (int c = 0; c < VECS; ++c)
+#pragma GCC unroll 8
+          for (int g = 0; g < G; ++g) acc[g][c] = _mm512_fmadd_ps(w[c / kGroupVecs][g], vv[c], acc[g][c]);
       }
     }
 #pragma GCC unroll 8
@@ -491,25 +525,40 @@ struct Avx512Kernels {
       for (int c = 0; c < VECS; ++c) _mm512_storeu_ps(out[g] + 16 * c, acc[g][c]);
   }
 
-  template <class Wide, int G>
-  static void values_g(int vecs, const RunWeights& w, std::span<const KvRun> runs, int64_t offset, int64_t stride,
+  template <class Wide, int G, int GROUPS>
+  static void values_g(int vecs, const RunWeights* w, std::span<const KvRun> runs, int64_t offset, int64_t stride,
                        float* const* out, const NextKeys& nk) {
-    switch (vecs) {
-      case 4: return values<Wide, G, 4>(w, runs, offset, stride, out, nk);
-      case 3: return values<Wide, G, 3>(w, runs, offset, stride, out, nk);
-      case 2: return values<Wide, G, 2>(w, runs, offset, stride, out, nk);
-      default: return values<Wide, G, 1>(w, runs, offset, stride, out, nk);
+    if constexpr (GROUPS > 1) {
+      return values<Wide, G, 2 * GROUPS, GROUPS>(w, runs, offset, stride, out, nk);  // two vectors a group
+    } else {
+      switch (vecs) {
+        case 4: return values<Wide, G, 4, 1>(w, runs, offset, stride, out, nk);
+        case 3: return values<Wide, G, 3, 1>(w, runs, offset, stride, out, nk);
+        case 2: return values<Wide, G, 2, 1>(w, runs, offset, stride, out, nk);
+        default: return values<Wide, G, 1, 1>(w, runs, offset, stride, out, nk);
+      }
     }
   }
-  template <class Wide>
-  static void values_by_heads(int n, int vecs, const RunWeights& w, std::span<const KvRun> runs, int64_t offset,
+  // GROUPS quantization groups per pass (weights[0 .. GROUPS)), `vecs`
+  // vectors of sixteen per head.
+  template <class Wide, int GROUPS = 1>
+  static void values_by_heads(int n, int vecs, const RunWeights* w, std::span<const KvRun> runs, int64_t offset,
                               int64_t stride, float* const* out, const NextKeys& nk) {
-    switch (n) {
-      case 6: return values_g<Wide, 6>(vecs, w, runs, offset, stride, out, nk);
-      case 4: return values_g<Wide, 4>(vecs, w, runs, offset, stride, out, nk);
-      case 3: return values_g<Wide, 3>(vecs, w, runs, offset, stride, out, nk);
-      case 2: return values_g<Wide, 2>(vecs, w, runs, offset, stride, out, nk);
-      default: return values_g<Wide, 1>(vecs, w, runs, offset, stride, out, nk);
+    if constexpr (GROUPS > 1) {  // at most four heads (kHeadsPerBatch): 4 x 4 accumulators
+      switch (n) {
+        case 4: return values_g<Wide, 4, GROUPS>(vecs, w, runs, offset, stride, out, nk);
+        case 3: return values_g<Wide, 3, GROUPS>(vecs, w, runs, offset, stride, out, nk);
+        case 2: return values_g<Wide, 2, GROUPS>(vecs, w, runs, offset, stride, out, nk);
+        default: return values_g<Wide, 1, GROUPS>(vecs, w, runs, offset, stride, out, nk);
+      }
+    } else {
+      switch (n) {
+        case 6: return values_g<Wide, 6, 1>(vecs, w, runs, offset, stride, out, nk);
+        case 4: return values_g<Wide, 4, 1>(vecs, w, runs, offset, stride, out, nk);
+        case 3: return values_g<Wide, 3, 1>(vecs, w, runs, offset, stride, out, nk);
+        case 2: return values_g<Wide, 2, 1>(vecs, w, runs, offset, stride, out, nk);
+        default: return values_g<Wide, 1, 1>(vecs, w, runs, offset, stride, out, nk);
+      }
     }
   }
 };

@@ -78,8 +78,9 @@ struct Case {
 };
 
 // SmolLM2 (9:3 x 64), Gemma 3 270M (4:1 x 256), MHA, a head_dim of three
-// sixteens (a lone vector beside the 64-float passes: 48 and 112).
-constexpr Case kCases[] = {{9, 3, 64}, {4, 1, 256}, {4, 4, 32}, {6, 2, 48}, {8, 2, 112}, {16, 2, 128}};
+// sixteens (a lone vector beside the 64-float passes: 48 and 112), three
+// q8_0 groups (a one-group pass beside the two-group ones: 96).
+constexpr Case kCases[] = {{9, 3, 64}, {4, 1, 256}, {4, 4, 32}, {6, 2, 48}, {8, 2, 112}, {16, 2, 128}, {6, 2, 96}};
 
 TEST(AttentionAvx512Test, ChunksBitIdenticalToAvx2) {
   for (const Case& c : kCases) {

@@ -176,7 +176,9 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   };
   static_assert(Kernels::kHeadsPerBatch <= kMaxHeadsPerBatch);
   constexpr int kBatch = Kernels::kHeadsPerBatch;
-  alignas(32) float weight_scratch[kBatch * kAttentionChunk];
+  // A quantized cache's value weights: up to two groups' per head (the
+  // AVX-512 kernels' 64-float passes).
+  alignas(32) float weight_scratch[2 * kBatch * kAttentionChunk];
   auto values_of_kv_head = [&](int kv, int kv_next) {
     const auto [i_begin, i_end] = heads_of_kv(kv);
     for (int i0 = i_begin; i0 < i_end; i0 += kBatch) {

@@ -65,17 +65,18 @@ struct Avx512PairKernels : Avx512Kernels {
     const int vecs = std::min(32, s.head_dim - d) / 16;  // a head_dim of an odd number of sixteens ends on one
     if (s.kv_type == KvCacheType::kQ8_0) {
       const RunWeights w = quantized_weights(s, ps, weights, kv, d);
-      return values_by_heads<WideQ8>(slots, vecs, w, runs, offset, row_stride, outs, NextKeys{});
+      return values_by_heads<WideQ8>(slots, vecs, &w, runs, offset, row_stride, outs, NextKeys{});
     }
     if (s.kv_type == KvCacheType::kQ4_0) {
       // One 32-value group (head_dim is whole groups); offsets and strides
       // in bytes.
       const RunWeights w = quantized_weights(s, ps, weights, kv, d);
-      return values_by_heads<WideQ4>(slots, 2, w, runs, offset / 2, row_stride / 2, outs, NextKeys{});
+      return values_by_heads<WideQ4>(slots, 2, &w, runs, offset / 2, row_stride / 2, outs, NextKeys{});
     }
+    const RunWeights w{ps};
     if (s.kv_type == KvCacheType::kBF16)
-      return values_by_heads<WideBF16>(slots, vecs, RunWeights{ps}, runs, offset, row_stride, outs, NextKeys{});
-    values_by_heads<WideF16>(slots, vecs, RunWeights{ps}, runs, offset, row_stride, outs, NextKeys{});
+      return values_by_heads<WideBF16>(slots, vecs, &w, runs, offset, row_stride, outs, NextKeys{});
+    values_by_heads<WideF16>(slots, vecs, &w, runs, offset, row_stride, outs, NextKeys{});
   }
 };
 

@@ -114,7 +114,7 @@ TEST(AttentionQ4Test, BitIdenticalAcrossBlockLayouts) {
 TEST(AttentionQ4Test, SimdPathsAgreeBitForBitAndWithTheReference) {
   const auto p = paths();
   if (p.size() < 2) GTEST_SKIP() << "no SIMD path for q4_0 on this CPU";
-  for (int head_dim : {32, 64, 128, 256}) {
+  for (int head_dim : {32, 64, 96, 128, 256}) {
     for (int64_t n_kv : {1, 7, 16, 33, 255, 256, 700}) {
       for (int64_t block_size : {5, 16, 32}) {
         const AttentionShape base{8, 2, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};

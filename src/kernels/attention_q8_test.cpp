@@ -82,7 +82,7 @@ TEST(AttentionQ8Test, ExactOnTheCachedValuesAndCloseToF16) {
 
 TEST(AttentionQ8Test, Avx2MatchesReference) {
   if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-  for (int head_dim : {32, 64, 128}) {
+  for (int head_dim : {32, 64, 96, 128}) {
     for (int64_t n_kv : {1, 16, 33, 1000}) {
       AttentionShape shape{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
       const auto q = random_floats(9 * head_dim, 401 + n_kv);
