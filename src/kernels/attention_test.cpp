@@ -568,6 +568,9 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
   constexpr int64_t kPositions = 2048, kChunks = kPositions / kAttentionChunk;
   std::vector<float> weights(3 * 1024 * 1024 / 4 * kLayers, 1.0f);  // 3 MB per layer, like SmolLM2's matrices
   for (int type : {0, 1, 2}) {
+    // OMNIBUS_BENCH_TYPE=N: only type N (0 f16, 1 q8_0, 2 q4_0), e.g. under perf.
+    const char* only = std::getenv("OMNIBUS_BENCH_TYPE");
+    if (only != nullptr && type != std::atoi(only)) continue;
     AttentionShape shape{9, 3, 64, 0.125f};
     std::vector<std::vector<uint16_t>> keys(kLayers), values(kLayers);
     std::vector<Q8Store> q8(kLayers);
@@ -585,7 +588,9 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
       std::vector<float> max(kChunks * 9), sum(kChunks * 9);
       std::vector<double> att;
       float sink = 0;
-      for (int rep = 0; rep < 10; ++rep) {
+      const char* reps_env = std::getenv("OMNIBUS_BENCH_REPS");
+      const int reps = reps_env != nullptr ? std::max(1, std::atoi(reps_env)) : 10;
+      for (int rep = 0; rep < reps; ++rep) {
         double t_att = 0;
         for (int l = 0; l < kLayers; ++l) {
           pool.run([&](int t, int count) {
