@@ -62,41 +62,45 @@ struct WideQ8 {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
 };
-// q4_0 V (kernels/kv_quant.h): p points at a position's 16 bytes of one
-// 32-value group; vector c (0, 1) is values 16c .. 16c + 15 in order, each
-// code - 8 as f32 (the low nibbles, then the high ones).
+// q4_0 V (kernels/kv_quant.h): a position's 32-value groups of 16 bytes,
+// each group two vectors (values 0-15, the low nibbles, then 16-31, the
+// high ones), each code - 8 as f32.
 struct WideQ4 {
   using Element = uint8_t;
   static constexpr int kVectorBytes = 8;  // bytes a vector of sixteen takes, on average
   static const Element* rows(const KvRun& run) { return reinterpret_cast<const uint8_t*>(run.v_q); }
-  static __m512 load_at(const Element* p, int c) {
-    __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    if (c == 1) bytes = _mm_srli_epi16(bytes, 4);
-    const __m128i codes = _mm_sub_epi8(_mm_and_si128(bytes, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes));
-  }
-  // Both vectors of a group from one widening: each byte zero-extended to
-  // its int32 lane, and code - 8 looked up by the low four bits (vpermps
-  // reads only those), the lane shifted right by four for the high nibble.
-  // The table holds the same exact floats cvtepi32_ps gives, so the same
-  // bits in three shuffles and a shift instead of nine integer steps.
-  static void load_both(const Element* p, __m512* out) {
+  // The group at p from one widening: each byte zero-extended to its int32
+  // lane, and code - 8 looked up by the low four bits (vpermps reads only
+  // those), the lane shifted right by four for the high nibble. The table
+  // holds the exact floats a conversion gives, so the same bits in three
+  // shuffles and a shift instead of nine integer steps.
+  static void load_group(const Element* p, __m512* out) {
     const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
     const __m512i wide = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     out[0] = _mm512_permutexvar_ps(wide, table);
     out[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(wide, 4), table);
   }
 };
-// Vector c of sixteen elements of a value row: from p + 16c for the
-// unpacked types, WideQ4's own for q4_0; and the bytes such a vector takes.
-template <class Wide>
-inline __m512 load_at(const typename Wide::Element* p, int c) {
-  if constexpr (requires { Wide::load_at(p, c); }) {
-    return Wide::load_at(p, c);
+// The first VECS vectors of sixteen elements of a value row at p: from p +
+// 16c for the unpacked types, a group (two vectors) at a time for q4_0
+// (an odd last vector is its group's first).
+template <class Wide, int VECS>
+inline void load_vectors(const typename Wide::Element* p, __m512* out) {
+  if constexpr (requires { Wide::load_group(p, out); }) {
+    int c = 0;
+#pragma GCC unroll 4
+    for (; c + 2 <= VECS; c += 2) Wide::load_group(p + 8 * c, out + c);
+    if (c < VECS) {
+      __m512 group[2];
+      Wide::load_group(p + 8 * c, group);
+      out[c] = group[0];
+    }
   } else {
-    return Wide::load(p + 16 * c);
+#pragma GCC unroll 8
+    for (int c = 0; c < VECS; ++c) out[c] = Wide::load(p + 16 * c);
   }
 }
+// The bytes a vector of sixteen elements takes.
 template <class Wide>
 constexpr int64_t vector_bytes() {
   if constexpr (requires { Wide::kVectorBytes; }) {
@@ -506,13 +510,7 @@ struct Avx512Kernels {
 #pragma GCC unroll 8
           for (int g = 0; g < G; ++g) w[k][g] = _mm512_set1_ps(w_run[k][g][j]);
         __m512 vv[VECS];
-        if constexpr (requires { Wide::load_both(v, vv); } && kGroupVecs == 2) {
-#pragma GCC unroll 2
-          for (int k = 0; k < GROUPS; ++k) Wide::load_both(v + k * 2 * vector_bytes<Wide>(), vv + 2 * k);
-        } else {
-#pragma GCC unroll 8
-          for (int c = 0; c < VECS; ++c) vv[c] = load_at<Wide>(v, c);
-        }
+        load_vectors<Wide, VECS>(v, vv);
 #pragma GCC unroll 8
         for (int c = 0; c < VECS; ++c)
 #pragma GCC unroll 8
