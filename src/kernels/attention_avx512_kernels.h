@@ -459,7 +459,8 @@ struct Avx512Kernels {
     }
     const int vecs = std::min(64, s.head_dim - d) / 16;
     const RunWeights w{p};
-    if (s.kv_type == KvCacheType::kBF16) return values_by_heads<WideBF16>(n, vecs, &w, runs, offset, row_stride, out, nk);
+    if (s.kv_type == KvCacheType::kBF16)
+      return values_by_heads<WideBF16>(n, vecs, &w, runs, offset, row_stride, out, nk);
     values_by_heads<WideF16>(n, vecs, &w, runs, offset, row_stride, out, nk);
   }
 

@@ -67,8 +67,11 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   KvRunScratch<kAttentionChunk> shared_scratch, tail_scratch;
   KvRun* shared = shared_scratch.data();
   KvRun* tail = tail_scratch.data();
-  // q8_0: each slot's weights times the scales (RunWeights).
+  // q8_0, q4_0: each slot's weights times the scales (RunWeights); the
+  // single-row tail's AVX-512 value pass takes two groups' of up to
+  // kHeadsPerKernel heads.
   alignas(32) float weights[kPairSlots * kAttentionChunk];
+  static_assert(kPairSlots >= 2 * kHeadsPerKernel);
   const int64_t k_step = s.k_run_step(row_stride), v_step = s.v_run_step(row_stride);
   const size_t n_shared = slice_runs(runs, 0, count0, k_step, v_step, shared);
   const size_t n_tail = slice_runs(runs, count0, n_kv - count0, k_step, v_step, tail);
