@@ -89,10 +89,10 @@ inline void load_vectors(const typename Wide::Element* p, __m512* out) {
   if constexpr (requires { Wide::load_group(p, out); }) {
     int c = 0;
 #pragma GCC unroll 4
-    for (; c + 2 <= VECS; c += 2) Wide::load_group(p + 8 * c, out + c);
+    for (; c + 2 <= VECS; c += 2) Wide::load_group(p + Wide::kVectorBytes * c, out + c);
     if (c < VECS) {
       __m512 group[2];
-      Wide::load_group(p + 8 * c, group);
+      Wide::load_group(p + Wide::kVectorBytes * c, group);
       out[c] = group[0];
     }
   } else {
