@@ -22,8 +22,9 @@ constexpr bool kAvx512Built = false;
 namespace avx512 {
 // Never called (avx512_attention_usable is false); keeps the link whole.
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
-  avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead) {
+  avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
 }
 void attention_chunk_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
@@ -40,8 +41,9 @@ constexpr bool kAvx512VnniBuilt = false;
 namespace avx512vnni {
 // Never called (avx512vnni_attention_usable is false); keeps the link whole.
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
-  avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead) {
+  avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
 }
 }  // namespace avx512vnni
 #else
@@ -90,15 +92,16 @@ const char* attention_path_name(int head_dim, KvCacheType kv_type) {
 }
 
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead) {
   if (avx512vnni_attention_usable(s)) {
-    avx512vnni::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+    avx512vnni::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
   } else if (avx512_attention_usable(s)) {
-    avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+    avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
   } else if (avx2_attention_usable(s)) {
-    avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+    avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
   } else {
-    ref::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end);
+    ref::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
   }
 }
 
@@ -226,7 +229,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
     for (int64_t first = 0; first < n_kv; first += kAttentionChunk) {
       const int64_t count = std::min(kAttentionChunk, n_kv - first);
       const size_t n = cursor.slice(first, count, chunk_runs);
-      chunk(s, q, std::span(chunk_runs, n), row_stride, scores, first == 0 ? state : next, h0, h1);
+      chunk(s, q, std::span(chunk_runs, n), row_stride, scores, first == 0 ? state : next, h0, h1, {});
       if (first > 0) attention_merge(s.head_dim, heads, next, state);
     }
     attention_finish(s.head_dim, heads, state, state.acc);
@@ -300,7 +303,8 @@ namespace ref {
 // the softmax numerators are rounded to f16 (as llama.cpp's CPU attention
 // does).
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end) {
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& /*ahead: a prefetch hint, nothing to fetch here*/) {
   const int group = s.n_head / s.n_head_kv;
   const int64_t k_position_step = s.k_position_step(row_stride);
   const int64_t k_dim_step = s.k_dim_stride != 0 ? s.k_dim_stride : 1;

@@ -142,11 +142,23 @@ struct AttentionPartial {
   float* sum = nullptr;
 };
 
+// What a caller computes after a chunk: the runs of its next chunk and the
+// first KV head it takes there (kv < 0: nothing). While the chunk's last
+// KV head computes, that KV head's K and V are fetched into L2 (the
+// AVX-512 kernels with a 16-bit cache; decode at long context, where each
+// thread computes several chunks of a row in turn).
+struct ChunkAhead {
+  std::span<const KvRun> runs;
+  int kv = -1;
+};
+
 // The chunk's partial for heads [head_begin, head_end). runs: the chunk's
 // positions (1..kAttentionChunk of them) in order. scores: scratch for
-// (head_end - head_begin) x the chunk's positions.
+// (head_end - head_begin) x the chunk's positions. `ahead` changes only
+// what is prefetched, never the result.
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead = {});
 
 // Folds `next`, the partial of the chunk after those already in `state`, into
 // `state`, for `heads` heads: M = max of the two maxima, each side scaled by
@@ -170,7 +182,7 @@ size_t slice_runs(std::span<const KvRun> runs, int64_t first, int64_t count, int
 // attention_row_paged with `chunk` computing each chunk (tests run it on
 // each implementation); attention_row_paged passes attention_chunk.
 using AttentionChunkFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*,
-                                  const AttentionPartial&, int, int);
+                                  const AttentionPartial&, int, int, const ChunkAhead&);
 void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& shape, const float* q,
                               std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out,
                               int head_begin, int head_end);
@@ -193,7 +205,8 @@ void attention_row_pair_paged(const AttentionShape& shape, const float* q0, cons
 // The two implementations behind attention_chunk, for tests.
 namespace ref {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead = {});
 }  // namespace ref
 // The AVX2 path's limit on head_dim (Q is copied to a stack buffer).
 inline constexpr int kMaxHeadDim = 256;
@@ -202,7 +215,8 @@ inline constexpr int kMaxHeadDim = 256;
 // head_dim <= kMaxHeadDim.
 namespace avx2 {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead = {});
 // One chunk of attention_row_pair_paged: row 1 over all the runs' positions,
 // row 0 over the first count0 (>= 1) of them. Transposed K (f16, bf16, q8_0)
 // only; heads [head_begin, head_end) at most 16.
@@ -216,7 +230,8 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
 // inner loops. Only call when avx512_attention_usable(s).
 namespace avx512 {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead = {});
 void attention_chunk_pair(const AttentionShape& shape, const float* q0, const float* q1, std::span<const KvRun> runs,
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
                           const AttentionPartial& out1, int head_begin, int head_end);
@@ -225,7 +240,8 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
 // where avx512vnni_attention_usable.
 namespace avx512vnni {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end);
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead = {});
 }  // namespace avx512vnni
 // True where this build has the AVX-512 kernels, the CPU runs them
 // (cpu_features().avx512f) and the shape suits them (head_dim a multiple of

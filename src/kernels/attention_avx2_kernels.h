@@ -326,6 +326,9 @@ struct NextKeys {
   int64_t head_bytes = 0;
   bool q8 = false;
   int64_t line0 = 0, lines = 0;
+  // The next unit's lines (LineCursor), for the AVX-512 16-bit value loops
+  // to step once a position (kValueStepWeight) instead of the above.
+  LineCursor* ahead = nullptr;
   const char* first_line(const KvRun& run) const {
     const char* k = q8 ? reinterpret_cast<const char*>(run.k_q) : reinterpret_cast<const char*>(run.k);
     return k + head_bytes + 64 * line0;

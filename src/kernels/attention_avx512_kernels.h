@@ -167,8 +167,10 @@ struct GroupPrefetch {
   const char* k[kScoreVectors] = {};
   const char* v[kScoreVectors] = {};
   int k_lines = 0, v_lines = 0;
+  LineCursor* ahead = nullptr;  // the next unit's lines: one step per run per d
   template <int V>
   void at(int d) const {
+    if (ahead != nullptr) ahead->step(V);
     if (d < k_lines) {
 #pragma GCC unroll 8
       for (int i = 0; i < V; ++i) asm volatile("prefetcht0 %0" : : "m"(k[i][64 * d]));
@@ -191,6 +193,7 @@ inline GroupPrefetch group_prefetch(const size_t* starts, int n, PrefetchOf&& pr
   g.k_lines = g.v_lines = 1 << 30;
   for (int i = 0; i < n; ++i) {
     p[i] = prefetch_of(starts[i] + n, starts[i]);
+    if (i == 0) g.ahead = p[i].ahead;
     g.k_lines = p[i].a == nullptr ? 0 : std::min(g.k_lines, p[i].a_lines);
     g.v_lines = p[i].b == nullptr ? 0 : std::min(g.v_lines, p[i].b_lines);
   }
@@ -304,6 +307,8 @@ struct Avx512Kernels {
   // Gemma 3's MQA 4:1) fit the 32 zmm registers in both passes (scores:
   // 4 x 4 accumulators; values: 4 x 4 accumulators and 4 weights).
   static constexpr int kHeadsPerBatch = 4;
+  // The 16-bit caches' loops step the next unit's LineCursor.
+  static constexpr bool kFetchesAhead = true;
   template <class Fmt, int G, class PrefetchOf>
   static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
                          int head_dim, float scale, float* const* out, PrefetchOf&& prefetch_of) {
@@ -485,9 +490,12 @@ struct Avx512Kernels {
 #pragma GCC unroll 8
       for (int c = 0; c < VECS; ++c) acc[g][c] = _mm512_loadu_ps(out[g] + 16 * c);
     const int64_t row_bytes = VECS * vector_bytes<Wide>();
+    // Only the 16-bit caches' loops carry the next unit's lines (LineCursor).
+    constexpr bool kSixteenBit = std::is_same_v<Wide, WideF16> || std::is_same_v<Wide, WideBF16>;
+    LineCursor::Walk ahead = kSixteenBit && nk.ahead != nullptr ? nk.ahead->walk() : LineCursor::Walk{};
     int64_t at = 0;
     for (size_t r = 0; r < runs.size(); at += runs[r++].count) {
-      if (nk.runs.empty() && r + 1 < runs.size()) {
+      if (nk.runs.empty() && nk.ahead == nullptr && r + 1 < runs.size()) {
         const auto* next = reinterpret_cast<const char*>(Wide::rows(runs[r + 1]) + offset);
         const int64_t stride_bytes = stride * static_cast<int64_t>(sizeof(typename Wide::Element));
         for (int64_t line = 0; line < row_bytes; line += 64) prefetch_rows(next + line, runs[r + 1].count, stride_bytes);
@@ -505,6 +513,9 @@ struct Avx512Kernels {
           if (j < nk.lines) asm volatile("prefetcht0 %0" : : "m"(nk_line[64 * j]));
           if (j + count < nk.lines) asm volatile("prefetcht0 %0" : : "m"(nk_line[64 * (j + count)]));
         }
+        if constexpr (kSixteenBit) {
+          if (nk.ahead != nullptr) ahead.step(kValueStepWeight);
+        }
         __m512 w[GROUPS][G];
 #pragma GCC unroll 8
         for (int k = 0; k < GROUPS; ++k)
@@ -518,6 +529,7 @@ struct Avx512Kernels {
           for (int g = 0; g < G; ++g) acc[g][c] = _mm512_fmadd_ps(w[c / kGroupVecs][g], vv[c], acc[g][c]);
       }
     }
+    if (kSixteenBit && nk.ahead != nullptr) nk.ahead->save(ahead);
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8

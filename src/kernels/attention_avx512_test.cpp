@@ -97,16 +97,20 @@ TEST(AttentionAvx512Test, ChunksBitIdenticalToAvx2) {
             if (h0 >= h1) continue;
             const int heads = h1 - h0;
             std::vector<float> scores(static_cast<size_t>(heads) * n_kv);
-            auto run = [&](AttentionChunkFn fn, std::vector<float>& acc, std::vector<float>& mx, std::vector<float>& sm) {
+            auto run = [&](AttentionChunkFn fn, std::vector<float>& acc, std::vector<float>& mx, std::vector<float>& sm,
+                           const ChunkAhead& ahead) {
               acc.assign(static_cast<size_t>(heads) * c.head_dim, NAN);
               mx.assign(heads, NAN);
               sm.assign(heads, NAN);
               fn(l.shape, q.data(), l.runs, l.row_stride, scores.data(), AttentionPartial{acc.data(), mx.data(), sm.data()},
-                 h0, h1);
+                 h0, h1, ahead);
             };
-            std::vector<float> a_acc, a_max, a_sum, b_acc, b_max, b_sum;
-            run(avx2::attention_chunk, a_acc, a_max, a_sum);
-            run(avx512::attention_chunk, b_acc, b_max, b_sum);
+            std::vector<float> a_acc, a_max, a_sum, b_acc, b_max, b_sum, c_acc, c_max, c_sum;
+            run(avx2::attention_chunk, a_acc, a_max, a_sum, {});
+            run(avx512::attention_chunk, b_acc, b_max, b_sum, {});
+            // A next chunk to fetch ahead (here the same runs' last KV head)
+            // changes only what is prefetched.
+            run(avx512::attention_chunk, c_acc, c_max, c_sum, ChunkAhead{l.runs, c.n_head_kv - 1});
             const std::string where = std::string(l.name) + " heads " + std::to_string(c.n_head) + ":" +
                                       std::to_string(c.n_head_kv) + "x" + std::to_string(c.head_dim) + " n_kv " +
                                       std::to_string(n_kv) + " block " + std::to_string(block_size) + " heads [" +
@@ -114,6 +118,9 @@ TEST(AttentionAvx512Test, ChunksBitIdenticalToAvx2) {
             EXPECT_EQ(0, std::memcmp(a_acc.data(), b_acc.data(), a_acc.size() * sizeof(float))) << where;
             EXPECT_EQ(0, std::memcmp(a_max.data(), b_max.data(), a_max.size() * sizeof(float))) << where;
             EXPECT_EQ(0, std::memcmp(a_sum.data(), b_sum.data(), a_sum.size() * sizeof(float))) << where;
+            EXPECT_EQ(0, std::memcmp(a_acc.data(), c_acc.data(), a_acc.size() * sizeof(float))) << where << " ahead";
+            EXPECT_EQ(0, std::memcmp(a_max.data(), c_max.data(), a_max.size() * sizeof(float))) << where << " ahead";
+            EXPECT_EQ(0, std::memcmp(a_sum.data(), c_sum.data(), a_sum.size() * sizeof(float))) << where << " ahead";
           }
         }
       }

@@ -27,6 +27,8 @@ constexpr int kMaxHeadsPerBatch = 4;
 struct Avx2Kernels {
   // Query heads sharing a KV head per call: three fill the 16 ymm registers.
   static constexpr int kHeadsPerBatch = kHeadsPerKernel;
+  // No LineCursor: measured 2% slower here (the value loop spills already).
+  static constexpr bool kFetchesAhead = false;
   template <class Fmt, int G, class PrefetchOf>
   static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
                          int head_dim, float scale, float* const* out, PrefetchOf&& prefetch_of) {
@@ -60,7 +62,7 @@ struct Avx2Kernels {
 
 template <class Kernels>
 void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                  float* scores, const AttentionPartial& out, int head_begin, int head_end) {
+                  float* scores, const AttentionPartial& out, int head_begin, int head_end, const ChunkAhead& ahead) {
   const int group = s.n_head / s.n_head_kv;
   const int heads = head_end - head_begin;
   int64_t n_kv = 0;
@@ -179,6 +181,26 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // A quantized cache's value weights: up to two groups' per head (the
   // AVX-512 kernels' 64-float passes).
   alignas(32) float weight_scratch[2 * kBatch * kAttentionChunk];
+  // The AVX-512 kernels with a 16-bit cache in the paged layout fetch the
+  // next unit's K and V into L2 over each unit's loops (LineCursor): KV
+  // head kv + 1's, or for the last KV head the caller's next chunk's
+  // (`ahead`). They then leave out the driver's own fetch of the next KV
+  // head's K during the values.
+  const bool fetch_ahead = Kernels::kFetchesAhead && spread && !q8 && !q4;
+  LineCursor cursor;
+  auto start_unit = [&](int kv) {
+    cursor.clear();
+    const auto add_unit = [&](std::span<const KvRun> of, int unit_kv) {
+      for (const KvRun& run : of)
+        cursor.add(key_bytes(run, unit_kv), ((s.head_dim - 1) * s.k_dim_stride + run.count) * element_bytes);
+      for (const KvRun& run : of) cursor.add(value_bytes(run, unit_kv), run.count * row_stride * element_bytes);
+    };
+    if (kv < kv_last) add_unit(runs, kv + 1);
+    else if (ahead.kv >= 0) add_unit(ahead.runs, ahead.kv);
+    // Score steps (runs x head_dim) and value steps (positions x passes).
+    const int64_t passes = (s.head_dim + Kernels::value_width(s) - 1) / Kernels::value_width(s);
+    cursor.pace(static_cast<int64_t>(runs.size()) * s.head_dim + kValueStepWeight * n_kv * passes);
+  };
   auto values_of_kv_head = [&](int kv, int kv_next) {
     const auto [i_begin, i_end] = heads_of_kv(kv);
     for (int i0 = i_begin; i0 < i_end; i0 += kBatch) {
@@ -197,7 +219,9 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         // width passes taking them all (the value kernels issue them over
         // the block's positions).
         NextKeys nk;
-        if (kv_next >= 0 && i0 == i_begin) {
+        if (fetch_ahead) {
+          if (i0 == i_begin && cursor.lines() > 0) nk.ahead = &cursor;
+        } else if (kv_next >= 0 && i0 == i_begin) {
           const int64_t lines = (bytes_of(s.head_dim * s.k_dim_stride) + 63) / 64;
           const int64_t passes = (s.head_dim + width - 1) / width;
           nk = {runs, bytes_of(kv_next * s.kv_head_stride), q8 || q4, d / width * (lines / passes), lines / passes};
@@ -218,6 +242,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     // docs/profiling.md). Each head's arithmetic is unchanged.
     prefetch_keys(0);  // run 0's K: nothing computes before it
     for (int kv = kv_first; kv <= kv_last; ++kv) {
+      if (fetch_ahead) start_unit(kv);
       const auto [i_begin, i_end] = heads_of_kv(kv);
       for (int i0 = i_begin; i0 < i_end; i0 += kBatch) {
         const int n = std::min(kBatch, i_end - i0);
@@ -234,6 +259,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
           if (!first_batch) return SpreadPrefetch{};
           SpreadPrefetch pf = spread_prefetch(k_run, v_run, kv);
           if (kv != kv_first) pf.a = nullptr, pf.a_lines = 0;
+          if (cursor.lines() > 0) pf.ahead = &cursor;
           return pf;
         };
         const int64_t head_offset = kv * s.kv_head_step();
@@ -339,11 +365,16 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
 // kMaxHeadsPerPass heads per pass.
 template <class Kernels>
 void attention_chunk_with(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                          float* scores, const AttentionPartial& out, int head_begin, int head_end) {
+                          float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                          const ChunkAhead& ahead) {
+  const int group = s.n_head / s.n_head_kv;
   for (int h = head_begin; h < head_end; h += kMaxHeadsPerPass) {
     const int i = h - head_begin;
     const AttentionPartial part{out.acc + static_cast<int64_t>(i) * s.head_dim, out.max + i, out.sum + i};
-    attend_heads<Kernels>(s, q, runs, row_stride, scores, part, h, std::min(head_end, h + kMaxHeadsPerPass));
+    const int h_end = std::min(head_end, h + kMaxHeadsPerPass);
+    // Another pass follows: its first KV head is this pass's next unit.
+    const ChunkAhead next = h_end < head_end ? ChunkAhead{runs, h_end / group} : ahead;
+    attend_heads<Kernels>(s, q, runs, row_stride, scores, part, h, h_end, next);
   }
 }
 

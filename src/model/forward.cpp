@@ -43,8 +43,9 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   scores_.resize(static_cast<size_t>(pool_.size()) * 2 * kHeadsPerCall * scores_stride_);
   row_units_.reserve(b);
   // A row attends to at most max_positions positions, so at most that many
-  // runs even with block_size 1.
-  runs_stride_ = max_positions;
+  // runs even with block_size 1; attend_chunk_share holds two chunks' runs
+  // (the current and the next).
+  runs_stride_ = std::max<int64_t>(max_positions, 2 * kAttentionChunk);
   runs_.resize(static_cast<size_t>(pool_.size()) * runs_stride_);
   // Chunk partials of decode rows: room for two rows at full context, and
   // at least 16 chunks per thread.
@@ -458,7 +459,9 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
 // finished on the spot, longer rows are merged in position order after the
 // job. At 2,048 positions this splits one row's KV reads evenly between the
 // threads (a head split left each thread reading two of SmolLM2's three KV
-// heads). Needs plan_chunks(layer, rows) first.
+// heads). Each call is told the thread's next one (ChunkAhead), whose first
+// K and V the kernels may fetch meanwhile. Needs plan_chunks(layer, rows)
+// first.
 void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   struct Job {
     ForwardPass* pass;
@@ -476,36 +479,74 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
   const ModelConfig& c = model_->config();
   const AttentionShape shape = attention_shape(c, kv);
   const ChunkPlan& plan = chunk_plan(layer);
+  const int group = c.n_head / c.n_head_kv;
   float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
-  KvRun* runs = runs_.data() + t * runs_stride_;
+  // Two run buffers: the current call's chunk and the next one's, which the
+  // current call fetches ahead (ChunkAhead).
+  KvRun* const buffers[2] = {runs_.data() + t * runs_stride_, runs_.data() + t * runs_stride_ + kAttentionChunk};
   // This thread's units start in [lo, hi) of the cost line.
   const int64_t lo = plan.total_cost * t / count, hi = plan.total_cost * (t + 1) / count;
-  int64_t at = 0;  // cost before the current chunk
-  for (size_t i = 0; i < rows.size() && at < hi; ++i) {
-    const BatchRow& row = rows[i];
-    const int64_t first_chunk = plan.first_chunk[i], n_chunks = plan.first_chunk[i + 1] - first_chunk;
-    // Chunks count from the row's first visible position, as in attend_rows.
-    const int64_t first = c.first_visible(layer, row.pos);
-    for (int64_t ch = 0; ch < n_chunks && at < hi; ++ch) {
-      const int64_t positions = std::min(kAttentionChunk, row.pos + 1 - first - ch * kAttentionChunk);
-      const int64_t unit = positions + kChunkUnitOverhead;
-      // Heads h whose units start in [lo, hi): at + h * unit in range.
-      const int h_begin = static_cast<int>(std::clamp<int64_t>((lo - at + unit - 1) / unit, 0, c.n_head));
-      const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
-      at += unit * c.n_head;
-      if (h_begin >= h_end) continue;
-      const size_t n_runs = position_runs(row, layer, kv, first + ch * kAttentionChunk, positions, runs);
-      const int64_t partial = first_chunk + ch;
-      for (int h = h_begin; h < h_end; h += kHeadsPerCall) {
-        const int h1 = std::min(h_end, h + kHeadsPerCall);
-        const AttentionPartial part = chunk_partial(partial, h);
-        attention_chunk(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), std::span(runs, n_runs),
-                        kv.position_stride(), scores, part, h, h1);
-        if (n_chunks == 1)
-          attention_finish(c.head_dim, h1 - h, part,
-                           attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);
+  // This thread's chunks in order: (row, chunk, heads whose units start in
+  // [lo, hi)), walked one ahead.
+  struct Call {
+    size_t row = 0;
+    int64_t chunk = 0, first = 0, positions = 0;
+    int h_begin = 0, h_end = 0;
+  };
+  size_t walk_row = 0;
+  int64_t walk_chunk = 0, at = 0;  // at: cost before the walk's chunk
+  auto next_call = [&](Call& call) {
+    for (; walk_row < rows.size() && at < hi; ++walk_row, walk_chunk = 0) {
+      const BatchRow& row = rows[walk_row];
+      const int64_t n_chunks = plan.first_chunk[walk_row + 1] - plan.first_chunk[walk_row];
+      // Chunks count from the row's first visible position, as in attend_rows.
+      const int64_t first = c.first_visible(layer, row.pos);
+      while (walk_chunk < n_chunks && at < hi) {
+        const int64_t ch = walk_chunk++;
+        const int64_t positions = std::min(kAttentionChunk, row.pos + 1 - first - ch * kAttentionChunk);
+        const int64_t unit = positions + kChunkUnitOverhead;
+        // Heads h whose units start in [lo, hi): at + h * unit in range.
+        const int h_begin = static_cast<int>(std::clamp<int64_t>((lo - at + unit - 1) / unit, 0, c.n_head));
+        const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
+        at += unit * c.n_head;
+        if (h_begin < h_end) {
+          call = {walk_row, ch, first + ch * kAttentionChunk, positions, h_begin, h_end};
+          return true;
+        }
       }
     }
+    return false;
+  };
+  auto runs_of = [&](const Call& call, KvRun* out) {
+    return std::span<const KvRun>(out, position_runs(rows[call.row], layer, kv, call.first, call.positions, out));
+  };
+  Call call, next;
+  if (!next_call(call)) return;
+  int buffer = 0;
+  std::span<const KvRun> runs = runs_of(call, buffers[buffer]);
+  for (;;) {
+    const bool more = next_call(next);
+    const std::span<const KvRun> next_runs = more ? runs_of(next, buffers[1 - buffer]) : std::span<const KvRun>{};
+    const size_t i = call.row;
+    const int64_t partial = plan.first_chunk[i] + call.chunk;
+    const bool whole_row = plan.first_chunk[i + 1] - plan.first_chunk[i] == 1;
+    for (int h = call.h_begin; h < call.h_end; h += kHeadsPerCall) {
+      const int h1 = std::min(call.h_end, h + kHeadsPerCall);
+      // What this thread computes next: the same chunk's next heads, or its next chunk.
+      const ChunkAhead ahead = h1 < call.h_end ? ChunkAhead{runs, h1 / group}
+                               : more         ? ChunkAhead{next_runs, next.h_begin / group}
+                                              : ChunkAhead{};
+      const AttentionPartial part = chunk_partial(partial, h);
+      attention_chunk(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), runs, kv.position_stride(), scores, part,
+                      h, h1, ahead);
+      if (whole_row)
+        attention_finish(c.head_dim, h1 - h, part,
+                         attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);
+    }
+    if (!more) break;
+    call = next;
+    runs = next_runs;
+    buffer = 1 - buffer;
   }
 }
 
