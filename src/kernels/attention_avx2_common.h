@@ -133,13 +133,14 @@ inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes
   for (int64_t j = 0; j < count; ++j, p += stride_bytes) asm volatile("prefetcht0 %0" : : "m"(*p));
 }
 
+class LineCursor;
+
 // Prefetches spread over a kernel's loop instead of issued in one burst
 // before it: at step i, line i of a and of b (while i < lines). With one or
 // two per step of the d loop instead of ~200 per KV block up front, a
 // decode row at 2,048 positions from DRAM went 309-333 -> 280-311 us (bf16;
 // docs/profiling.md); likely the burst queued on the core's few
 // outstanding misses.
-class LineCursor;
 struct SpreadPrefetch {
   const char* a = nullptr;  // may be null
   const char* b = nullptr;  // may be null
@@ -153,6 +154,10 @@ struct SpreadPrefetch {
   }
 };
 
+// A value loop's position weighs this many score steps (one run's step of
+// the d loop) in a LineCursor's pace: 8-32 measured alike.
+inline constexpr int64_t kValueStepWeight = 16;
+
 // The lines the next unit of a chunk's work will read (the K and V of its
 // next KV head, or of the first KV head of the caller's next chunk,
 // ChunkAhead), fetched into L2 (`prefetcht1`) while this unit computes,
@@ -165,11 +170,8 @@ struct SpreadPrefetch {
 // this pacing decode after 1,926 tokens went +7% (f16 cache) and +3%
 // (bf16) on AVX-512 (docs/profiling.md, "Nineteenth session"). Not used
 // for the quantized caches, whose attention is bound by arithmetic (q8_0
-// +1-2%, q4_0 -2 to -4%), nor by the AVX2 kernels (-2%: their value loop
+// +1-2%, q4_0 -2 to -4%), nor in the AVX2 kernels (-2%: their value loop
 // spills already).
-// A value loop's position weighs this many score steps (one run's step of
-// the d loop) in a LineCursor's pace: 8-32 measured alike.
-inline constexpr int64_t kValueStepWeight = 16;
 class LineCursor {
   struct Range {
     uintptr_t begin, end;
