@@ -588,7 +588,7 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
       std::vector<float> scores(static_cast<size_t>(threads) * 9 * kAttentionChunk), acc(kChunks * 9 * 64);
       std::vector<float> max(kChunks * 9), sum(kChunks * 9);
       std::vector<double> att;
-      float sink = 0;
+      std::vector<float> sink(threads, 0.0f);  // per thread: the weight sweep's sums, kept
       std::atomic<int> touched{0};  // keeps the touching reads
       const char* reps_env = std::getenv("OMNIBUS_BENCH_REPS");
       const int reps = reps_env != nullptr ? std::max(1, std::atoi(reps_env)) : 10;
@@ -599,7 +599,7 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
             const size_t n = weights.size() / kLayers, b = l * n;
             float s = 0;
             for (size_t i = b + n * t / count; i < b + n * (t + 1) / count; i += 16) s += weights[i];
-            sink += s;
+            sink[t] += s;
           });
           // OMNIBUS_BENCH_TOUCH=1: every thread reads the layer's K/V just
           // before the timed part (which then runs from L2): the ceiling of
@@ -649,7 +649,7 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
       std::sort(att.begin(), att.end());
       std::printf("evicted, %s, %d threads: median %6.1f us per layer (best %6.1f)%s\n",
                   type == 2 ? "q4_0" : type == 1 ? "q8_0" : "f16",
-                  threads, att[att.size() / 2] * 1e6, att[0] * 1e6, sink == 0 && touched == 1 ? " " : "");
+                  threads, att[att.size() / 2] * 1e6, att[0] * 1e6, sink[0] == 0 && touched == 1 ? " " : "");
     }
   }
 }
