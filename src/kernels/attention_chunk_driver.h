@@ -94,6 +94,14 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     return q8 || q4 ? reinterpret_cast<const char*>(run.v_q) + bytes_of(kv * s.kv_head_stride)
                     : reinterpret_cast<const char*>(run.v + kv * s.kv_head_stride);
   };
+  // The bytes from there that one KV head's transposed K (head_dim rows of
+  // k_dim_stride, the last cut at the run's end; q4_0: head_dim / 8 octet
+  // rows of four bytes a position) and V rows of a run span.
+  auto key_span = [&](const KvRun& run) {
+    return q4 ? (s.head_dim / 8 - 1) * 4 * s.k_dim_stride + 4 * run.count
+              : ((s.head_dim - 1) * s.k_dim_stride + run.count) * element_bytes;
+  };
+  auto value_span = [&](const KvRun& run) { return bytes_of(run.count * row_stride); };
   // q4_0 scores take Q as q8_0 codes, quantized once per head and call.
   Q4Query q4buf[kMaxHeadsPerPass];
   if (q4) quantize_q4_queries(q, head_begin, heads, s.head_dim, q4buf);
@@ -130,12 +138,10 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     int64_t k_bytes = 0;
     if (k_run < runs.size()) {
       next_k = key_bytes(runs[k_run], kv);
-      // q4_0: head_dim / 8 octet rows of four bytes a position.
-      k_bytes = q4 ? (s.head_dim / 8 - 1) * 4 * s.k_dim_stride + 4 * runs[k_run].count
-                   : ((s.head_dim - 1) * s.k_dim_stride + runs[k_run].count) * element_bytes;
+      k_bytes = key_span(runs[k_run]);
     }
     SpreadPrefetch pf{next_k, value_bytes(runs[v_run], kv), static_cast<int>((k_bytes + 63) / 64),
-                      static_cast<int>((bytes_of(runs[v_run].count * row_stride) + 63) / 64)};
+                      static_cast<int>((value_span(runs[v_run]) + 63) / 64)};
     // Lines past the loop's head_dim steps (blocks of more than 32
     // positions at head_dim 64) go in a burst now.
     if (pf.a_lines > s.head_dim) prefetch_rows(pf.a + 64 * s.head_dim, pf.a_lines - s.head_dim, 64);
@@ -188,18 +194,19 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // head's K during the values.
   const bool fetch_ahead = Kernels::kFetchesAhead && spread && !q8 && !q4;
   LineCursor cursor;
+  // A unit's steps: its score steps (runs x head_dim) and its value steps
+  // (positions x value passes), the latter weighted.
+  const int64_t value_passes = (s.head_dim + Kernels::value_width(s) - 1) / Kernels::value_width(s);
+  const int64_t unit_weight = static_cast<int64_t>(runs.size()) * s.head_dim + kValueStepWeight * n_kv * value_passes;
   auto start_unit = [&](int kv) {
     cursor.clear();
     const auto add_unit = [&](std::span<const KvRun> of, int unit_kv) {
-      for (const KvRun& run : of)
-        cursor.add(key_bytes(run, unit_kv), ((s.head_dim - 1) * s.k_dim_stride + run.count) * element_bytes);
-      for (const KvRun& run : of) cursor.add(value_bytes(run, unit_kv), run.count * row_stride * element_bytes);
+      for (const KvRun& run : of) cursor.add(key_bytes(run, unit_kv), key_span(run));
+      for (const KvRun& run : of) cursor.add(value_bytes(run, unit_kv), value_span(run));
     };
     if (kv < kv_last) add_unit(runs, kv + 1);
     else if (ahead.kv >= 0) add_unit(ahead.runs, ahead.kv);
-    // Score steps (runs x head_dim) and value steps (positions x passes).
-    const int64_t passes = (s.head_dim + Kernels::value_width(s) - 1) / Kernels::value_width(s);
-    cursor.pace(static_cast<int64_t>(runs.size()) * s.head_dim + kValueStepWeight * n_kv * passes);
+    cursor.pace(unit_weight);
   };
   auto values_of_kv_head = [&](int kv, int kv_next) {
     const auto [i_begin, i_end] = heads_of_kv(kv);
@@ -223,8 +230,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
           if (i0 == i_begin && cursor.lines() > 0) nk.ahead = &cursor;
         } else if (kv_next >= 0 && i0 == i_begin) {
           const int64_t lines = (bytes_of(s.head_dim * s.k_dim_stride) + 63) / 64;
-          const int64_t passes = (s.head_dim + width - 1) / width;
-          nk = {runs, bytes_of(kv_next * s.kv_head_stride), q8 || q4, d / width * (lines / passes), lines / passes};
+          nk = {runs, bytes_of(kv_next * s.kv_head_stride), q8 || q4, d / width * (lines / value_passes),
+                lines / value_passes};
         }
         Kernels::accumulate_values(s, n, ps, runs, kv, d, row_stride, weight_scratch, outs, nk);
       }

@@ -592,6 +592,7 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
       std::atomic<int> touched{0};  // keeps the touching reads
       const char* reps_env = std::getenv("OMNIBUS_BENCH_REPS");
       const int reps = reps_env != nullptr ? std::max(1, std::atoi(reps_env)) : 10;
+      const bool touch_first = std::getenv("OMNIBUS_BENCH_TOUCH") != nullptr;
       for (int rep = 0; rep < reps; ++rep) {
         double t_att = 0;
         for (int l = 0; l < kLayers; ++l) {
@@ -604,7 +605,7 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
           // OMNIBUS_BENCH_TOUCH=1: every thread reads the layer's K/V just
           // before the timed part (which then runs from L2): the ceiling of
           // any prefetch scheme (docs/profiling.md, "Nineteenth session").
-          if (std::getenv("OMNIBUS_BENCH_TOUCH") != nullptr) {
+          if (touch_first) {
             pool.run([&](int, int) {
               int s = 0;
               auto touch = [&](const void* p, size_t bytes) {
