@@ -184,8 +184,9 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
         "runs": {"prefill": pre, "decode": dec, "decode_long_context": long_dec},
         **({"decode_read_gb_per_s_around": bw_around} if bw_around else {}),
         **({"decode_tokens_per_s_long_context": median(r["decode_tokens_per_s"] for r in long_dec),
-            "long_context_share_paired": median(l["decode_tokens_per_s"] / d["decode_tokens_per_s"]
-                                                for d, l in zip(dec, long_dec))}
+            "long_context_shares_paired": (shares := [l["decode_tokens_per_s"] / d["decode_tokens_per_s"]
+                                                      for d, l in zip(dec, long_dec)]),
+            "long_context_share_paired": median(shares)}
            if long_dec else {}),
     }
 
@@ -310,8 +311,8 @@ def llama_child(config_path):
                  "decode_tokens_per_s_long_context": long_dec},
         **({"decode_read_gb_per_s_around": bw_around} if bw_around else {}),
         **({"decode_tokens_per_s_long_context": statistics.median(long_dec),
-            "long_context_share_paired": statistics.median(
-                l / d for d, l in zip(paired_short, long_dec))} if long_dec else {}),
+            "long_context_shares_paired": (shares := [l / d for d, l in zip(paired_short, long_dec)]),
+            "long_context_share_paired": statistics.median(shares)} if long_dec else {}),
     }))
 
 
@@ -377,9 +378,13 @@ def print_long_context(omni, llama, n_tokens, roof=None):
             continue
         long_speed = r["decode_tokens_per_s_long_context"]
         paired = r.get("long_context_share_paired")
+        # The spread of the pairs: on a shared VM one pair moves by several
+        # points, so a median near a bar says little without it.
+        shares = r.get("long_context_shares_paired") or []
+        spread = f", pairs {100 * min(shares):.0f}-{100 * max(shares):.0f}%" if len(shares) > 1 else ""
         print(f"  {name:10s} {long_speed:7.1f} tok/s = {100 * long_speed / r['decode_tokens_per_s']:.0f}% "
               f"of its short-context decode"
-              + (f" (median of back-to-back pairs: {100 * paired:.0f}%)" if paired else "")
+              + (f" (median of back-to-back pairs: {100 * paired:.0f}%{spread})" if paired else "")
               + (f", {100 * long_speed / roof['decode_tokens_per_s']:.0f}% of the roofline" if roof else ""))
     if omni and llama and "decode_tokens_per_s_long_context" in (omni or {}) and \
             "decode_tokens_per_s_long_context" in (llama or {}):
