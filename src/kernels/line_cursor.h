@@ -26,7 +26,8 @@ inline constexpr int64_t kValueStepWeight = 16;
 // burst of prefetches issues no faster than one core streams from DRAM
 // (~4 ns a line here, any hint), stalling the loop that issues it. With
 // this pacing decode after 1,926 tokens went +7% (f16 cache) and +3%
-// (bf16) on AVX-512 (docs/profiling.md, "Nineteenth session"). Not used
+// (bf16) on AVX-512 (docs/profiling.md, "Nineteenth session"; +26% for
+// f16 on a Zen 4 VM, "Twentieth session"). Not used
 // for the quantized caches, whose attention is bound by arithmetic (q8_0
 // +1-2%, q4_0 -2 to -4%), nor in the AVX2 kernels (-2%: their value loop
 // spills already).
