@@ -175,6 +175,8 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
                      (r["prefill_tokens_per_s"] for r in pre))
     warn_if_unstable(f"omnibus decode tok/s ({threads}t)",
                      (r["decode_tokens_per_s"] for r in dec))
+    # Each long run's share of the short run just before it.
+    shares = [l["decode_tokens_per_s"] / d["decode_tokens_per_s"] for d, l in zip(dec, long_dec)]
     return {
         "prefill_tokens_per_s": median(r["prefill_tokens_per_s"] for r in pre),
         "decode_tokens_per_s": median(r["decode_tokens_per_s"] for r in dec),
@@ -184,8 +186,7 @@ def bench_omnibus(args, threads, prompt_file, expect_tokens, long_prompt_file=No
         "runs": {"prefill": pre, "decode": dec, "decode_long_context": long_dec},
         **({"decode_read_gb_per_s_around": bw_around} if bw_around else {}),
         **({"decode_tokens_per_s_long_context": median(r["decode_tokens_per_s"] for r in long_dec),
-            "long_context_shares_paired": (shares := [l["decode_tokens_per_s"] / d["decode_tokens_per_s"]
-                                                      for d, l in zip(dec, long_dec)]),
+            "long_context_shares_paired": shares,
             "long_context_share_paired": median(shares)}
            if long_dec else {}),
     }
@@ -299,6 +300,7 @@ def llama_child(config_path):
             paired_short.append(decode()[0])
             long_dec.append(decode_long())
     peak = peak_before_long if cfg["long_tokens"] else proc_status_mib("VmHWM")
+    shares = [l / d for d, l in zip(paired_short, long_dec)] if long_dec else []  # paired_short: long runs only
     print(json.dumps({
         "llama_cpp_version": llama_cpp.__version__,
         "prefill_tokens_per_s": statistics.median(pre),
@@ -311,7 +313,7 @@ def llama_child(config_path):
                  "decode_tokens_per_s_long_context": long_dec},
         **({"decode_read_gb_per_s_around": bw_around} if bw_around else {}),
         **({"decode_tokens_per_s_long_context": statistics.median(long_dec),
-            "long_context_shares_paired": (shares := [l / d for d, l in zip(paired_short, long_dec)]),
+            "long_context_shares_paired": shares,
             "long_context_share_paired": statistics.median(shares)} if long_dec else {}),
     }))
 
