@@ -208,6 +208,19 @@ inline GroupPrefetch group_prefetch(const size_t* starts, int n, PrefetchOf&& pr
   return g;
 }
 
+// acc + *w * v, *w broadcast by the FMA's own memory operand ({1to16}):
+// the same single rounding as _mm512_fmadd_ps(_mm512_set1_ps(*w), v, acc).
+// On the Zen 4 VM a vbroadcastss zmm from memory also takes a vector pipe:
+// a standalone q4_0 value loop (per position six broadcasts, eight decode
+// steps, twelve FMAs) ran 16.6 cycles a position with them and 12.4 (its
+// FMA floor) with the broadcasts folded into the FMAs' loads
+// (docs/profiling.md, "Twenty-first session"). GCC keeps a set1 that
+// several FMAs share in a register, so the fold is written out.
+inline __m512 fmadd_broadcast(const float* w, __m512 v, __m512 acc) {
+  asm("vfmadd231ps %[w]%{1to16%}, %[v], %[acc]" : [acc] "+v"(acc) : [v] "v"(v), [w] "m"(*w));
+  return acc;
+}
+
 // score * scale for the first `count` lanes to out.
 inline void store_scores(__m512 acc, __m512 scale, int count, float* out) {
   _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << count) - 1), _mm512_mul_ps(acc, scale));
@@ -235,11 +248,9 @@ inline void score_vectors(const float* const* q, const ScoreVector<typename Wide
 #pragma GCC unroll 8
     for (int v = 0; v < V; ++v) kv[v] = Wide::load(k[v] + d * dim_stride);
 #pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) {
-      const __m512 qd = _mm512_set1_ps(q[g][d]);
+    for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8
-      for (int v = 0; v < V; ++v) acc[g][v] = _mm512_fmadd_ps(qd, kv[v], acc[g][v]);
-    }
+      for (int v = 0; v < V; ++v) acc[g][v] = fmadd_broadcast(&q[g][d], kv[v], acc[g][v]);
   }
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
@@ -270,11 +281,9 @@ inline void score_vectors_q8(const float* const* q, const ScoreVector<int8_t>* v
 #pragma GCC unroll 8
       for (int v = 0; v < V; ++v) kv[v] = WideQ8::load(vec[v].k + d * dim_stride);
 #pragma GCC unroll 8
-      for (int g = 0; g < G; ++g) {
-        const __m512 qd = _mm512_set1_ps(q[g][d]);
+      for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8
-        for (int v = 0; v < V; ++v) part[g][v] = _mm512_fmadd_ps(qd, kv[v], part[g][v]);
-      }
+        for (int v = 0; v < V; ++v) part[g][v] = fmadd_broadcast(&q[g][d], kv[v], part[g][v]);
     }
     const int64_t scale_row = d0 / kKvQ8Group * dim_stride;
 #pragma GCC unroll 8
@@ -516,17 +525,12 @@ struct Avx512Kernels {
         if constexpr (kSixteenBit) {
           if (nk.ahead != nullptr) ahead.step(kValueStepWeight);
         }
-        __m512 w[GROUPS][G];
-#pragma GCC unroll 8
-        for (int k = 0; k < GROUPS; ++k)
-#pragma GCC unroll 8
-          for (int g = 0; g < G; ++g) w[k][g] = _mm512_set1_ps(w_run[k][g][j]);
         __m512 vv[VECS];
         load_vectors<Wide, VECS>(v, vv);
 #pragma GCC unroll 8
         for (int c = 0; c < VECS; ++c)
 #pragma GCC unroll 8
-          for (int g = 0; g < G; ++g) acc[g][c] = _mm512_fmadd_ps(w[c / kGroupVecs][g], vv[c], acc[g][c]);
+          for (int g = 0; g < G; ++g) acc[g][c] = fmadd_broadcast(&w_run[c / kGroupVecs][g][j], vv[c], acc[g][c]);
       }
     }
     if (kSixteenBit && nk.ahead != nullptr) nk.ahead->save(ahead);
