@@ -43,8 +43,8 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   // attention streams every layer's K and V (and scales) each decode step,
   // and on 4 KiB pages each KV head's blocks of one layer cross a page
   // every few blocks (a TLB walk, and the hardware prefetcher stops at the
-  // page's end). Decode after 1,927 tokens went +5% (q4_0 cache, 7 of 8
-  // pairs) and +6% (f16, 5 of 8) on the Zen 4 VM (docs/profiling.md,
+  // page's end). Decode after 1,927 tokens went +10% (f16 cache, 9 of 10
+  // alternating pairs) and +3-5% (q4_0) on the Zen 4 VM (docs/profiling.md,
   // "Twenty-first session"). Untouched huge pages stay out of the resident
   // set as small ones do; a touched one is 2 MiB.
   auto sized = [](auto& buffer, uint64_t count) {
