@@ -466,19 +466,9 @@ def scaling(args, prompt_file, prompt_tokens, short_tokens):
     2t/1t 1.96 where pairs a minute apart read ~1.5."""
     result = {}
     if not args.skip_limits:
-        probes = {1: [], 2: []}
-        for rep in range(args.reps):
-            for t in ((1, 2) if rep % 2 == 0 else (2, 1)):
-                probes[t].append(roofline.measure_machine(t, mib=256, reps=3)["read_gb_per_s"])
-        one, two = median(probes[1]), median(probes[2])
-        paired = median(b / a for a, b in zip(probes[1], probes[2]))
-        result["memory_read_gb_per_s"] = {"1t": one, "2t": two, "2t/1t": paired,
-                                          "2t/1t_of_medians": two / one,
-                                          "runs_1t": probes[1], "runs_2t": probes[2]}
-        print(f"{'memory':9s} {'read GB/s':22s} 1t {one:8.1f}  "
-              f"2t {two:8.1f}  2t/1t {paired:.2f} (median of "
-              f"{len(probes[1])} back-to-back pairs; of the medians "
-              f"{two / one:.2f})")
+        probes = alternate_threads(
+            args.reps, lambda t: roofline.measure_machine(t, mib=256, reps=3)["read_gb_per_s"])
+        result["memory_read_gb_per_s"] = paired_scaling("memory", "read GB/s", probes[1], probes[2])
 
     def omnibus_once(t):
         return {"prefill_tokens_per_s": omnibus_prefill(args, t, prompt_file)["prefill_tokens_per_s"],
@@ -495,23 +485,33 @@ def scaling(args, prompt_file, prompt_tokens, short_tokens):
         if not enabled:
             continue
         once(1), once(2)  # warm-up: page cache, CPU clocks
-        runs = {1: [], 2: []}
-        for rep in range(args.reps):
-            for t in ((1, 2) if rep % 2 == 0 else (2, 1)):
-                runs[t].append(once(t))
-        result[name] = {}
-        for key in ("prefill_tokens_per_s", "decode_tokens_per_s"):
-            ones = [r[key] for r in runs[1]]
-            twos = [r[key] for r in runs[2]]
-            one, two = median(ones), median(twos)
-            paired = median(b / a for a, b in zip(ones, twos))
-            result[name][key] = {"1t": one, "2t": two, "2t/1t": paired,
-                                 "2t/1t_of_medians": two / one,
-                                 "runs_1t": ones, "runs_2t": twos}
-            print(f"{name:9s} {key:22s} 1t {one:8.1f}  2t {two:8.1f}  "
-                  f"2t/1t {paired:.2f} (median of {len(ones)} back-to-back pairs; "
-                  f"of the medians {two / one:.2f})")
+        runs = alternate_threads(args.reps, once)
+        result[name] = {key: paired_scaling(name, key, [r[key] for r in runs[1]], [r[key] for r in runs[2]])
+                        for key in ("prefill_tokens_per_s", "decode_tokens_per_s")}
     return result
+
+
+def alternate_threads(reps, once):
+    """once(1) and once(2), `reps` of each, alternating (1t then 2t, then
+    2t then 1t, ...): {1: [results], 2: [results]}, index i of each list
+    from the same repetition."""
+    runs = {1: [], 2: []}
+    for rep in range(reps):
+        for t in ((1, 2) if rep % 2 == 0 else (2, 1)):
+            runs[t].append(once(t))
+    return runs
+
+
+def paired_scaling(name, key, ones, twos):
+    """Prints and returns 2t/1t as the median of the repetitions' ratios,
+    with the medians per thread count and their ratio."""
+    one, two = median(ones), median(twos)
+    paired = median(b / a for a, b in zip(ones, twos))
+    print(f"{name:9s} {key:22s} 1t {one:8.1f}  2t {two:8.1f}  "
+          f"2t/1t {paired:.2f} (median of {len(ones)} back-to-back pairs; "
+          f"of the medians {two / one:.2f})")
+    return {"1t": one, "2t": two, "2t/1t": paired, "2t/1t_of_medians": two / one,
+            "runs_1t": ones, "runs_2t": twos}
 
 
 def parse_args():
