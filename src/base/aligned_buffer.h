@@ -27,8 +27,9 @@ class AlignedBuffer {
   }
 
   // Discards the old contents; the new contents are unspecified (callers
-  // write before they read). Not touching the memory here keeps untouched
-  // pages of large buffers (the KV cache) out of the resident set.
+  // write before they read). Nothing is touched here: an owner that wants
+  // the pages in now (the KV store, the forward pass's activations) calls
+  // zero_fill().
   //
   // huge_pages: align to 2 MiB and ask the kernel to back the buffer with
   // transparent huge pages (madvise MADV_HUGEPAGE; a hint, ignored where
@@ -46,6 +47,11 @@ class AlignedBuffer {
 #ifdef MADV_HUGEPAGE
     if (huge_pages) madvise(data_, bytes, MADV_HUGEPAGE);
 #endif
+  }
+
+  // Writes zeros over the whole buffer, faulting in every page now.
+  void zero_fill() {
+    if (data_ != nullptr) std::memset(static_cast<void*>(data_), 0, size_ * sizeof(T));
   }
 
   static constexpr size_t kHugePageBytes = size_t{2} << 20;

@@ -32,6 +32,10 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   proj_.resize(b * c.n_embd);
   gate_.resize(b * c.n_ff);
   up_.resize(b * c.n_ff);
+  // Faulted in now, not by the first prompt: on a VM a page's first touch
+  // can cost ~3 ms a MiB (the host backs it), which the first forward call
+  // would otherwise pay inside its TTFT.
+  for (AlignedBuffer<float>* buffer : {&x_, &xn_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_}) buffer->zero_fill();
   // Two sets of angles when window layers rotate with their own base.
   const size_t angle_sets = c.sliding_window > 0 ? 2 : 1;
   rope_cos_.resize(angle_sets * b * (c.rope.rot_dims / 2 + 1));

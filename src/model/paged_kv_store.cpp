@@ -45,8 +45,7 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   // every few blocks (a TLB walk, and the hardware prefetcher stops at the
   // page's end). Decode after 1,927 tokens went +10% (f16 cache, 9 of 10
   // alternating pairs) and +3-5% (q4_0) on the Zen 4 VM (docs/profiling.md,
-  // "Twenty-first session"). Untouched huge pages stay out of the resident
-  // set as small ones do; a touched one is 2 MiB.
+  // "Twenty-first session").
   auto sized = [](auto& buffer, uint64_t count) {
     using Element = std::remove_reference_t<decltype(buffer[0])>;
     buffer.resize(count, count * sizeof(Element) >= (uint64_t{256} << 10));
@@ -68,6 +67,23 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
     sized(kv.keys_, elements + kTransposedKeyOverread);
     sized(kv.values_, elements);
   }
+  // Every page faulted in here, at load, rather than by the prompts that
+  // first reach it (as llama.cpp clears its cache when it creates a
+  // context). With huge pages a short prompt touches the start of every
+  // (layer, KV head) region and so most of the store anyway; a first touch
+  // costs 0.1-3 ms a MiB on these VMs (3 when the host has not backed the
+  // page yet), which was 2-99 ms of a 512-token prefill's TTFT (the
+  // kv_store op); and a machine without the memory fails at start, not
+  // in the middle of a request. Costs: the whole store is resident from
+  // the start (`run -c 32768`, f16: 755 MB) and creating it takes the
+  // zeroing (~70 ms for the server's default 512 MiB once the host has
+  // backed the pages).
+  kv.keys_.zero_fill();
+  kv.values_.zero_fill();
+  kv.key_codes_.zero_fill();
+  kv.value_codes_.zero_fill();
+  kv.key_scales_.zero_fill();
+  kv.value_scales_.zero_fill();
   return kv;
 }
 
