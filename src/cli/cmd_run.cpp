@@ -9,6 +9,7 @@
 
 #include "base/log.h"
 #include "base/profiler.h"
+#include "base/timer.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/sampling_flags.h"
@@ -96,8 +97,13 @@ int run(RunOptions& o) {
   if (o.gen.options.max_tokens >= 0)
     context = static_cast<int>(std::min<int64_t>(context, static_cast<int64_t>(prompt.size()) +
                                                               o.gen.options.max_tokens + 1));
+  const Stopwatch setup;
   auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), context, o.batch, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
+  // "load" counts the KV store and the forward pass's buffers too (their
+  // pages are faulted in at creation), as llama.cpp's load counts its
+  // context.
+  const double load_ms = (loaded->load_seconds + setup.seconds()) * 1e3;
   Profiler profiler;
   if (o.profile) {
     profiler.enable();
@@ -121,12 +127,12 @@ int run(RunOptions& o) {
              "omnibus: prompt {} tokens, TTFT {:.1f} ms, prefill {:.1f} tokens/s, decode {:.1f} tokens/s "
              "({} tokens), load {:.0f} ms, peak RSS {:.0f} MiB\n",
              stats->prompt_tokens, ttft_ms, stats->prefill_tokens_per_second(), stats->decode_tokens_per_second(),
-             stats->generated_tokens, loaded->load_seconds * 1e3, peak_rss_mib());
+             stats->generated_tokens, load_ms, peak_rss_mib());
   if (o.gen.options.speculation.source != DraftSource::kNone)
     fmt::print(stderr, "omnibus: draft: {} of {} guessed tokens accepted ({:.0f}%) in {} of {} decode steps\n",
                stats->accepted_tokens, stats->drafted_tokens, 100 * stats->acceptance_rate(), stats->draft_steps,
                stats->decode_steps);
-  if (!o.stats_json.empty()) write_stats_json(o.stats_json, *stats, loaded->load_seconds * 1e3, ttft_ms);
+  if (!o.stats_json.empty()) write_stats_json(o.stats_json, *stats, load_ms, ttft_ms);
   if (o.profile) {
     (*gen)->forward().set_profiler(nullptr);
     report_profile(profiler, o);
