@@ -251,6 +251,93 @@ TEST_F(ServingEngineTest, PrefixCacheServesTheSharedHead) {
   EXPECT_NE(m.find("omnibus_prefix_cache_hit_tokens_total 40\n"), std::string::npos) << m;
 }
 
+// Disaggregated prefill and decode (docs/plan-disaggregation.md): the
+// prompt's whole blocks exported from one engine and imported into another
+// give the second the same greedy tokens as the first, from its prefix
+// cache, for every cache type.
+TEST_F(ServingEngineTest, KvHandoverGivesTheSameTokensAsOneInstance) {
+  // Head size 32: the q8_0 and q4_0 caches need whole 32-value groups.
+  testing::TinyModelSpec spec;
+  spec.vocab = kVocab;
+  spec.tied_output = false;
+  spec.head_dim = 32;
+  model_bytes_ = testing::make_tiny_model_bytes(spec);
+  model_ = testing::load_tiny_model(model_bytes_);
+  std::vector<int32_t> prompt(45);
+  for (int i = 0; i < 45; ++i) prompt[i] = (i * 13 + 5) % 250;
+  for (KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kQ4_0, KvCacheType::kBF16}) {
+    SCOPED_TRACE(kv_cache_type_name(type));
+    ServingEngineOptions o;
+    o.kv_block_size = 8;
+    o.kv_type = type;
+    auto prefill = make_engine(o);
+    const Output one = collect(**prefill->submit(greedy(prompt, 12)));
+    ASSERT_EQ(one.tokens.size(), 12u);
+    Result<std::string> blob = prefill->export_kv(prompt);
+    ASSERT_TRUE(blob.is_ok()) << blob.status().message();
+
+    auto decode = make_engine(o);
+    Result<int64_t> imported = decode->import_kv(*blob);
+    ASSERT_TRUE(imported.is_ok()) << imported.status().message();
+    EXPECT_EQ(*imported, 40);  // five whole blocks of the 45 tokens
+    const Output two = collect(**decode->submit(greedy(prompt, 12)));
+    EXPECT_EQ(two.cached_tokens, 40);
+    EXPECT_EQ(two.tokens, one.tokens);
+    // Importing again finds every block cached and writes nothing new.
+    Result<int64_t> again = decode->import_kv(*blob);
+    ASSERT_TRUE(again.is_ok()) << again.status().message();
+    EXPECT_EQ(*again, 40);
+    EXPECT_EQ(collect(**decode->submit(greedy(prompt, 12))).tokens, one.tokens);
+  }
+}
+
+TEST_F(ServingEngineTest, KvHandoverRefusesBlobsThatDoNotFit) {
+  std::vector<int32_t> prompt(30);
+  for (int i = 0; i < 30; ++i) prompt[i] = (i * 7 + 1) % 250;
+  ServingEngineOptions o;
+  o.kv_block_size = 8;
+  auto source = make_engine(o);
+  // Nothing cached yet, and a prompt shorter than a block never has any.
+  Result<std::string> none = source->export_kv(prompt);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  collect(**source->submit(greedy(prompt, 2)));
+  EXPECT_EQ(source->export_kv({1, 2, 3}).status().code(), StatusCode::kNotFound);
+  Result<std::string> exported = source->export_kv(prompt);
+  ASSERT_TRUE(exported.is_ok()) << exported.status().message();
+  const std::string blob = *exported;
+
+  auto refused = [](ServingEngine& e, std::string_view b) {
+    Result<int64_t> r = e.import_kv(b);
+    EXPECT_FALSE(r.is_ok());
+    return r.is_ok() ? std::string() : r.status().message();
+  };
+  auto same = make_engine(o);
+  EXPECT_NE(refused(*same, std::string(100, 'x')).find("OMKV"), std::string::npos);
+  EXPECT_NE(refused(*same, blob.substr(0, blob.size() - 1)).find("checksum"), std::string::npos);
+  std::string flipped = blob;
+  flipped[flipped.size() / 2] ^= 0x10;
+  EXPECT_NE(refused(*same, flipped).find("checksum"), std::string::npos);
+  EXPECT_NE(refused(*same, blob.substr(0, 20)).find("shorter than its header"), std::string::npos);
+
+  ServingEngineOptions other_block = o;
+  other_block.kv_block_size = 4;
+  EXPECT_NE(refused(*make_engine(other_block), blob).find("block size"), std::string::npos);
+  ServingEngineOptions other_type = o;
+  other_type.kv_type = KvCacheType::kBF16;
+  EXPECT_NE(refused(*make_engine(other_type), blob).find("cache type"), std::string::npos);
+  testing::TinyModelSpec spec;
+  spec.vocab = kVocab;
+  spec.tied_output = false;
+  spec.seed = 2;  // same shapes, other weights
+  model_bytes_ = testing::make_tiny_model_bytes(spec);
+  model_ = testing::load_tiny_model(model_bytes_);
+  EXPECT_NE(refused(*make_engine(o), blob).find("another model"), std::string::npos);
+  // Nothing was imported by any refusal.
+  const Output after = collect(**same->submit(greedy(prompt, 2)));
+  EXPECT_EQ(after.cached_tokens, 0);
+}
+
 TEST_F(ServingEngineTest, PreemptionUnderATinyPoolStillGivesTheSameTokens) {
   const auto ps = prompts(8);
   ServingEngineOptions big;

@@ -33,6 +33,7 @@ struct ServeOptions {
   ServingEngineOptions engine;
   std::string batching = "continuous";
   int64_t kv_cache_mib = 512;
+  int64_t kv_import_max_mib = 64;
   bool no_prefix_cache = false;
   double slo_ttft_ms = 0;
   double slo_tpot_ms = 0;
@@ -78,6 +79,7 @@ int serve(ServeOptions& o) {
   if (!policy.is_ok()) return fail(policy.status());
   o.engine.scheduler.policy = *policy;
   o.engine.kv_cache_bytes = o.kv_cache_mib << 20;
+  o.http.max_kv_import_bytes = static_cast<size_t>(o.kv_import_max_mib) << 20;
   o.engine.prefix_caching = !o.no_prefix_cache;
   o.engine.slo = {o.slo_ttft_ms / 1e3, o.slo_tpot_ms / 1e3};
   o.engine.threads = resolve_threads(o.model.threads);
@@ -172,6 +174,13 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", o->chat_template, "Override the chat template: chatml, llama3, llama2, mistral, gemma");
   cmd->add_option("--http-threads", o->http.http_threads, "HTTP worker threads (bounds open connections)")
       ->capture_default_str()->check(CLI::Range(4, 4096));
+  cmd->add_flag("--kv-import", o->http.allow_kv_import,
+                "Accept POST /v1/kv/import: K/V handed over by a prefill instance enters the prefix cache as it comes "
+                "(trusts whoever can reach this server; docs/serving.md)");
+  cmd->add_option("--kv-import-max-mib", o->kv_import_max_mib,
+                  "--kv-import: the largest blob accepted (and then the body limit of every route)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   cmd->add_flag("--no-machine-probe", o->no_machine_probe,
                 "Skip measuring bandwidth and FLOP/s at start (/metrics then reports no MBU/MFU)");
   cmd->add_option("--drain-timeout-s", o->drain_timeout_s, "On SIGINT/SIGTERM, wait this long for running requests")

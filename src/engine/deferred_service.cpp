@@ -26,4 +26,16 @@ void DeferredService::count_rejected_request() {
   if (InferenceService* service = inner()) service->count_rejected_request();
 }
 
+Result<std::string> DeferredService::export_kv(std::vector<int32_t> prompt) {
+  InferenceService* service = inner();
+  if (service == nullptr) return Status::unsupported("the model is still loading");
+  return service->export_kv(std::move(prompt));
+}
+
+Result<int64_t> DeferredService::import_kv(std::string_view blob) {
+  InferenceService* service = inner();
+  if (service == nullptr) return Status::unsupported("the model is still loading");
+  return service->import_kv(blob);
+}
+
 }  // namespace omnibus

@@ -26,6 +26,8 @@ class DeferredService final : public InferenceService {
   bool ready() const override;
   std::string metrics_text() const override;
   void count_rejected_request() override;
+  Result<std::string> export_kv(std::vector<int32_t> prompt) override;
+  Result<int64_t> import_kv(std::string_view blob) override;
 
  private:
   InferenceService* inner() const { return inner_.load(std::memory_order_acquire); }

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/request_stream.h"
@@ -49,6 +51,21 @@ class InferenceService {
 
   // Prometheus text exposition of every engine metric (GET /metrics).
   virtual std::string metrics_text() const = 0;
+
+  // KV handover between instances (disaggregated prefill and decode;
+  // docs/plan-disaggregation.md, engine/kv_transfer.h). export_kv: the
+  // whole blocks of `prompt`'s longest cached prefix as a blob (not_found
+  // when none is cached). import_kv: a blob's blocks into this instance's
+  // prefix cache; returns the tokens it now holds. A bad blob is
+  // invalid_argument, a full pool resource_exhausted.
+  virtual Result<std::string> export_kv(std::vector<int32_t> prompt) {
+    (void)prompt;
+    return Status::unsupported("this server does not hand over KV caches");
+  }
+  virtual Result<int64_t> import_kv(std::string_view blob) {
+    (void)blob;
+    return Status::unsupported("this server does not hand over KV caches");
+  }
 
   // Outcomes the engine cannot see, reported by the server for /metrics:
   // a request refused before it reached the engine (bad request, bad key,

@@ -75,6 +75,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
                            PagedKvStore::create(config, static_cast<int>(e->num_blocks_), options.kv_block_size,
                                                                 options.kv_type));
   e->kv_store_ = std::make_unique<PagedKvStore>(std::move(store));
+  e->transfer_shape_ = kv_transfer_shape(model_fingerprint(*model), *e->kv_store_);
   KvManagerOptions kv_options;
   kv_options.num_blocks = static_cast<int32_t>(e->num_blocks_);
   kv_options.block_size = options.kv_block_size;
@@ -431,8 +432,114 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   return Status::ok();
 }
 
+bool ServingEngine::run_on_engine_thread(const std::function<void()>& fn) {
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return false;
+    commands_.push_back([&] {
+      fn();
+      std::lock_guard<std::mutex> done_lock(done_mu);
+      done = true;
+      done_cv.notify_one();
+    });
+  }
+  wake_.notify_one();
+  std::unique_lock<std::mutex> lock(done_mu);
+  done_cv.wait(lock, [&] { return done; });
+  return true;
+}
+
+void ServingEngine::run_commands() {
+  std::deque<std::function<void()>> commands;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    commands.swap(commands_);
+  }
+  for (auto& command : commands) command();
+}
+
+Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
+  Result<std::string> result = Status::unsupported("the server is stopping");
+  run_on_engine_thread([&] {
+    // A sequence of its own, never scheduled: match_prefix takes the cached
+    // blocks (and counts the lookup in the prefix-cache statistics).
+    const SeqId probe = next_id_++;
+    if (Status s = kv_->add_sequence(probe); !s.is_ok()) {
+      result = s;
+      return;
+    }
+    const int64_t cached = kv_->match_prefix(probe, prompt);
+    const std::span<const BlockId> table = kv_->block_table(probe);
+    const int64_t n_blocks = cached / kv_->block_size();
+    std::string blocks(static_cast<size_t>(n_blocks * transfer_shape_.block_bytes), '\0');
+    for (int64_t b = 0; b < n_blocks; ++b)
+      kv_store_->copy_block_out(table[b], reinterpret_cast<uint8_t*>(blocks.data()) + b * transfer_shape_.block_bytes);
+    kv_->free_sequence(probe);
+    if (cached == 0) {
+      result = Status::not_found(fmt::format(
+          "no whole {}-token block of this prompt ({} tokens) is in the prefix cache: run it first (a prompt needs "
+          "more than {} tokens for one block to hand over)",
+          kv_->block_size(), prompt.size(), kv_->block_size()));
+      return;
+    }
+    result = encode_kv_transfer(transfer_shape_, std::span(prompt).first(static_cast<size_t>(cached)), blocks);
+  });
+  return result;
+}
+
+Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
+  // Checked here, on the caller's thread: the engine thread only copies.
+  OMNIBUS_ASSIGN_OR_RETURN(KvTransferContents contents,
+                           decode_kv_transfer(blob, transfer_shape_, model_->config().vocab_size));
+  const int64_t n = static_cast<int64_t>(contents.tokens.size());
+  if (n >= context_length_)
+    return Status::invalid_argument(fmt::format("the KV blob holds {} tokens; this server's context is {}", n,
+                                                context_length_));
+  Result<int64_t> result = Status::unsupported("the server is stopping");
+  run_on_engine_thread([&] {
+    if (!kv_->prefix_caching_enabled()) {
+      result = Status::unsupported("this server runs without a prefix cache (--no-prefix-cache): nothing to import into");
+      return;
+    }
+    const SeqId probe = next_id_++;
+    if (Status s = kv_->add_sequence(probe); !s.is_ok()) {
+      result = s;
+      return;
+    }
+    // Blocks already cached are kept (same tokens, same model: same bits);
+    // one token more than the blob lets match_prefix take all of them.
+    std::vector<int32_t> lookup = contents.tokens;
+    lookup.push_back(0);
+    const int64_t cached = kv_->match_prefix(probe, lookup);
+    if (!kv_->ensure_capacity(probe, n)) {
+      kv_->free_sequence(probe);
+      result = Status::resource_exhausted(fmt::format(
+          "the KV pool has no room for {} more blocks now; try again later", (n - cached) / kv_->block_size()));
+      return;
+    }
+    const std::span<const BlockId> table = kv_->block_table(probe);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(contents.blocks.data());
+    for (int64_t b = cached / kv_->block_size(); b < n / kv_->block_size(); ++b)
+      kv_store_->copy_block_in(table[b], bytes + b * transfer_shape_.block_bytes);
+    // As a finished prefill: the blocks enter the prefix cache, and stay
+    // there (free, evictable) once the probe lets go of them.
+    Status s = kv_->commit_tokens(probe, std::span(contents.tokens).subspan(static_cast<size_t>(cached)));
+    kv_->free_sequence(probe);
+    if (!s.is_ok()) {
+      result = s;
+      return;
+    }
+    result = n;
+  });
+  return result;
+}
+
 void ServingEngine::loop() {
   for (;;) {
+    run_commands();
     take_submissions();
     apply_cancellations();
     {
@@ -458,12 +565,15 @@ void ServingEngine::loop() {
       // Poll while sequences wait (cancellations, the dynamic policy's timer);
       // otherwise sleep until a submission or stop.
       if (scheduler_->has_unfinished())
-        wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || !submitted_.empty(); });
+        wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || !submitted_.empty() || !commands_.empty(); });
       else
-        wake_.wait(lock, [&] { return stop_ || !submitted_.empty(); });
+        wake_.wait(lock, [&] { return stop_ || !submitted_.empty() || !commands_.empty(); });
     }
   }
-  // Shutting down: every request still open ends "cancelled".
+  // Shutting down: commands posted before stop_ still run (their callers
+  // wait on them; none can be posted after), and every request still open
+  // ends "cancelled".
+  run_commands();
   std::vector<SeqId> ids;
   for (auto& [id, a] : active_) ids.push_back(id);
   for (SeqId id : ids) finish_sequence(id, "cancelled");

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "engine/inference_service.h"
+#include "engine/kv_transfer.h"
 #include "engine/roofline_meter.h"
 #include "engine/speculation.h"
 #include "engine/serving_metrics.h"
@@ -81,6 +83,8 @@ class ServingEngine final : public InferenceService {
   bool ready() const override { return !draining_.load(); }
   std::string metrics_text() const override;
   void count_rejected_request() override { metrics_->count_rejected(); }
+  Result<std::string> export_kv(std::vector<int32_t> prompt) override;
+  Result<int64_t> import_kv(std::string_view blob) override;
 
   // Stops accepting requests (ready() turns false; submit() refuses) and
   // lets running ones finish.
@@ -98,6 +102,10 @@ class ServingEngine final : public InferenceService {
 
   ServingEngine() = default;
   void loop();
+  // Runs `fn` on the engine thread between steps and waits for it; false
+  // (fn not run) once the engine is stopping.
+  bool run_on_engine_thread(const std::function<void()>& fn);
+  void run_commands();
   void take_submissions();
   void apply_cancellations();
   Status run_step(const StepPlan& plan);
@@ -120,6 +128,7 @@ class ServingEngine final : public InferenceService {
   ServingEngineOptions options_;
   int64_t context_length_ = 0;
   int64_t num_blocks_ = 0;
+  KvTransferShape transfer_shape_;  // this engine's side of a KV handover
 
   // Engine-thread state.
   std::unique_ptr<ForwardPass> forward_;
@@ -142,6 +151,7 @@ class ServingEngine final : public InferenceService {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Active>> submitted_;
+  std::deque<std::function<void()>> commands_;  // for run_on_engine_thread
   int64_t queued_ = 0;  // submitted_ + scheduler waiting, for max_queue
   bool stop_ = false;
   EngineGauges gauges_;

@@ -1,5 +1,6 @@
 #include "model/paged_kv_store.h"
 
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -31,6 +32,7 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   PagedKvStore kv;
   kv.type_ = type;
   kv.n_head_kv_ = config.n_head_kv;
+  kv.n_layer_ = config.n_layer;
   kv.groups_ = config.head_dim / kKvQ8Group;
   kv.num_blocks_ = num_blocks;
   kv.block_size_ = block_size;
@@ -85,6 +87,52 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   kv.key_scales_.zero_fill();
   kv.value_scales_.zero_fill();
   return kv;
+}
+
+template <class Fn>
+void PagedKvStore::for_each_block_region(int block, Fn&& fn) const {
+  // Element counts of one (layer, KV head, block) region.
+  const int64_t elements = static_cast<int64_t>(block_size_) * head_dim_;
+  const int64_t scales = static_cast<int64_t>(block_size_) * groups_;
+  for (int layer = 0; layer < n_layer(); ++layer) {
+    for (int64_t h = 0; h < n_head_kv_; ++h) {
+      const int64_t at = block_start(layer, block) + h * head_stride();
+      const int64_t scale_at = scale_block_start(layer, block) + h * scale_head_stride();
+      if (type_ == KvCacheType::kQ8_0 || type_ == KvCacheType::kQ4_0) {
+        // q4_0 packs two codes a byte: the same regions at half the bytes.
+        const int64_t shift = type_ == KvCacheType::kQ4_0 ? 1 : 0;
+        fn(reinterpret_cast<const uint8_t*>(key_codes_.data()) + (at >> shift), elements >> shift);
+        fn(reinterpret_cast<const uint8_t*>(value_codes_.data()) + (at >> shift), elements >> shift);
+        fn(reinterpret_cast<const uint8_t*>(key_scales_.data() + scale_at), scales * 2);
+        fn(reinterpret_cast<const uint8_t*>(value_scales_.data() + scale_at), scales * 2);
+      } else {
+        fn(reinterpret_cast<const uint8_t*>(keys_.data() + at), elements * 2);
+        fn(reinterpret_cast<const uint8_t*>(values_.data() + at), elements * 2);
+      }
+    }
+  }
+}
+
+int64_t PagedKvStore::block_transfer_bytes() const {
+  int64_t total = 0;
+  for_each_block_region(0, [&](const uint8_t*, int64_t bytes) { total += bytes; });
+  return total;
+}
+
+void PagedKvStore::copy_block_out(int block, uint8_t* out) const {
+  for_each_block_region(block, [&](const uint8_t* p, int64_t bytes) {
+    std::memcpy(out, p, static_cast<size_t>(bytes));
+    out += bytes;
+  });
+}
+
+void PagedKvStore::copy_block_in(int block, const uint8_t* in) {
+  // The regions are this store's own buffers: writing through them is
+  // writing to *this.
+  for_each_block_region(block, [&](const uint8_t* p, int64_t bytes) {
+    std::memcpy(const_cast<uint8_t*>(p), in, static_cast<size_t>(bytes));
+    in += bytes;
+  });
 }
 
 }  // namespace omnibus

@@ -51,6 +51,9 @@ class PagedKvStore {
 
   KvCacheType type() const { return type_; }
   int num_blocks() const { return num_blocks_; }
+  int n_layer() const { return n_layer_; }
+  int64_t n_head_kv() const { return n_head_kv_; }
+  int64_t head_dim() const { return head_dim_; }
   int block_size() const { return block_size_; }
   // V: elements from a position's vector of one KV head to the next
   // position's.
@@ -104,6 +107,15 @@ class PagedKvStore {
     return (keys_.size() + values_.size() + key_scales_.size() + value_scales_.size()) * sizeof(uint16_t) +
            key_codes_.size() + value_codes_.size();
   }
+  // One block's K/V of every layer and KV head as plain bytes, for handing
+  // a prompt's cache to another instance (engine/kv_transfer.h): the
+  // regions of every buffer the type uses, layer by layer, head by head,
+  // in the store's own layout. A store of the same model, type and block
+  // size reads the bytes back bit for bit. `block` must be in range.
+  int64_t block_transfer_bytes() const;
+  void copy_block_out(int block, uint8_t* out) const;
+  void copy_block_in(int block, const uint8_t* in);
+
   // Bytes of K and V that one cached token takes, over all layers.
   static int64_t bytes_per_token(const ModelConfig& config, KvCacheType type = KvCacheType::kF16) {
     const int64_t values = 2 * static_cast<int64_t>(config.n_layer) * config.kv_dim();
@@ -123,9 +135,13 @@ class PagedKvStore {
   int64_t scale_block_start(int layer, int block) const {
     return (static_cast<int64_t>(layer) * n_head_kv_ * num_blocks_ + block) * block_size_ * groups_;
   }
+  // Calls fn(pointer, bytes) for each region of `block` in transfer order.
+  template <class Fn>
+  void for_each_block_region(int block, Fn&& fn) const;
   KvCacheType type_ = KvCacheType::kF16;
   int num_blocks_ = 0;
   int block_size_ = 0;
+  int n_layer_ = 0;
   int64_t head_dim_ = 0;
   int64_t n_head_kv_ = 0;
   int64_t groups_ = 0;  // q8_0 / q4_0 scales per head vector

@@ -20,6 +20,20 @@ using std::chrono::milliseconds;
 // the server again (stop()).
 constexpr milliseconds kStreamPoll{50};
 
+// Counts a request in HttpServer::Impl::open_generations while alive.
+class OpenGeneration {
+ public:
+  explicit OpenGeneration(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
+  ~OpenGeneration() { count_.fetch_sub(1); }
+  OpenGeneration(const OpenGeneration&) = delete;
+  OpenGeneration& operator=(const OpenGeneration&) = delete;
+
+ private:
+  std::atomic<int>& count_;
+};
+
+}  // namespace
+
 ApiResult<PreparedGeneration> parse_and_prepare(const Request& req, bool chat, const InferenceService& service,
                                                 const HttpServerOptions& options, uint64_t fallback_seed) {
   const ServiceInfo info = service.info();
@@ -34,20 +48,6 @@ ApiResult<PreparedGeneration> parse_and_prepare(const Request& req, bool chat, c
   if (auto e = check_model_name(parsed->options.model, info.model_id, options.model_aliases)) return *e;
   return prepare_completion(std::move(parsed).value(), service, fallback_seed);
 }
-
-// Counts a request in HttpServer::Impl::open_generations while alive.
-class OpenGeneration {
- public:
-  explicit OpenGeneration(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
-  ~OpenGeneration() { count_.fetch_sub(1); }
-  OpenGeneration(const OpenGeneration&) = delete;
-  OpenGeneration& operator=(const OpenGeneration&) = delete;
-
- private:
-  std::atomic<int>& count_;
-};
-
-}  // namespace
 
 void HttpServer::Impl::start_stream(std::shared_ptr<RequestLog> log, std::shared_ptr<GenerationSession> session,
                                     std::shared_ptr<void> open_guard, Response& res) {

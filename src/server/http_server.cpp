@@ -18,6 +18,16 @@
 #include "server/token_routes.h"
 
 namespace omnibus::server {
+
+ApiError http_error(int status, std::string type, std::string message, std::string code) {
+  ApiError e;
+  e.http_status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  e.code = std::move(code);
+  return e;
+}
+
 namespace {
 
 using httplib::Request;
@@ -32,7 +42,8 @@ constexpr int kListenBacklog = 1024;
 const std::map<std::string, std::string>& route_methods() {
   static const std::map<std::string, std::string> routes = {
       {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/models", "GET"}, {"/health", "GET"},
-      {"/metrics", "GET"},         {"/tokenize", "POST"},            {"/detokenize", "POST"}};
+      {"/metrics", "GET"},         {"/tokenize", "POST"},            {"/detokenize", "POST"},
+      {"/v1/kv/export", "POST"},   {"/v1/kv/import", "POST"}};
   return routes;
 }
 
@@ -45,15 +56,6 @@ std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 
 std::string format_metric(int64_t v) { return v < 0 ? std::string("-") : std::to_string(v); }
 std::string format_ms(double v) { return v < 0 ? std::string("-") : fmt::format("{:.1f}", v); }
-
-ApiError http_error(int status, std::string type, std::string message, std::string code) {
-  ApiError e;
-  e.http_status = status;
-  e.type = std::move(type);
-  e.message = std::move(message);
-  e.code = std::move(code);
-  return e;
-}
 
 ApiError unauthorized() {
   return http_error(401, "invalid_request_error",
@@ -86,7 +88,7 @@ HttpServer::Impl::Impl(InferenceService& service_in, HttpServerOptions options_i
       salt(random_salt()) {
   const size_t threads = static_cast<size_t>(std::max(1, options.http_threads));
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_payload_max_length(options.limits.max_body_bytes);
+  http.set_payload_max_length(body_limit());
   // SSE chunks are small; Nagle plus delayed ACKs would hold each one back.
   http.set_tcp_nodelay(true);
   // The library's default also sets SO_REUSEPORT, which would let a second
@@ -124,6 +126,17 @@ void HttpServer::Impl::install_routes() {
   http.Post("/detokenize", route([this](RequestLog&, const Request& req, Response& res) {
               handle_tokenize(req, res, /*detokenize=*/true);
             }, true));
+  http.Post("/v1/kv/export", route([this](RequestLog& log, const Request& req, Response& res) {
+              handle_kv_export(log, req, res);
+            }, true));
+  http.Post("/v1/kv/import", route([this](RequestLog& log, const Request& req, Response& res) {
+              handle_kv_import(log, req, res);
+            }, true));
+}
+
+size_t HttpServer::Impl::body_limit() const {
+  return options.allow_kv_import ? std::max(options.limits.max_body_bytes, options.max_kv_import_bytes)
+                                 : options.limits.max_body_bytes;
 }
 
 httplib::Server::Handler HttpServer::Impl::route(RouteHandler handler, bool needs_auth) {
@@ -204,9 +217,11 @@ httplib::Server::HandlerResponse HttpServer::Impl::on_http_error(const Request& 
     e = http_error(404, "invalid_request_error", fmt::format("no route for {} {}", req.method, req.path),
                    "not_found");
   } else if (status == 413) {
-    e = http_error(413, "invalid_request_error",
-                   fmt::format("the request body is larger than the limit of {} bytes", options.limits.max_body_bytes),
-                   "request_too_large");
+    std::string message = fmt::format("the request body is larger than the limit of {} bytes", body_limit());
+    if (req.path == "/v1/kv/import")
+      message += options.allow_kv_import ? " (raise it with --kv-import-max-mib)"
+                                         : " (KV import is off: start the server with --kv-import)";
+    e = http_error(413, "invalid_request_error", std::move(message), "request_too_large");
   } else if (status >= 500) {
     e = http_error(status, "server_error", "internal error while handling the request", "internal_error");
   } else {

@@ -46,6 +46,13 @@ struct HttpServerOptions {
   int retry_after_seconds = 1;  // the Retry-After of 429 and 503 answers
   // More names a request's "model" may use (e.g. the model file's name).
   std::vector<std::string> model_aliases;
+  // POST /v1/kv/import (K/V handed over by a prefill instance;
+  // docs/plan-disaggregation.md) is off unless asked for: imported K/V
+  // enters the prefix cache as it comes, so it trusts whoever can reach the
+  // server. When on, bodies up to max_kv_import_bytes are read on every
+  // route (the JSON routes still refuse more than limits.max_body_bytes).
+  bool allow_kv_import = false;
+  size_t max_kv_import_bytes = size_t{64} << 20;
 };
 
 class HttpServer {

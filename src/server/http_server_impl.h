@@ -1,6 +1,6 @@
 // Internals of HttpServer shared by its .cpp files (http_server.cpp: setup,
 // routing, errors, the small routes; generation_route.cpp: the completion
-// endpoints). Not part of the server's interface.
+// endpoints; kv_routes.cpp: the KV handover). Not part of the server's interface.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include "engine/inference_service.h"
 #include "server/api_error.h"
 #include "server/api_key.h"
+#include "server/generation_request.h"
 #include "server/http_metrics.h"
 #include "server/http_server.h"
 #include "third_party/httplib_include.h"
@@ -79,6 +80,11 @@ struct HttpServer::Impl {
   void handle_health(httplib::Response& res);
   void handle_metrics(httplib::Response& res);
   void handle_tokenize(const httplib::Request& req, httplib::Response& res, bool detokenize);
+  // kv_routes.cpp: disaggregated prefill and decode.
+  void handle_kv_export(RequestLog& log, const httplib::Request& req, httplib::Response& res);
+  void handle_kv_import(RequestLog& log, const httplib::Request& req, httplib::Response& res);
+  // The most body bytes the HTTP library reads on any route.
+  size_t body_limit() const;
 
   InferenceService& service;
   const HttpServerOptions options;
@@ -100,5 +106,12 @@ struct HttpServer::Impl {
 uint64_t mix64(uint64_t x);
 
 ApiError service_unavailable(const std::string& message);
+// An OpenAI-shaped error with this HTTP status, type, message and code.
+ApiError http_error(int status, std::string type, std::string message, std::string code);
+
+// A completion (chat: a chat completion) body parsed, its model name
+// checked and its prompt tokenized against `service` (generation_route.cpp).
+ApiResult<PreparedGeneration> parse_and_prepare(const httplib::Request& req, bool chat, const InferenceService& service,
+                                                const HttpServerOptions& options, uint64_t fallback_seed);
 
 }  // namespace omnibus::server

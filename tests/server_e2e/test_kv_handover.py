@@ -1,0 +1,71 @@
+"""Disaggregated prefill and decode (docs/plan-disaggregation.md): a prompt's
+K/V exported by one server (POST /v1/kv/export) and imported by another
+(POST /v1/kv/import, --kv-import) gives the second server the same greedy
+text as the first, with the prompt's whole blocks served from its prefix
+cache; imports are off by default, and a blob that does not fit is refused
+with a message that says why."""
+import e2e_util as u
+
+PARAGRAPH = ("The city council met on Tuesday to discuss the new budget. Members agreed to increase funding for "
+             "public parks and libraries, while reducing spending on road maintenance. ")
+BODY = {"messages": [{"role": "user", "content": "Summarise the minutes:\n" + PARAGRAPH * 12}],
+        "max_tokens": 24, "temperature": 0}
+OCTETS = {"Content-Type": "application/octet-stream"}
+
+
+def completion(server, body):
+    r = u.post(server.base_url, "/v1/chat/completions", body)
+    assert r.status == 200, r
+    return r.json()
+
+
+def test_decode_server_continues_from_the_exported_prompt(server_factory):
+    prefill = server_factory("-c", "2048", name="prefill")
+    decode = server_factory("-c", "2048", "--kv-import", name="decode")
+    want = completion(prefill, BODY)
+
+    exported = u.post(prefill.base_url, "/v1/kv/export", BODY)
+    assert exported.status == 200, exported
+    assert exported.headers["content-type"] == "application/octet-stream"
+    tokens = int(exported.headers["x-kv-tokens"])
+    prompt_tokens = want["usage"]["prompt_tokens"]
+    # Whole 16-token blocks, short of the last prompt token (it is computed).
+    assert tokens % 16 == 0 and prompt_tokens - 16 <= tokens < prompt_tokens
+
+    imported = u.post(decode.base_url, "/v1/kv/import", exported.body, headers=OCTETS)
+    assert imported.status == 200, imported
+    assert imported.json() == {"imported_tokens": tokens}
+
+    got = completion(decode, BODY)
+    assert got["choices"][0]["message"]["content"] == want["choices"][0]["message"]["content"]
+    assert got["usage"] == want["usage"]
+    samples = u.metrics(decode.base_url)
+    assert u.metric(samples, "omnibus_prefix_cache_hit_tokens_total") == tokens
+
+
+def test_imports_are_refused_unless_they_fit(server_factory):
+    plain = server_factory("-c", "2048", name="plain")
+    other_type = server_factory("-c", "2048", "--kv-import", "--kv-type", "q8_0", name="q8_0")
+    blob = u.post(plain.base_url, "/v1/kv/export", BODY)
+    assert blob.status == 200, blob
+
+    # Import is off by default: a body within the usual limit gets a 403,
+    # a larger one (this blob: ~23 KB a token) the body limit's 413.
+    off = u.post(plain.base_url, "/v1/kv/import", blob.body[:1000], headers=OCTETS)
+    assert u.assert_openai_error(off, 403)["code"] == "kv_import_disabled"
+    too_big = u.post(plain.base_url, "/v1/kv/import", blob.body, headers=OCTETS)
+    assert "--kv-import" in u.assert_openai_error(too_big, 413)["message"]
+    wrong_type = u.post(other_type.base_url, "/v1/kv/import", blob.body, headers=OCTETS)
+    assert "cache type" in u.assert_openai_error(wrong_type, 400)["message"]
+    cut = u.post(other_type.base_url, "/v1/kv/import", blob.body[:-5], headers=OCTETS)
+    assert "checksum" in u.assert_openai_error(cut, 400)["message"]
+    junk = u.post(other_type.base_url, "/v1/kv/import", b"x" * 500, headers=OCTETS)
+    assert "OMKV" in u.assert_openai_error(junk, 400)["message"]
+
+    short = u.post(plain.base_url, "/v1/kv/export", {"prompt": "Hello", "max_tokens": 1})
+    assert u.assert_openai_error(short, 400)["code"] == "prompt_too_short"
+    bad = u.post(plain.base_url, "/v1/kv/export", {"prompt": 5})
+    assert u.assert_openai_error(bad, 400)["param"] == "prompt"
+    # Both servers still answer.
+    assert completion(plain, BODY)["usage"]["completion_tokens"] == 24
+    assert u.get(other_type.base_url, "/health").status == 200
