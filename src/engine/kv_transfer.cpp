@@ -77,8 +77,26 @@ int64_t kv_transfer_token_count(std::string_view blob) {
 }
 
 uint64_t kv_transfer_checksum(std::string_view body) {
+  // FNV-1a's step on 8-byte words in four interleaved lanes (four
+  // independent multiply chains), then the lanes, the tail bytes and the
+  // length through FNV-1a itself: about 8 bytes a cycle where byte-wise
+  // FNV-1a does one, which took ~30 ms of a 33 MB import. Each step is a
+  // bijection of the lane, so any one changed word changes its lane.
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  uint64_t lanes[4] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull, 0x9ce484222325cbf2ull, 0x2325cbf29ce48422ull};
+  const char* p = body.data();
+  size_t i = 0;
+  for (; i + 32 <= body.size(); i += 32) {
+    for (int l = 0; l < 4; ++l) {
+      uint64_t word;
+      std::memcpy(&word, p + i + 8 * l, sizeof word);
+      lanes[l] = (lanes[l] ^ word) * kPrime;
+    }
+  }
   Fnv1a h;
-  h.add(body.data(), body.size());
+  for (uint64_t lane : lanes) h.add_value(lane);
+  h.add(p + i, body.size() - i);
+  h.add_value(static_cast<uint64_t>(body.size()));
   return h.value();
 }
 
