@@ -288,6 +288,9 @@ TEST_F(ServingEngineTest, KvHandoverGivesTheSameTokensAsOneInstance) {
     ASSERT_TRUE(again.is_ok()) << again.status().message();
     EXPECT_EQ(*again, 40);
     EXPECT_EQ(collect(**decode->submit(greedy(prompt, 12))).tokens, one.tokens);
+    // The two requests' hits; the handover's own lookups are not counted.
+    const std::string m = decode->metrics_text();
+    EXPECT_NE(m.find("omnibus_prefix_cache_hit_tokens_total 80\n"), std::string::npos) << m;
   }
 }
 

@@ -465,13 +465,13 @@ Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
   Result<std::string> result = Status::unsupported("the server is stopping");
   run_on_engine_thread([&] {
     // A sequence of its own, never scheduled: match_prefix takes the cached
-    // blocks (and counts the lookup in the prefix-cache statistics).
+    // blocks (not counted in the prefix-cache statistics: no request).
     const SeqId probe = next_id_++;
     if (Status s = kv_->add_sequence(probe); !s.is_ok()) {
       result = s;
       return;
     }
-    const int64_t cached = kv_->match_prefix(probe, prompt);
+    const int64_t cached = kv_->match_prefix(probe, prompt, /*count=*/false);
     const std::span<const BlockId> table = kv_->block_table(probe);
     const int64_t n_blocks = cached / kv_->block_size();
     std::string blocks(static_cast<size_t>(n_blocks * transfer_shape_.block_bytes), '\0');
@@ -501,7 +501,13 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
   Result<int64_t> result = Status::unsupported("the server is stopping");
   run_on_engine_thread([&] {
     if (!kv_->prefix_caching_enabled()) {
-      result = Status::unsupported("this server runs without a prefix cache (--no-prefix-cache): nothing to import into");
+      result = Status::invalid_argument(
+          "this server runs without a prefix cache (--no-prefix-cache): nothing to import into");
+      return;
+    }
+    if (!kv_->can_ever_fit(n)) {
+      result = Status::invalid_argument(fmt::format(
+          "the KV blob's {} tokens do not fit this server's KV pool of {} blocks (--kv-cache-mib)", n, num_blocks_));
       return;
     }
     const SeqId probe = next_id_++;
@@ -513,7 +519,7 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
     // one token more than the blob lets match_prefix take all of them.
     std::vector<int32_t> lookup = contents.tokens;
     lookup.push_back(0);
-    const int64_t cached = kv_->match_prefix(probe, lookup);
+    const int64_t cached = kv_->match_prefix(probe, lookup, /*count=*/false);
     if (!kv_->ensure_capacity(probe, n)) {
       kv_->free_sequence(probe);
       result = Status::resource_exhausted(fmt::format(

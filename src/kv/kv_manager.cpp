@@ -29,11 +29,11 @@ Status KvManager::add_sequence(SeqId seq, std::uint64_t cache_salt) {
   return Status::ok();
 }
 
-std::int64_t KvManager::match_prefix(SeqId seq, std::span<const std::int32_t> prompt) {
+std::int64_t KvManager::match_prefix(SeqId seq, std::span<const std::int32_t> prompt, bool count) {
   auto it = seqs_.find(seq);
   if (!caching_ || it == seqs_.end() || !it->second.blocks.empty() || prompt.empty()) return 0;
   Sequence& s = it->second;
-  prefix_queried_tokens_ += static_cast<std::int64_t>(prompt.size());
+  if (count) prefix_queried_tokens_ += static_cast<std::int64_t>(prompt.size());
   // Leave at least the last prompt token to compute.
   const std::int64_t max_blocks = (static_cast<std::int64_t>(prompt.size()) - 1) / block_size_;
   BlockHash hash = s.chain_hash;
@@ -48,7 +48,7 @@ std::int64_t KvManager::match_prefix(SeqId seq, std::span<const std::int32_t> pr
     s.chain_hash = hash;
   }
   s.num_tokens = static_cast<std::int64_t>(s.blocks.size()) * block_size_;
-  prefix_hit_tokens_ += s.num_tokens;
+  if (count) prefix_hit_tokens_ += s.num_tokens;
   return s.num_tokens;
 }
 

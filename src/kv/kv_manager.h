@@ -65,8 +65,10 @@ class KvManager {
   // computed. Returns the number of cached tokens: a multiple of block_size,
   // always < prompt.size() so the last prompt token is still computed (its
   // logits are needed). Returns 0, doing nothing, if caching is off, the
-  // sequence is unknown, or it already has blocks.
-  std::int64_t match_prefix(SeqId seq, std::span<const std::int32_t> prompt);
+  // sequence is unknown, or it already has blocks. `count`: add the lookup
+  // to the prefix-cache statistics (false for lookups that serve no
+  // request: the KV handover's).
+  std::int64_t match_prefix(SeqId seq, std::span<const std::int32_t> prompt, bool count = true);
 
   // Blocks ensure_capacity would have to allocate for `new_total_tokens`.
   std::int64_t blocks_needed(SeqId seq, std::int64_t new_total_tokens) const;
