@@ -49,6 +49,9 @@ class ServingEngineTest : public ::testing::Test {
     auto tok = Tokenizer::create(std::move(vocab));
     EXPECT_TRUE(tok.is_ok()) << tok.status().message();
     if (options.context_length == 0) options.context_length = 512;
+    // The default 512 MiB pool is faulted in at creation; the tiny model's
+    // 256 bytes a token need far less (32 MiB: 131,072 tokens).
+    if (options.kv_cache_bytes == ServingEngineOptions{}.kv_cache_bytes) options.kv_cache_bytes = int64_t{32} << 20;
     options.model_id = "tiny";
     auto engine = ServingEngine::create(model_, std::move(tok).value(), ChatFormat{}, options);
     EXPECT_TRUE(engine.is_ok()) << engine.status().message();
@@ -85,6 +88,13 @@ class ServingEngineTest : public ::testing::Test {
       }
     }
     return out;
+  }
+
+  // n token ids (i * step + offset) % 250: distinct prompts by their step.
+  static std::vector<int32_t> ramp(int n, int step, int offset) {
+    std::vector<int32_t> p(n);
+    for (int i = 0; i < n; ++i) p[i] = (i * step + offset) % 250;
+    return p;
   }
 
   // Prompts of awkward lengths; every third shares a 37-token head.
@@ -263,8 +273,7 @@ TEST_F(ServingEngineTest, KvHandoverGivesTheSameTokensAsOneInstance) {
   spec.head_dim = 32;
   model_bytes_ = testing::make_tiny_model_bytes(spec);
   model_ = testing::load_tiny_model(model_bytes_);
-  std::vector<int32_t> prompt(45);
-  for (int i = 0; i < 45; ++i) prompt[i] = (i * 13 + 5) % 250;
+  const std::vector<int32_t> prompt = ramp(45, 13, 5);
   for (KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kQ4_0, KvCacheType::kBF16}) {
     SCOPED_TRACE(kv_cache_type_name(type));
     ServingEngineOptions o;
@@ -291,19 +300,38 @@ TEST_F(ServingEngineTest, KvHandoverGivesTheSameTokensAsOneInstance) {
     // The two requests' hits; the handover's own lookups are not counted.
     const std::string m = decode->metrics_text();
     EXPECT_NE(m.find("omnibus_prefix_cache_hit_tokens_total 80\n"), std::string::npos) << m;
+    // The decode engine hands the same bytes on.
+    Result<std::string> again_out = decode->export_kv(prompt);
+    ASSERT_TRUE(again_out.is_ok()) << again_out.status().message();
+    EXPECT_EQ(*again_out, *blob);
+
+    // A receiver that already holds the first two blocks (its own prefill
+    // of a prompt sharing them) keeps those and takes the other three.
+    auto partial = make_engine(o);
+    std::vector<int32_t> head(prompt.begin(), prompt.begin() + 17);
+    collect(**partial->submit(greedy(head, 1)));
+    Result<int64_t> topped_up = partial->import_kv(*blob);
+    ASSERT_TRUE(topped_up.is_ok()) << topped_up.status().message();
+    EXPECT_EQ(*topped_up, 40);
+    const Output three = collect(**partial->submit(greedy(prompt, 12)));
+    EXPECT_EQ(three.cached_tokens, 40);
+    EXPECT_EQ(three.tokens, one.tokens);
+    Result<std::string> partial_out = partial->export_kv(prompt);
+    ASSERT_TRUE(partial_out.is_ok()) << partial_out.status().message();
+    EXPECT_EQ(*partial_out, *blob);
   }
 }
 
 TEST_F(ServingEngineTest, KvHandoverRefusesBlobsThatDoNotFit) {
-  std::vector<int32_t> prompt(30);
-  for (int i = 0; i < 30; ++i) prompt[i] = (i * 7 + 1) % 250;
+  const std::vector<int32_t> prompt = ramp(30, 7, 1);
   ServingEngineOptions o;
   o.kv_block_size = 8;
   auto source = make_engine(o);
-  // Nothing cached yet, and a prompt shorter than a block never has any.
+  // Nothing cached yet (resource_exhausted: run it first), and a prompt
+  // shorter than a block never has any (not_found).
   Result<std::string> none = source->export_kv(prompt);
   ASSERT_FALSE(none.is_ok());
-  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(none.status().code(), StatusCode::kResourceExhausted);
   collect(**source->submit(greedy(prompt, 2)));
   EXPECT_EQ(source->export_kv({1, 2, 3}).status().code(), StatusCode::kNotFound);
   Result<std::string> exported = source->export_kv(prompt);
@@ -339,6 +367,39 @@ TEST_F(ServingEngineTest, KvHandoverRefusesBlobsThatDoNotFit) {
   // Nothing was imported by any refusal.
   const Output after = collect(**same->submit(greedy(prompt, 2)));
   EXPECT_EQ(after.cached_tokens, 0);
+}
+
+TEST_F(ServingEngineTest, KvHandoverNamesWhatThePoolOrContextCannotHold) {
+  const std::vector<int32_t> prompt = ramp(70, 5, 2);
+  ServingEngineOptions o;
+  o.kv_block_size = 8;
+  auto source = make_engine(o);
+  collect(**source->submit(greedy(prompt, 1)));
+  Result<std::string> exported = source->export_kv(prompt);
+  ASSERT_TRUE(exported.is_ok()) << exported.status().message();  // 64 tokens
+  auto message = [](const Result<int64_t>& r) { return r.is_ok() ? std::string() : r.status().message(); };
+
+  ServingEngineOptions tiny_pool = o;
+  // 2 layers x kv_dim 32 x K and V x 2 bytes = 256 B a token: 6 blocks of 8.
+  tiny_pool.kv_cache_bytes = 6 * 8 * 256;
+  tiny_pool.context_length = 200;
+  EXPECT_NE(message(make_engine(tiny_pool)->import_kv(*exported)).find("KV pool of 6 blocks"), std::string::npos);
+  ServingEngineOptions short_context = o;
+  short_context.context_length = 40;
+  EXPECT_NE(message(make_engine(short_context)->import_kv(*exported)).find("context is 40"), std::string::npos);
+  ServingEngineOptions no_cache = o;
+  no_cache.prefix_caching = false;
+  auto uncached = make_engine(no_cache);
+  EXPECT_NE(message(uncached->import_kv(*exported)).find("--no-prefix-cache"), std::string::npos);
+  collect(**uncached->submit(greedy(prompt, 1)));
+  Result<std::string> nothing = uncached->export_kv(prompt);
+  ASSERT_FALSE(nothing.is_ok());
+  EXPECT_NE(nothing.status().message().find("--no-prefix-cache"), std::string::npos);
+  // A prompt whose blocks were evicted: a busy pool, not a short prompt.
+  auto fresh = make_engine(o);
+  Result<std::string> evicted = fresh->export_kv(prompt);
+  ASSERT_FALSE(evicted.is_ok());
+  EXPECT_EQ(evicted.status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST_F(ServingEngineTest, PreemptionUnderATinyPoolStillGivesTheSameTokens) {

@@ -66,9 +66,21 @@ TEST(KvTransfer, NamesTheFieldThatDoesNotMatch) {
   expect_with([](KvTransferShape& e) { e.kv_type = KvCacheType::kF16; }, "cache type");
   expect_with([](KvTransferShape& e) { e.block_size = 8; }, "block size");
   expect_with([](KvTransferShape& e) { e.n_layer = 3; }, "shape");
+  expect_with([](KvTransferShape& e) { e.n_head_kv = 1; }, "shape");
   expect_with([](KvTransferShape& e) { e.head_dim = 64; }, "shape");
   expect_with([](KvTransferShape& e) { e.block_bytes = 48; }, "bytes per block");
   EXPECT_NE(error_of(blob, s, 50).find("outside the vocabulary"), std::string::npos);
+}
+
+TEST(KvTransfer, RefusesAnotherFormatVersion) {
+  const KvTransferShape s = shape();
+  std::string blob = encode_kv_transfer(s, tokens(8), blocks(2, s.block_bytes));
+  // Version 2 in the header, with the checksum made right again.
+  std::string body = blob.substr(0, blob.size() - 8);
+  body[4] = 2;
+  const uint64_t sum = kv_transfer_checksum(body);
+  body.append(reinterpret_cast<const char*>(&sum), sizeof sum);
+  EXPECT_NE(error_of(body, s).find("format version is 2"), std::string::npos);
 }
 
 TEST(KvTransfer, RefusesWrongCountsEvenWithAGoodChecksum) {

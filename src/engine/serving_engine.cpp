@@ -432,15 +432,23 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   return Status::ok();
 }
 
-bool ServingEngine::run_on_engine_thread(const std::function<void()>& fn) {
+Status ServingEngine::run_on_engine_thread(const std::function<void()>& fn) {
   std::mutex done_mu;
   std::condition_variable done_cv;
   bool done = false;
+  bool threw = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return false;
+    if (stop_) return Status::unsupported("the server is stopping");
     commands_.push_back([&] {
-      fn();
+      // Whatever fn does, the caller is woken; an exception (a failed
+      // allocation) fails this command, not the engine.
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        log_error("engine command failed: {}", e.what());
+        threw = true;
+      }
       std::lock_guard<std::mutex> done_lock(done_mu);
       done = true;
       done_cv.notify_one();
@@ -449,7 +457,7 @@ bool ServingEngine::run_on_engine_thread(const std::function<void()>& fn) {
   wake_.notify_one();
   std::unique_lock<std::mutex> lock(done_mu);
   done_cv.wait(lock, [&] { return done; });
-  return true;
+  return threw ? Status::internal("the engine could not complete the command (see the server log)") : Status::ok();
 }
 
 void ServingEngine::run_commands() {
@@ -462,32 +470,53 @@ void ServingEngine::run_commands() {
 }
 
 Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
-  Result<std::string> result = Status::unsupported("the server is stopping");
-  run_on_engine_thread([&] {
+  const int64_t block_size = options_.kv_block_size;
+  const int64_t whole = (static_cast<int64_t>(prompt.size()) - 1) / block_size * block_size;
+  if (whole <= 0)
+    return Status::not_found(fmt::format("a prompt of {} tokens has no whole {}-token block to hand over (it needs "
+                                         "more than {} tokens: the last one is always computed)",
+                                         prompt.size(), block_size, block_size));
+  // The engine thread only copies the blocks out; the blob is assembled
+  // (a second copy and the checksum) here, off the decode path.
+  std::string blocks;
+  int64_t cached = 0;
+  Status failed = Status::ok();
+  OMNIBUS_RETURN_IF_ERROR(run_on_engine_thread([&] {
+    if (!kv_->prefix_caching_enabled()) {
+      failed = Status::invalid_argument(
+          "this server runs without a prefix cache (--no-prefix-cache): it keeps no K/V to hand over");
+      return;
+    }
     // A sequence of its own, never scheduled: match_prefix takes the cached
     // blocks (not counted in the prefix-cache statistics: no request).
     const SeqId probe = next_id_++;
     if (Status s = kv_->add_sequence(probe); !s.is_ok()) {
-      result = s;
+      failed = s;
       return;
     }
-    const int64_t cached = kv_->match_prefix(probe, prompt, /*count=*/false);
+    cached = kv_->match_prefix(probe, prompt, /*count=*/false);
     const std::span<const BlockId> table = kv_->block_table(probe);
-    const int64_t n_blocks = cached / kv_->block_size();
-    std::string blocks(static_cast<size_t>(n_blocks * transfer_shape_.block_bytes), '\0');
+    const int64_t n_blocks = cached / block_size;
+    try {
+      blocks.resize(static_cast<size_t>(n_blocks * transfer_shape_.block_bytes));
+    } catch (const std::bad_alloc&) {
+      kv_->free_sequence(probe);
+      failed = Status::resource_exhausted("no memory for the KV blob now; retry later");
+      return;
+    }
     for (int64_t b = 0; b < n_blocks; ++b)
       kv_store_->copy_block_out(table[b], reinterpret_cast<uint8_t*>(blocks.data()) + b * transfer_shape_.block_bytes);
     kv_->free_sequence(probe);
-    if (cached == 0) {
-      result = Status::not_found(fmt::format(
-          "no whole {}-token block of this prompt ({} tokens) is in the prefix cache: run it first (a prompt needs "
-          "more than {} tokens for one block to hand over)",
-          kv_->block_size(), prompt.size(), kv_->block_size()));
-      return;
-    }
-    result = encode_kv_transfer(transfer_shape_, std::span(prompt).first(static_cast<size_t>(cached)), blocks);
-  });
-  return result;
+  }));
+  OMNIBUS_RETURN_IF_ERROR(failed);
+  // Fewer blocks than the prompt has: evicted since its prefill finished
+  // (a busy pool), or never computed.
+  if (cached < whole)
+    return Status::resource_exhausted(fmt::format(
+        "only {} of the prompt's {} tokens in whole blocks are in the prefix cache (evicted by other requests, or "
+        "never computed); run the prompt and export again",
+        cached, whole));
+  return encode_kv_transfer(transfer_shape_, std::span(prompt).first(static_cast<size_t>(cached)), blocks);
 }
 
 Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
@@ -498,8 +527,8 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
   if (n >= context_length_)
     return Status::invalid_argument(fmt::format("the KV blob holds {} tokens; this server's context is {}", n,
                                                 context_length_));
-  Result<int64_t> result = Status::unsupported("the server is stopping");
-  run_on_engine_thread([&] {
+  Result<int64_t> result = Status::internal("the import did not run");
+  OMNIBUS_RETURN_IF_ERROR(run_on_engine_thread([&] {
     if (!kv_->prefix_caching_enabled()) {
       result = Status::invalid_argument(
           "this server runs without a prefix cache (--no-prefix-cache): nothing to import into");
@@ -510,15 +539,15 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
           "the KV blob's {} tokens do not fit this server's KV pool of {} blocks (--kv-cache-mib)", n, num_blocks_));
       return;
     }
+    // Blocks already cached are kept (same tokens, same model: same bits);
+    // one token more than the blob lets match_prefix take all of them.
+    std::vector<int32_t> lookup = contents.tokens;
+    lookup.push_back(0);
     const SeqId probe = next_id_++;
     if (Status s = kv_->add_sequence(probe); !s.is_ok()) {
       result = s;
       return;
     }
-    // Blocks already cached are kept (same tokens, same model: same bits);
-    // one token more than the blob lets match_prefix take all of them.
-    std::vector<int32_t> lookup = contents.tokens;
-    lookup.push_back(0);
     const int64_t cached = kv_->match_prefix(probe, lookup, /*count=*/false);
     if (!kv_->ensure_capacity(probe, n)) {
       kv_->free_sequence(probe);
@@ -539,7 +568,7 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
       return;
     }
     result = n;
-  });
+  }));
   return result;
 }
 

@@ -102,9 +102,10 @@ class ServingEngine final : public InferenceService {
 
   ServingEngine() = default;
   void loop();
-  // Runs `fn` on the engine thread between steps and waits for it; false
-  // (fn not run) once the engine is stopping.
-  bool run_on_engine_thread(const std::function<void()>& fn);
+  // Runs `fn` on the engine thread between steps and waits for it.
+  // unsupported (fn not run) once the engine is stopping; internal if fn
+  // threw (the engine carries on).
+  Status run_on_engine_thread(const std::function<void()>& fn);
   void run_commands();
   void take_submissions();
   void apply_cancellations();

@@ -2,9 +2,10 @@
 
 #include <sys/socket.h>
 
+#include <cstdlib>
 #include <ctime>
-#include <random>
 #include <map>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -89,6 +90,27 @@ HttpServer::Impl::Impl(InferenceService& service_in, HttpServerOptions options_i
   const size_t threads = static_cast<size_t>(std::max(1, options.http_threads));
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(body_limit());
+  if (options.allow_kv_import) {
+    // The raised limit is for /v1/kv/import with the key alone: any other
+    // large body, and an import without the key, is refused from its
+    // headers, before the library reads it (bodies without a length,
+    // chunked ones, still get the raised limit).
+    http.set_pre_routing_handler([this](const Request& req, Response& res) {
+      const std::string length = req.get_header_value("Content-Length");
+      if (length.empty() || std::strtoull(length.c_str(), nullptr, 10) <= options.limits.max_body_bytes)
+        return httplib::Server::HandlerResponse::Unhandled;
+      const bool import = req.path == "/v1/kv/import" && req.method == "POST";
+      const bool allowed = api_key.allows(req.get_header_value("Authorization"));
+      if (import && allowed) return httplib::Server::HandlerResponse::Unhandled;
+      refuse_unread(req, res,
+                    !allowed ? unauthorized()
+                             : http_error(413, "invalid_request_error",
+                                          fmt::format("the request body is larger than the limit of {} bytes",
+                                                      options.limits.max_body_bytes),
+                                          "request_too_large"));
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
   // SSE chunks are small; Nagle plus delayed ACKs would hold each one back.
   http.set_tcp_nodelay(true);
   // The library's default also sets SO_REUSEPORT, which would let a second
@@ -200,6 +222,22 @@ void HttpServer::Impl::finish(RequestLog& log) {
            format_ms(log.ttft_ms), ms, log.outcome.empty() ? "" : " ", log.outcome);
 }
 
+void HttpServer::Impl::refuse_unread(const Request& req, Response& res, const ApiError& error) {
+  send_error(res, error);
+  res.set_header("Connection", "close");  // the unread body must not be taken for the next request
+  log_unrouted(req, res);
+}
+
+void HttpServer::Impl::log_unrouted(const Request& req, const Response& res) {
+  RequestLog log;
+  log.method = req.method;
+  log.path = req.path;
+  log.id = make_response_id("req", mix64(salt ^ request_counter.fetch_add(1, std::memory_order_relaxed)));
+  log.status = res.status;
+  metrics.add_in_flight(1);  // finish() counts it back down
+  finish(log);
+}
+
 // Errors the HTTP library answers itself (no route, body too large, a
 // request it could not parse) get an OpenAI error body too. A response a
 // handler already filled is left alone.
@@ -230,13 +268,7 @@ httplib::Server::HandlerResponse HttpServer::Impl::on_http_error(const Request& 
   }
   send_error(res, e);
   if (e.http_status == 405) res.set_header("Allow", known->second);
-  RequestLog log;
-  log.method = req.method;
-  log.path = req.path;
-  log.id = make_response_id("req", mix64(salt ^ request_counter.fetch_add(1, std::memory_order_relaxed)));
-  log.status = res.status;
-  metrics.add_in_flight(1);  // finish() counts it back down
-  finish(log);
+  log_unrouted(req, res);
   return httplib::Server::HandlerResponse::Handled;
 }
 

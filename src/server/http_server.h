@@ -49,8 +49,9 @@ struct HttpServerOptions {
   // POST /v1/kv/import (K/V handed over by a prefill instance;
   // docs/plan-disaggregation.md) is off unless asked for: imported K/V
   // enters the prefix cache as it comes, so it trusts whoever can reach the
-  // server. When on, bodies up to max_kv_import_bytes are read on every
-  // route (the JSON routes still refuse more than limits.max_body_bytes).
+  // server. When on, an import with the key may send up to
+  // max_kv_import_bytes; larger bodies on other routes (or without the
+  // key) are refused from their headers before they are read.
   bool allow_kv_import = false;
   size_t max_kv_import_bytes = size_t{64} << 20;
 };

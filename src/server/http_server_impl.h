@@ -85,6 +85,11 @@ struct HttpServer::Impl {
   void handle_kv_import(RequestLog& log, const httplib::Request& req, httplib::Response& res);
   // The most body bytes the HTTP library reads on any route.
   size_t body_limit() const;
+  // Answers `error` from the headers alone, closing the connection (its
+  // body is never read), and logs the request.
+  void refuse_unread(const httplib::Request& req, httplib::Response& res, const ApiError& error);
+  // The log line and metrics of a request answered outside route().
+  void log_unrouted(const httplib::Request& req, const httplib::Response& res);
 
   InferenceService& service;
   const HttpServerOptions options;

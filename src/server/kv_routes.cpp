@@ -46,32 +46,37 @@ void HttpServer::Impl::handle_kv_export(RequestLog& log, const Request& req, Res
   log.prompt_tokens = static_cast<int64_t>(generation.prompt.size());
 
   // Prefill: the prompt and one token, greedy (the token is thrown away);
-  // its whole blocks stay in the prefix cache after it finishes.
-  std::vector<EngineRequest> requests = make_engine_requests(generation, log.id);
-  EngineRequest prefill = std::move(requests.front());
-  prefill.max_tokens = 1;
-  prefill.sampling.temperature = 0;
-  prefill.stop.clear();
-  Result<std::shared_ptr<RequestStream>> stream = service.submit(std::move(prefill));
-  if (!stream.is_ok()) return send_error(res, error_from_submit_status(stream.status()));
-  std::vector<StreamEvent> events;
-  for (;;) {
-    if (stopping.load()) {
-      (*stream)->cancel();
-      return send_error(res, service_unavailable("the server is shutting down"), false);
+  // its whole blocks stay in the prefix cache after it finishes, unless a
+  // busy pool evicts them before the copy: then once more.
+  for (int attempt = 0;; ++attempt) {
+    std::vector<EngineRequest> requests = make_engine_requests(generation, log.id);
+    EngineRequest prefill = std::move(requests.front());
+    prefill.max_tokens = 1;
+    prefill.sampling.temperature = 0;
+    prefill.stop.clear();
+    Result<std::shared_ptr<RequestStream>> stream = service.submit(std::move(prefill));
+    if (!stream.is_ok()) return send_error(res, error_from_submit_status(stream.status()));
+    std::vector<StreamEvent> events;
+    for (;;) {
+      if (stopping.load()) {
+        (*stream)->cancel();
+        return send_error(res, service_unavailable("the server is shutting down"), false);
+      }
+      (*stream)->wait(events, kPoll);
+      if (!events.empty() && events.back().finished) break;
     }
-    (*stream)->wait(events, kPoll);
-    if (!events.empty() && events.back().finished) break;
+    const StreamEvent& last = events.back();
+    if (last.finish_reason == "error" || last.finish_reason == "cancelled")
+      return send_error(res, http_error(500, "server_error", "the prefill failed: " + last.error, "internal_error"),
+                        false);
+    Result<std::string> blob = service.export_kv(generation.prompt);
+    if (!blob.is_ok() && blob.status().code() == StatusCode::kResourceExhausted && attempt == 0) continue;
+    if (!blob.is_ok()) return send_error(res, error_from_kv_status(blob.status()));
+    res.status = 200;
+    res.set_header("X-KV-Tokens", std::to_string(kv_transfer_token_count(blob.value())));
+    res.set_content(std::move(blob).value(), "application/octet-stream");
+    return;
   }
-  const StreamEvent& last = events.back();
-  if (last.finish_reason == "error" || last.finish_reason == "cancelled")
-    return send_error(res, http_error(500, "server_error", "the prefill failed: " + last.error, "internal_error"),
-                      false);
-  Result<std::string> blob = service.export_kv(generation.prompt);
-  if (!blob.is_ok()) return send_error(res, error_from_kv_status(blob.status()));
-  res.status = 200;
-  res.set_header("X-KV-Tokens", std::to_string(kv_transfer_token_count(blob.value())));
-  res.set_content(std::move(blob).value(), "application/octet-stream");
 }
 
 void HttpServer::Impl::handle_kv_import(RequestLog& log, const Request& req, Response& res) {

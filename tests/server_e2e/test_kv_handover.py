@@ -13,6 +13,16 @@ BODY = {"messages": [{"role": "user", "content": "Summarise the minutes:\n" + PA
 OCTETS = {"Content-Type": "application/octet-stream"}
 
 
+def refused_early(server, path, body, headers):
+    """POSTs a body the server refuses from its headers alone: it answers
+    and closes without reading the body, so a client still sending may see
+    the connection reset before it reads the answer (None then)."""
+    try:
+        return u.post(server.base_url, path, body, headers=headers)
+    except (ConnectionResetError, BrokenPipeError):
+        return None
+
+
 def completion(server, body):
     r = u.post(server.base_url, "/v1/chat/completions", body)
     assert r.status == 200, r
@@ -62,6 +72,11 @@ def test_imports_are_refused_unless_they_fit(server_factory):
     junk = u.post(other_type.base_url, "/v1/kv/import", b"x" * 500, headers=OCTETS)
     assert "OMKV" in u.assert_openai_error(junk, 400)["message"]
 
+    # With --kv-import only the import route reads large bodies: others
+    # are refused from their headers.
+    big = refused_early(other_type, "/v1/completions", b"x" * (9 << 20), {"Content-Type": "application/json"})
+    assert big is None or "8388608 bytes" in u.assert_openai_error(big, 413)["message"]
+
     short = u.post(plain.base_url, "/v1/kv/export", {"prompt": "Hello", "max_tokens": 1})
     assert u.assert_openai_error(short, 400)["code"] == "prompt_too_short"
     bad = u.post(plain.base_url, "/v1/kv/export", {"prompt": 5})
@@ -69,3 +84,18 @@ def test_imports_are_refused_unless_they_fit(server_factory):
     # Both servers still answer.
     assert completion(plain, BODY)["usage"]["completion_tokens"] == 24
     assert u.get(other_type.base_url, "/health").status == 200
+
+
+def test_large_imports_need_the_key(server_factory):
+    source = server_factory("-c", "2048", name="source")
+    keyed = server_factory("-c", "2048", "--kv-import", "--api-key", "sekret", name="keyed")
+    blob = u.post(source.base_url, "/v1/kv/export", BODY)
+    assert blob.status == 200, blob
+    assert len(blob.body) > 8 << 20  # past the usual body limit
+    no_key = refused_early(keyed, "/v1/kv/import", blob.body, OCTETS)
+    assert no_key is None or u.assert_openai_error(no_key, 401)
+    assert u.get(keyed.base_url, "/health").status == 200
+    with_key = u.post(keyed.base_url, "/v1/kv/import", blob.body,
+                      headers={**OCTETS, "Authorization": "Bearer sekret"})
+    assert with_key.status == 200, with_key
+    assert with_key.json()["imported_tokens"] == int(blob.headers["x-kv-tokens"])

@@ -1,0 +1,104 @@
+// PagedKvStore's block copy for the KV handover: a block's bytes copied out
+// of one store and into another of the same shape read back through every
+// accessor the attention kernels use, for every cache type, and the copy
+// touches no other block.
+#include "model/paged_kv_store.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace omnibus {
+namespace {
+
+ModelConfig config() {
+  ModelConfig c;
+  c.n_layer = 2;
+  c.n_embd = 128;
+  c.n_head = 4;
+  c.n_head_kv = 2;
+  c.head_dim = 32;
+  return c;
+}
+
+// Bytes a (layer, KV head) region holds of one position, per cache type:
+// what the accessors below read.
+void expect_same_position(PagedKvStore& a, PagedKvStore& b, int layer, int block_a, int block_b, int offset) {
+  const int64_t hd = a.head_dim();
+  for (int64_t h = 0; h < a.n_head_kv(); ++h) {
+    switch (a.type()) {
+      case KvCacheType::kF16:
+      case KvCacheType::kBF16:
+        for (int64_t d = 0; d < hd; ++d)
+          EXPECT_EQ(a.key_at(layer, block_a, offset)[h * a.head_stride() + d * a.key_dim_stride()],
+                    b.key_at(layer, block_b, offset)[h * b.head_stride() + d * b.key_dim_stride()]);
+        EXPECT_EQ(0, std::memcmp(a.value_at(layer, block_a, offset) + h * a.head_stride(),
+                                 b.value_at(layer, block_b, offset) + h * b.head_stride(), hd * 2));
+        break;
+      case KvCacheType::kQ8_0:
+        for (int64_t d = 0; d < hd; ++d)
+          EXPECT_EQ(a.key_codes_at(layer, block_a, offset)[h * a.head_stride() + d * a.key_dim_stride()],
+                    b.key_codes_at(layer, block_b, offset)[h * b.head_stride() + d * b.key_dim_stride()]);
+        EXPECT_EQ(0, std::memcmp(a.value_codes_at(layer, block_a, offset) + h * a.head_stride(),
+                                 b.value_codes_at(layer, block_b, offset) + h * b.head_stride(), hd));
+        break;
+      case KvCacheType::kQ4_0:
+        for (int64_t o = 0; o < hd / 8; ++o)
+          EXPECT_EQ(0, std::memcmp(a.key_q4_at(layer, block_a, offset) + h * a.head_stride() / 2 +
+                                       o * a.key_octet_stride(),
+                                   b.key_q4_at(layer, block_b, offset) + h * b.head_stride() / 2 +
+                                       o * b.key_octet_stride(),
+                                   4));
+        EXPECT_EQ(0, std::memcmp(a.value_q4_at(layer, block_a, offset) + h * a.head_stride() / 2,
+                                 b.value_q4_at(layer, block_b, offset) + h * b.head_stride() / 2, hd / 2));
+        break;
+    }
+    if (a.type() == KvCacheType::kQ8_0 || a.type() == KvCacheType::kQ4_0) {
+      for (int64_t g = 0; g < hd / kKvQ8Group; ++g) {
+        const int64_t at_a = h * a.scale_head_stride() + g * a.key_dim_stride();
+        const int64_t at_b = h * b.scale_head_stride() + g * b.key_dim_stride();
+        EXPECT_EQ(a.key_scales_at(layer, block_a, offset)[at_a], b.key_scales_at(layer, block_b, offset)[at_b]);
+        EXPECT_EQ(a.value_scales_at(layer, block_a, offset)[at_a], b.value_scales_at(layer, block_b, offset)[at_b]);
+      }
+    }
+  }
+}
+
+TEST(PagedKvStoreTransfer, BlockBytesRoundTripThroughEveryAccessor) {
+  constexpr int kBlocks = 5, kBlockSize = 4;
+  for (KvCacheType type : {KvCacheType::kF16, KvCacheType::kBF16, KvCacheType::kQ8_0, KvCacheType::kQ4_0}) {
+    SCOPED_TRACE(kv_cache_type_name(type));
+    Result<PagedKvStore> from = PagedKvStore::create(config(), kBlocks, kBlockSize, type);
+    Result<PagedKvStore> to = PagedKvStore::create(config(), kBlocks, kBlockSize, type);
+    ASSERT_TRUE(from.is_ok() && to.is_ok());
+    // A block's bytes are those of its positions over all layers.
+    const int64_t bytes = from->block_transfer_bytes();
+    EXPECT_EQ(bytes, PagedKvStore::bytes_per_token(config(), type) * kBlockSize);
+    // Fill every block of `from` with a pattern (through the copy-in, which
+    // writes exactly the block's regions), then hand block 3 to block 1.
+    std::vector<uint8_t> pattern(static_cast<size_t>(bytes));
+    for (int b = 0; b < kBlocks; ++b) {
+      for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 31 + b * 7 + 1);
+      from->copy_block_in(b, pattern.data());
+    }
+    std::vector<uint8_t> out(static_cast<size_t>(bytes));
+    from->copy_block_out(3, out.data());
+    to->copy_block_in(1, out.data());
+    for (int layer = 0; layer < 2; ++layer)
+      for (int offset = 0; offset < kBlockSize; ++offset) expect_same_position(*from, *to, layer, 3, 1, offset);
+    // Every other block of `to` is still all zeros.
+    const std::vector<uint8_t> zeros(static_cast<size_t>(bytes), 0);
+    for (int b : {0, 2, 3, 4}) {
+      to->copy_block_out(b, out.data());
+      EXPECT_EQ(out, zeros) << "block " << b;
+    }
+    // And what block 3 of `from` holds is what went in.
+    from->copy_block_out(3, out.data());
+    for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 31 + 3 * 7 + 1);
+    EXPECT_EQ(out, pattern);
+  }
+}
+
+}  // namespace
+}  // namespace omnibus
