@@ -178,9 +178,10 @@ CommandRunner add_serve_command(CLI::App& app) {
                 "Accept POST /v1/kv/import: K/V handed over by a prefill instance enters the prefix cache as it comes "
                 "(trusts whoever can reach this server; docs/serving.md)");
   cmd->add_option("--kv-import-max-mib", o->kv_import_max_mib,
-                  "--kv-import: the largest blob accepted (and then the body limit of every route)")
+                  "--kv-import: the largest blob accepted (bodies over 8 MiB on other routes, or imports without the "
+                  "API key, are refused before they are read)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   cmd->add_flag("--no-machine-probe", o->no_machine_probe,
                 "Skip measuring bandwidth and FLOP/s at start (/metrics then reports no MBU/MFU)");
   cmd->add_option("--drain-timeout-s", o->drain_timeout_s, "On SIGINT/SIGTERM, wait this long for running requests")
