@@ -77,9 +77,9 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   // page yet), which was 2-99 ms of a 512-token prefill's TTFT (the
   // kv_store op); and a machine without the memory fails at start, not
   // in the middle of a request. Costs: the whole store is resident from
-  // the start (`run -c 32768`, f16: 755 MB) and creating it takes the
-  // zeroing (~70 ms for the server's default 512 MiB once the host has
-  // backed the pages).
+  // the start (`chat -c 32768`, f16: 755 MB; `run` sizes its store to the
+  // prompt and -n) and creating it takes the zeroing (~70 ms for the
+  // server's default 512 MiB once the host has backed the pages).
   kv.keys_.zero_fill();
   kv.values_.zero_fill();
   kv.key_codes_.zero_fill();
