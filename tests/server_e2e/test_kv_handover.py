@@ -99,3 +99,26 @@ def test_large_imports_need_the_key(server_factory):
                       headers={**OCTETS, "Authorization": "Bearer sekret"})
     assert with_key.status == 200, with_key
     assert with_key.json()["imported_tokens"] == int(blob.headers["x-kv-tokens"])
+
+
+def test_broken_blobs_and_bodies_never_hurt_the_server(server_factory):
+    import random
+    rng = random.Random(5)
+    decode = server_factory("-c", "2048", "--kv-import", name="victim")
+    good = u.post(decode.base_url, "/v1/kv/export", BODY)
+    assert good.status == 200, good
+    blob = bytearray(good.body)
+    for i in range(150):
+        broken = bytearray(blob[: rng.randrange(len(blob))]) if i % 3 == 0 else bytearray(blob)
+        for _ in range(rng.randrange(1, 8)):
+            if broken:
+                broken[rng.randrange(len(broken))] ^= 1 << rng.randrange(8)
+        r = u.post(decode.base_url, "/v1/kv/import", bytes(broken), headers=OCTETS)
+        assert r.status == 400, r
+    for body in ([], "null", '{"prompt": []}', '{"messages": 5}', '{"prompt": "x", "max_tokens": -1}',
+                 '{"prompt": [99999999]}', "{" * 100, b"\xff\xfe"):
+        r = u.post(decode.base_url, "/v1/kv/export", body, headers={"Content-Type": "application/json"})
+        assert 400 <= r.status < 500, (body, r)
+    # The good blob still goes in, and the server still answers.
+    assert u.post(decode.base_url, "/v1/kv/import", good.body, headers=OCTETS).status == 200
+    assert completion(decode, BODY)["usage"]["completion_tokens"] == 24
