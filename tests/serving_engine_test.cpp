@@ -297,9 +297,13 @@ TEST_F(ServingEngineTest, KvHandoverGivesTheSameTokensAsOneInstance) {
     ASSERT_TRUE(again.is_ok()) << again.status().message();
     EXPECT_EQ(*again, 40);
     EXPECT_EQ(collect(**decode->submit(greedy(prompt, 12))).tokens, one.tokens);
-    // The two requests' hits; the handover's own lookups are not counted.
+    // The two requests' hits; the handover's own lookups are not counted,
+    // its tokens are (the second import wrote nothing).
     const std::string m = decode->metrics_text();
     EXPECT_NE(m.find("omnibus_prefix_cache_hit_tokens_total 80\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("omnibus_kv_imported_tokens_total 80\n"), std::string::npos) << m;
+    EXPECT_NE(m.find("omnibus_kv_imported_written_tokens_total 40\n"), std::string::npos) << m;
+    EXPECT_NE(prefill->metrics_text().find("omnibus_kv_exported_tokens_total 40\n"), std::string::npos);
     // The decode engine hands the same bytes on.
     Result<std::string> again_out = decode->export_kv(prompt);
     ASSERT_TRUE(again_out.is_ok()) << again_out.status().message();

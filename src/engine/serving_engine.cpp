@@ -516,6 +516,7 @@ Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
         "only {} of the prompt's {} tokens in whole blocks are in the prefix cache (evicted by other requests, or "
         "never computed); run the prompt and export again",
         cached, whole));
+  metrics_->observe_kv_export(cached);
   return encode_kv_transfer(transfer_shape_, std::span(prompt).first(static_cast<size_t>(cached)), blocks);
 }
 
@@ -567,6 +568,7 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
       result = s;
       return;
     }
+    metrics_->observe_kv_import(n, n - cached);
     result = n;
   }));
   return result;

@@ -22,6 +22,17 @@ void ServingMetrics::observe_speculation(int64_t guessed, int64_t accepted) {
   accepted_guesses_ += accepted;
 }
 
+void ServingMetrics::observe_kv_export(int64_t tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kv_exported_tokens_ += tokens;
+}
+
+void ServingMetrics::observe_kv_import(int64_t tokens, int64_t written) {
+  std::lock_guard<std::mutex> lock(mu_);
+  kv_imported_tokens_ += tokens;
+  kv_imported_written_tokens_ += written;
+}
+
 void ServingMetrics::observe_finished(RequestOutcome outcome, const RequestTimings& t, int64_t prompt_tokens,
                                       int64_t generated_tokens) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -77,6 +88,13 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
             "Guessed tokens run as extra rows by speculative decoding (--draft).", double(guessed_tokens_));
   w.counter("omnibus_speculative_accepted_tokens_total",
             "Guessed tokens the target model's samples confirmed (each saved a step).", double(accepted_guesses_));
+  w.counter("omnibus_kv_exported_tokens_total", "Prompt tokens whose K/V POST /v1/kv/export handed out.",
+            double(kv_exported_tokens_));
+  w.counter("omnibus_kv_imported_tokens_total", "Prompt tokens whose K/V POST /v1/kv/import took in.",
+            double(kv_imported_tokens_));
+  w.counter("omnibus_kv_imported_written_tokens_total",
+            "Of the imported tokens, those whose blocks were not already cached here (written into the store).",
+            double(kv_imported_written_tokens_));
   w.counter("omnibus_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache.",
             double(g.prefix_queried_tokens));
   w.counter("omnibus_prefix_cache_hit_tokens_total", "Prompt tokens served from the prefix cache.",

@@ -62,6 +62,11 @@ class ServingMetrics {
   // A speculative step of one sequence: guesses run, and how many of them
   // the samples confirmed.
   void observe_speculation(int64_t guessed, int64_t accepted);
+  // KV handover (docs/plan-disaggregation.md): prompt tokens whose K/V
+  // this instance exported, or imported (`written`: those whose blocks it
+  // did not already hold).
+  void observe_kv_export(int64_t tokens);
+  void observe_kv_import(int64_t tokens, int64_t written);
   // A sequence that reached the engine and finished.
   void observe_finished(RequestOutcome outcome, const RequestTimings& timings, int64_t prompt_tokens,
                         int64_t generated_tokens);
@@ -82,6 +87,9 @@ class ServingMetrics {
   int64_t prompt_tokens_ = 0;
   int64_t generated_tokens_ = 0;
   int64_t guessed_tokens_ = 0;
+  int64_t kv_exported_tokens_ = 0;
+  int64_t kv_imported_tokens_ = 0;
+  int64_t kv_imported_written_tokens_ = 0;
   int64_t accepted_guesses_ = 0;
   int64_t goodput_ = 0;
 };
