@@ -32,6 +32,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from serving.client import Endpoint  # noqa: E402
 from serving.servers import ServerProcess, free_port, omnibus_command  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,8 +58,9 @@ def prompt_text(url, tokens, rng):
     words = [rng.choice(WORDS) for _ in range(tokens)]
     while True:
         text = " ".join(words)
-        status, _, body, _ = post(url, "/tokenize", {"content": text})
-        n = len(json.loads(body)["tokens"])
+        n = Endpoint(url).tokenize(text)
+        if n is None:
+            raise SystemExit(f"POST {url}/tokenize failed")
         if n <= tokens:
             return text
         words = words[: len(words) - (n - tokens) - 1]

@@ -45,16 +45,15 @@ void put(std::string& out, T v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-// Reads fixed-size fields off the front of a blob, refusing to run past it.
-class Reader {
+// Reads the header's fixed-size fields in order. The caller has checked
+// that the blob holds the whole header (kHeaderBytes).
+class HeaderReader {
  public:
-  explicit Reader(std::string_view data) : data_(data) {}
+  explicit HeaderReader(std::string_view data) : data_(data) {}
   template <class T>
-  bool get(T* v) {
-    if (data_.size() - at_ < sizeof(T)) return false;
+  void get(T* v) {
     std::memcpy(v, data_.data() + at_, sizeof(T));
     at_ += sizeof(T);
-    return true;
   }
   size_t at() const { return at_; }
 
@@ -165,12 +164,11 @@ Result<KvTransferContents> decode_kv_transfer(std::string_view blob, const KvTra
   if (kv_transfer_checksum(body) != stored)
     return Status::invalid_argument("the KV blob's checksum does not match its contents (truncated or damaged)");
 
-  Reader r(body);
+  HeaderReader r(body);
   char magic[4];
   uint32_t version = 0, block_size = 0, n_layer = 0, n_head_kv = 0, head_dim = 0;
   uint64_t fingerprint = 0, block_bytes = 0, n_tokens = 0;
   char name[kTypeNameBytes];
-  // The size check above covers the whole header.
   r.get(&magic);
   r.get(&version);
   r.get(&fingerprint);

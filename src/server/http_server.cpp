@@ -58,6 +58,12 @@ std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 std::string format_metric(int64_t v) { return v < 0 ? std::string("-") : std::to_string(v); }
 std::string format_ms(double v) { return v < 0 ? std::string("-") : fmt::format("{:.1f}", v); }
 
+ApiError body_too_large(size_t limit, const char* hint = "") {
+  return http_error(413, "invalid_request_error",
+                    fmt::format("the request body is larger than the limit of {} bytes{}", limit, hint),
+                    "request_too_large");
+}
+
 ApiError unauthorized() {
   return http_error(401, "invalid_request_error",
                     "missing or invalid API key: send the header 'Authorization: Bearer <key>'", "invalid_api_key");
@@ -102,12 +108,7 @@ HttpServer::Impl::Impl(InferenceService& service_in, HttpServerOptions options_i
       const bool import = req.path == "/v1/kv/import" && req.method == "POST";
       const bool allowed = api_key.allows(req.get_header_value("Authorization"));
       if (import && allowed) return httplib::Server::HandlerResponse::Unhandled;
-      refuse_unread(req, res,
-                    !allowed ? unauthorized()
-                             : http_error(413, "invalid_request_error",
-                                          fmt::format("the request body is larger than the limit of {} bytes",
-                                                      options.limits.max_body_bytes),
-                                          "request_too_large"));
+      refuse_unread(req, res, !allowed ? unauthorized() : body_too_large(options.limits.max_body_bytes));
       return httplib::Server::HandlerResponse::Handled;
     });
   }
@@ -255,11 +256,10 @@ httplib::Server::HandlerResponse HttpServer::Impl::on_http_error(const Request& 
     e = http_error(404, "invalid_request_error", fmt::format("no route for {} {}", req.method, req.path),
                    "not_found");
   } else if (status == 413) {
-    std::string message = fmt::format("the request body is larger than the limit of {} bytes", body_limit());
-    if (req.path == "/v1/kv/import")
-      message += options.allow_kv_import ? " (raise it with --kv-import-max-mib)"
-                                         : " (KV import is off: start the server with --kv-import)";
-    e = http_error(413, "invalid_request_error", std::move(message), "request_too_large");
+    const char* hint = req.path != "/v1/kv/import" ? ""
+                       : options.allow_kv_import  ? " (raise it with --kv-import-max-mib)"
+                                                  : " (KV import is off: start the server with --kv-import)";
+    e = body_too_large(body_limit(), hint);
   } else if (status >= 500) {
     e = http_error(status, "server_error", "internal error while handling the request", "internal_error");
   } else {
