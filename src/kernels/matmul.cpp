@@ -4,6 +4,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "base/cpu_features.h"
 #include "kernels/matmul_internal.h"
@@ -26,6 +27,18 @@ using QuantizeRowsFn = void (*)(DType, const float*, int64_t, int64_t, matmul_de
 // on the calling thread alone took ~3% of the time while the other thread
 // waited, the largest serial part of a step.
 constexpr int64_t kParallelQuantizeRows = 16;
+
+// Batches of at least this many x rows hand out their row units in chunks
+// from a shared counter instead of one fixed share per thread: on a VM the
+// other vCPU stalls at random (a 512-token prefill's matmuls spent 8-10% of
+// their time with thread 0 waiting for a fixed share to finish). Which
+// thread computes a row never changes its value (see the header), so the
+// hand-out may depend on timing. Smaller batches keep the fixed split: their
+// matmuls last microseconds, and each chunk's atomic costs a line transfer.
+constexpr int64_t kDynamicSplitRows = 16;
+// Chunks per thread: enough that a stalled thread's last chunk is a small
+// part of the whole, few enough that the counter stays off the profile.
+constexpr int64_t kChunksPerThread = 8;
 
 // The row worker and quantizer of this CPU's path, picked once.
 RowsFn rows_fn() {
@@ -159,8 +172,20 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
     run_units(targets, x, shared_qx, n_x, 0, total_units);
     return;
   }
-  pool->run([&](int index, int count) {
-    run_units(targets, x, shared_qx, n_x, total_units * index / count, total_units * (index + 1) / count);
+  if (n_x < kDynamicSplitRows) {
+    pool->run([&](int index, int count) {
+      run_units(targets, x, shared_qx, n_x, total_units * index / count, total_units * (index + 1) / count);
+    });
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(1, total_units / (pool->size() * kChunksPerThread));
+  std::atomic<int64_t> next_unit{0};
+  pool->run([&](int, int) {
+    for (;;) {
+      const int64_t begin = next_unit.fetch_add(chunk, std::memory_order_relaxed);
+      if (begin >= total_units) return;
+      run_units(targets, x, shared_qx, n_x, begin, std::min(total_units, begin + chunk));
+    }
   });
 }
 
