@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -105,6 +106,49 @@ TEST(MatmulBench, DISABLED_DecodeFromDramHugePages) {
                 dtype_name(type).c_str(), median(ta) * 1e6, bytes / median(ta) / 1e9, median(tb) * 1e6,
                 bytes / median(tb) / 1e9, median(ratio));
   }
+}
+
+// Prefill thread scaling of the int8 tile (q4_1, the 1536x576 interleaved
+// shape, 512 x rows), three ways alternating in one process so that all see
+// the same machine: one thread; the two-thread pool on one matmul; and two
+// independent one-thread matmuls on their own copies at once (what the two
+// cores give with nothing shared: no split, no hand-off, no shared x). The
+// medians of the per-round ratios to one thread show how much of the
+// hardware's scaling the pool keeps.
+TEST(MatmulBench, DISABLED_PrefillThreadScaling) {
+  constexpr int64_t kRows = 1536, kCols = 576, kNx = 512;
+  const auto w = testing_util::random_weights(DType::kQ4_1, kRows, kCols, 1);
+  AlignedBuffer<uint8_t> copy_a, copy_b;
+  copy_a.resize(interleaved8_bytes(w.view));
+  copy_b.resize(interleaved8_bytes(w.view));
+  const WeightMatrix wa = interleave8(w.view, copy_a.data()), wb = interleave8(w.view, copy_b.data());
+  const auto xa = testing_util::random_floats(kNx * kCols, 2), xb = testing_util::random_floats(kNx * kCols, 3);
+  std::vector<float> ya(kNx * kRows), yb(kNx * kRows);
+  ThreadPool one(1), one_b(1), two(2);
+  std::vector<double> pool_ratio, independent_ratio, t1s, t2s, tis;
+  for (int round = 0; round < 30; ++round) {
+    const double t1 = best_seconds(wa, xa.data(), kNx, ya.data(), &one);
+    const double t2 = best_seconds(wa, xa.data(), kNx, ya.data(), &two);
+    // Two one-thread matmuls at once: each thread runs its own best-of loop;
+    // the pair's throughput is two matmuls over the slower one's time.
+    double ta = 0, tb = 0;
+    std::thread other([&] { tb = best_seconds(wb, xb.data(), kNx, yb.data(), &one_b); });
+    ta = best_seconds(wa, xa.data(), kNx, ya.data(), &one);
+    other.join();
+    const double ti = std::max(ta, tb) / 2;  // seconds per matmul of the pair
+    t1s.push_back(t1), t2s.push_back(t2), tis.push_back(ti);
+    pool_ratio.push_back(t1 / t2), independent_ratio.push_back(t1 / ti);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double flops = 2.0 * kRows * kCols * kNx;
+  std::printf("q4_1 il8 %lldx%lld n_x=%lld: 1 thread %.1f GFLOP/s, pool of 2 %.1f (x%.3f), two independent %.1f "
+              "(x%.3f) (medians of 30 rounds)\n",
+              static_cast<long long>(kRows), static_cast<long long>(kCols), static_cast<long long>(kNx),
+              flops / median(t1s) / 1e9, flops / median(t2s) / 1e9, median(pool_ratio), flops / median(tis) / 1e9,
+              median(independent_ratio));
 }
 
 }  // namespace
