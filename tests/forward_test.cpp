@@ -229,6 +229,66 @@ TEST(ForwardBatchTest, InterleavedPagedSequencesMatchSoloRuns) {
   }
 }
 
+// Decode rows of eight sequences that took the same 512-position prompt
+// prefix from a prefix cache (the same KV blocks), batched in one step:
+// attention pairs rows of different sequences over the shared chunks
+// (attention_rows_shared_prefix), and every row's logits are bit-identical
+// to its sequence run alone.
+TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {
+  TinyModelSpec spec;
+  spec.matrix_type = DType::kQ8_0;
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = load_tiny_model(bytes);
+  const int vocab = model->config().vocab_size;
+  constexpr int kBlock = 16, kShared = 512, kSeqs = 8, kMaxPositions = 640;
+  const auto prefix = random_tokens(kShared, vocab, 21);
+  ForwardPass fp(model, kShared, kMaxPositions, 2);
+  auto kv = PagedKvStore::create(model->config(), kShared / kBlock + kSeqs * 2, kBlock);
+  ASSERT_TRUE(kv.is_ok());
+  // Sequence s: the prefix's blocks 0..31, then its own two blocks; its own
+  // tokens after the prefix, 3 + s of them (prompt and decode).
+  std::vector<std::vector<int32_t>> tables(kSeqs), tokens(kSeqs);
+  for (int s = 0; s < kSeqs; ++s) {
+    tables[s] = contiguous_table(kShared / kBlock);
+    tables[s].push_back(kShared / kBlock + 2 * s);
+    tables[s].push_back(kShared / kBlock + 2 * s + 1);
+    tokens[s] = prefix;
+    const auto own = random_tokens(3 + s, vocab, 30 + s);
+    tokens[s].insert(tokens[s].end(), own.begin(), own.end());
+  }
+  // The prefix once, through sequence 0's table (what the prefix cache keeps).
+  std::vector<BatchRow> rows;
+  for (int p = 0; p < kShared; ++p) rows.push_back({prefix[p], tables[0], p, false});
+  std::vector<float> logits(kShared * vocab);
+  ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
+  // Each sequence's own prompt tokens but its last two, alone.
+  for (int s = 0; s < kSeqs; ++s) {
+    rows.clear();
+    for (int p = kShared; p + 2 < static_cast<int>(tokens[s].size()); ++p)
+      rows.push_back({tokens[s][p], tables[s], p, false});
+    ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
+  }
+  // Two decode steps of all eight sequences together.
+  const uint64_t units_before = fp.shared_prefix_units();
+  for (int step = 2; step >= 1; --step) {
+    rows.clear();
+    for (int s = 0; s < kSeqs; ++s) {
+      const int p = static_cast<int>(tokens[s].size()) - step;
+      rows.push_back({tokens[s][p], tables[s], p, true});
+    }
+    ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
+    for (int s = 0; s < kSeqs; ++s) {
+      const auto solo = engine_logits(model, tokens[s], 64, 2, kBlock, kMaxPositions);
+      const int p = static_cast<int>(tokens[s].size()) - step;
+      EXPECT_EQ(0, std::memcmp(logits.data() + s * vocab, solo.data() + static_cast<size_t>(p) * vocab,
+                               vocab * sizeof(float)))
+          << "sequence " << s << " position " << p;
+    }
+  }
+  // Four pairs a layer, both layers, both steps: the shared path ran.
+  EXPECT_EQ(fp.shared_prefix_units() - units_before, 4u * 2 * 2);
+}
+
 // The block size changes only where K/V are stored, never the logits.
 TEST(ForwardBatchTest, LogitsDoNotDependOnBlockSize) {
   TinyModelSpec spec;

@@ -279,6 +279,7 @@ void ServingEngine::publish_gauges() {
   gauges_.prefix_hit_tokens = kv.prefix_hit_tokens;
   gauges_.preemptions = s.preemptions;
   gauges_.steps = s.steps;
+  gauges_.shared_prefix_attention_units = static_cast<int64_t>(forward_->shared_prefix_units());
   gauges_.admission_limit = scheduler_->admission_limit();
   const RooflineReading r = roofline_->reading();
   gauges_.step_bytes_per_second = r.bytes_per_second;

@@ -101,6 +101,10 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
             double(g.prefix_hit_tokens));
   w.counter("omnibus_preemptions_total", "Sequences preempted (K/V freed, recomputed later).", double(g.preemptions));
   w.counter("omnibus_engine_steps_total", "Engine steps that ran the model.", double(g.steps));
+  w.counter("omnibus_attention_shared_prefix_units_total",
+            "Attention units (a layer's heads of two rows of different sequences) computed together over a "
+            "shared cached prefix, each K/V vector read once for both rows.",
+            double(g.shared_prefix_attention_units));
   w.gauge("omnibus_admission_limit",
           "Running sequences admitted up to: --max-seqs, or lower to keep steps within --slo-tpot-ms.",
           double(g.admission_limit));

@@ -295,6 +295,68 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
   }
 }
 
+void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std::span<const KvRun> runs0,
+                                  const float* q1, std::span<const KvRun> runs1, int64_t shared, int64_t row_stride,
+                                  float* scores, float* out0, float* out1, int head_begin, int head_end) {
+  int64_t n0 = 0, n1 = 0;
+  for (const KvRun& run : runs0) n0 += run.count;
+  for (const KvRun& run : runs1) n1 += run.count;
+  // Positions in the chunks both rows compute together: whole chunks only,
+  // since a row's last chunk may end inside the prefix for one row and not
+  // for the other.
+  const int64_t together = std::min({shared, n0, n1}) / kAttentionChunk * kAttentionChunk;
+  if (together == 0) {
+    attention_row_paged(s, q0, runs0, row_stride, scores, out0, head_begin, head_end);
+    attention_row_paged(s, q1, runs1, row_stride, scores, out1, head_begin, head_end);
+    return;
+  }
+  KvRunScratch<kAttentionChunk> chunk_scratch;
+  KvRun* chunk_runs = chunk_scratch.data();
+  float max0[kMaxHeadsPerPass], sum0[kMaxHeadsPerPass], max1[kMaxHeadsPerPass], sum1[kMaxHeadsPerPass];
+  float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],
+      next_sum1[kMaxHeadsPerPass];
+  alignas(32) float next_acc0[kPassFloats], next_acc1[kPassFloats];
+  const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
+  const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
+  const int64_t k_step = s.k_run_step(row_stride), v_step = s.v_run_step(row_stride);
+  for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
+    RunCursor cursor0(runs0, k_step, v_step), cursor1(runs1, k_step, v_step);
+    const int h1 = std::min(head_end, h0 + per_pass);
+    const int heads = h1 - h0;
+    const AttentionPartial state0{out0 + static_cast<int64_t>(h0) * s.head_dim, max0, sum0};
+    const AttentionPartial state1{out1 + static_cast<int64_t>(h0) * s.head_dim, max1, sum1};
+    const AttentionPartial next0{next_acc0, next_max0, next_sum0}, next1{next_acc1, next_max1, next_sum1};
+    // Each row's chunks in position order, merged as attention_row_paged
+    // merges them; a shared chunk's K and V come from row 1's runs (the
+    // same memory as row 0's there).
+    for (int64_t first = 0; first < std::max(n0, n1); first += kAttentionChunk) {
+      const AttentionPartial& part0 = first == 0 ? state0 : next0;
+      const AttentionPartial& part1 = first == 0 ? state1 : next1;
+      if (first < together) {
+        const size_t n = cursor1.slice(first, kAttentionChunk, chunk_runs);
+        pair_chunk(s, q0, q1, std::span(chunk_runs, n), kAttentionChunk, row_stride, scores, part0, part1, h0, h1);
+        if (first > 0) {
+          attention_merge(s.head_dim, heads, next0, state0);
+          attention_merge(s.head_dim, heads, next1, state1);
+        }
+        continue;
+      }
+      if (first < n0) {
+        const size_t n = cursor0.slice(first, std::min(kAttentionChunk, n0 - first), chunk_runs);
+        attention_chunk(s, q0, std::span(chunk_runs, n), row_stride, scores, part0, h0, h1);
+        attention_merge(s.head_dim, heads, next0, state0);  // first >= together > 0
+      }
+      if (first < n1) {
+        const size_t n = cursor1.slice(first, std::min(kAttentionChunk, n1 - first), chunk_runs);
+        attention_chunk(s, q1, std::span(chunk_runs, n), row_stride, scores, part1, h0, h1);
+        attention_merge(s.head_dim, heads, next1, state1);
+      }
+    }
+    attention_finish(s.head_dim, heads, state0, state0.acc);
+    attention_finish(s.head_dim, heads, state1, state1.acc);
+  }
+}
+
 namespace ref {
 
 // The plain loops: one scalar dot per position, libm exp, one multiply-add

@@ -202,6 +202,21 @@ void attention_row_pair_paged(const AttentionShape& shape, const float* q0, cons
                               std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out0,
                               float* out1, int head_begin, int head_end);
 
+// Two rows of different sequences whose first `shared` positions (from the
+// first of their runs) are the same cached K and V: a prompt prefix both
+// took from the prefix cache, as in a batched decode step of requests that
+// share a system prompt. The chunks wholly inside the shared prefix are
+// computed for both rows at once with the pair kernel (each K and V vector
+// read once for both rows' heads, where two separate rows read it twice
+// from DRAM), the other chunks row by row. Each row's output is
+// bit-identical to attention_row_paged's for that row (same chunks, same
+// kernels per float, same merges). Only where attention_pairs_supported;
+// scores: scratch for 2 x (head_end - head_begin) x min(positions,
+// kAttentionChunk) floats.
+void attention_rows_shared_prefix(const AttentionShape& shape, const float* q0, std::span<const KvRun> runs0,
+                                  const float* q1, std::span<const KvRun> runs1, int64_t shared, int64_t row_stride,
+                                  float* scores, float* out0, float* out1, int head_begin, int head_end);
+
 // The two implementations behind attention_chunk, for tests.
 namespace ref {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,

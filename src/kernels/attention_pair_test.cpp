@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -62,6 +63,71 @@ TEST(AttentionPairTest, EachRowIsBitIdenticalToItsSingleRow) {
       }
     }
   }
+  }
+}
+
+// Two rows of different sequences sharing a cached prefix (the same K/V
+// memory for their first `shared` positions, their own after it):
+// attention_rows_shared_prefix against attention_row_paged on each row.
+TEST(AttentionPairTest, SharedPrefixRowsAreBitIdenticalToTheirSingleRows) {
+  AttentionShape probe{9, 3, 64, 0.125f};
+  probe.k_dim_stride = 16;
+  if (!attention_pairs_supported(probe)) GTEST_SKIP() << "no pair kernel on this CPU";
+  struct Case {
+    int64_t n0, n1, shared;
+  };
+  // Prefixes below, at and across chunk ends; rows ending inside the
+  // prefix's last chunk; a row as long as the prefix plus one.
+  const Case cases[] = {{300, 280, 0},   {300, 280, 100}, {300, 280, 256}, {300, 280, 270}, {257, 600, 256},
+                        {600, 520, 512}, {800, 513, 512}, {700, 900, 600}, {513, 513, 512}, {1100, 1030, 1000}};
+  for (const KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16, KvCacheType::kQ4_0}) {
+    AttentionShape q4_probe{9, 3, 64, 0.125f, 64 * 16, 16, KvCacheType::kQ4_0};
+    if (type == KvCacheType::kQ4_0 && !attention_pairs_supported(q4_probe)) continue;  // AVX-512 only
+    for (const Case& cs : cases) {
+      for (int64_t block_size : {1, 16, 100}) {
+        for (auto [n_head, n_head_kv] : {std::pair{9, 3}, {8, 1}}) {
+          AttentionShape shape{n_head, n_head_kv, 64, 0.125f};
+          shape.kv_type = type;
+          const int64_t stride = int64_t{n_head_kv} * 64;
+          const auto seed = static_cast<uint32_t>(900 + cs.n0 + cs.shared);
+          const auto q0 = random_floats(n_head * 64, seed), q1 = random_floats(n_head * 64, seed + 1);
+          // Sequence 0's cache, and sequence 1's own (only its positions
+          // past the prefix are used).
+          auto k0 = random_halves(cs.n0 * stride, seed + 2), v0 = random_halves(cs.n0 * stride, seed + 3);
+          auto k1 = random_halves(cs.n1 * stride, seed + 4), v1 = random_halves(cs.n1 * stride, seed + 5);
+          if (type == KvCacheType::kBF16) k0 = as_bf16(k0), v0 = as_bf16(v0), k1 = as_bf16(k1), v1 = as_bf16(v1);
+          std::vector<uint16_t> ks0, vs0, ks1, vs1;
+          Q8Store store0, store1;
+          auto blocks = [&](const std::vector<uint16_t>& k, const std::vector<uint16_t>& v, int64_t n, Q8Store& q8,
+                            std::vector<uint16_t>& ks, std::vector<uint16_t>& vs) {
+            return type == KvCacheType::kQ8_0   ? q8_blocks(k, v, shape, n, block_size, q8)
+                   : type == KvCacheType::kQ4_0 ? q4_blocks(k, v, shape, n, block_size, q8)
+                                                : transposed_blocks(k, v, shape, n, block_size, ks, vs);
+          };
+          const auto runs0 = blocks(k0, v0, cs.n0, store0, ks0, vs0);
+          const auto own1 = blocks(k1, v1, cs.n1, store1, ks1, vs1);
+          const int64_t ks = shape.k_run_step(64), vstep = shape.v_run_step(64);
+          std::vector<KvRun> runs1(runs0.size() + own1.size());
+          size_t n_runs1 = slice_runs(runs0, 0, cs.shared, ks, vstep, runs1.data());
+          n_runs1 += slice_runs(own1, cs.shared, cs.n1 - cs.shared, ks, vstep, runs1.data() + n_runs1);
+          runs1.resize(n_runs1);
+          std::vector<float> want0(n_head * 64), want1(n_head * 64), scores(2 * n_head * std::max(cs.n0, cs.n1));
+          attention_row_paged(shape, q0.data(), runs0, 64, scores.data(), want0.data(), 0, n_head);
+          attention_row_paged(shape, q1.data(), runs1, 64, scores.data(), want1.data(), 0, n_head);
+          std::vector<float> got0(n_head * 64, NAN), got1(n_head * 64, NAN);
+          const int cut = n_head / 2 + 1;  // heads split across a GQA group
+          attention_rows_shared_prefix(shape, q0.data(), runs0, q1.data(), runs1, cs.shared, 64, scores.data(),
+                                       got0.data(), got1.data(), 0, cut);
+          attention_rows_shared_prefix(shape, q0.data(), runs0, q1.data(), runs1, cs.shared, 64, scores.data(),
+                                       got0.data(), got1.data(), cut, n_head);
+          const std::string what = std::string(kv_cache_type_name(type)) + " n0 " + std::to_string(cs.n0) + " n1 " +
+                                   std::to_string(cs.n1) + " shared " + std::to_string(cs.shared) + " block_size " +
+                                   std::to_string(block_size) + " heads " + std::to_string(n_head);
+          EXPECT_EQ(0, std::memcmp(want0.data(), got0.data(), sizeof(float) * want0.size())) << "row 0, " << what;
+          EXPECT_EQ(0, std::memcmp(want1.data(), got1.data(), sizeof(float) * want1.size())) << "row 1, " << what;
+        }
+      }
+    }
   }
 }
 

@@ -48,8 +48,9 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   row_units_.reserve(b);
   // A row attends to at most max_positions positions, so at most that many
   // runs even with block_size 1; attend_chunk_share holds two chunks' runs
-  // (the current and the next).
-  runs_stride_ = std::max<int64_t>(max_positions, 2 * kAttentionChunk);
+  // (the current and the next), attend_rows two rows' runs.
+  // attend_rows' shared-prefix pairs hold both rows' runs.
+  runs_stride_ = 2 * std::max<int64_t>(max_positions, kAttentionChunk);
   runs_.resize(static_cast<size_t>(pool_.size()) * runs_stride_);
   // Chunk partials of decode rows: room for two rows at full context, and
   // at least 16 chunks per thread.
@@ -345,6 +346,17 @@ int64_t visible_positions(const ModelConfig& c, int layer, const BatchRow& row) 
   return row.pos + 1 - c.first_visible(layer, row.pos);
 }
 
+// Positions from `first` on that rows a and b, of two sequences, read from
+// the same KV blocks (a prefix both took from the prefix cache), up to the
+// shorter row's end.
+int64_t shared_prefix_positions(const BatchRow& a, const BatchRow& b, int64_t first, int block_size) {
+  const int64_t end = std::min(a.pos, b.pos) + 1;
+  int64_t block = first / block_size;
+  const int64_t last_block = (end - 1) / block_size;
+  while (block <= last_block && a.block_table[block] == b.block_table[block]) ++block;
+  return std::max<int64_t>(0, std::min(end, block * block_size) - first);
+}
+
 // What every attention pool job reads; each job adds its own split state.
 // A job is passed by pointer so the callable keeps two captures (no heap
 // allocation per call, tests/decode_alloc_test.cpp).
@@ -427,6 +439,7 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
     row_units_.push_back({pair ? i + 1 : i, pair});
     if (pair) ++i;
   }
+  if (pairs) pair_shared_prefixes(layer, rows, kv);
   // A unit's last item may hold fewer heads (when kHeadsPerCall cuts a group).
   Job job{{c, shape, rows, layer, kv}, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
   job.items = static_cast<int64_t>(row_units_.size()) * job.items_per_row;
@@ -446,7 +459,15 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
       const size_t n_runs = position_runs(row, job.layer, job.kv, first, row.pos + 1 - first, runs);
       float* q = q_.data() + static_cast<int64_t>(i) * job.c.q_dim();
       float* out = attn_.data() + static_cast<int64_t>(i) * job.c.q_dim();
-      if (unit.pair) {
+      if (unit.other >= 0) {
+        const BatchRow& row0 = job.rows[unit.other];
+        KvRun* runs0 = runs + runs_stride_ / 2;
+        const size_t n_runs0 = position_runs(row0, job.layer, job.kv, first, row0.pos + 1 - first, runs0);
+        const int64_t q0 = static_cast<int64_t>(unit.other) * job.c.q_dim();
+        attention_rows_shared_prefix(job.shape, q_.data() + q0, std::span(runs0, n_runs0), q,
+                                     std::span(runs, n_runs), unit.shared, job.kv.position_stride(), scores,
+                                     attn_.data() + q0, out, h, h_end);
+      } else if (unit.pair) {
         attention_row_pair_paged(job.shape, q - job.c.q_dim(), q, std::span(runs, n_runs), job.kv.position_stride(),
                                  scores, out - job.c.q_dim(), out, h, h_end);
       } else {
@@ -454,6 +475,44 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
       }
     }
   });
+}
+
+// Joins single-row units of different sequences whose rows share at least
+// one whole softmax chunk of cached prefix (same KV blocks, same first
+// visible position) into one unit each: the two rows' chunks inside the
+// prefix then read each K and V vector once (attention_rows_shared_prefix).
+// In a batched decode step of requests with a common system prompt, each
+// pair halves the prefix's KV reads, the largest part of such a step's
+// attention. Each row keeps its own bits, so the pairing may depend on the
+// batch. A row takes the first later single row it shares a chunk with.
+void ForwardPass::pair_shared_prefixes(int layer, std::span<const BatchRow> rows, const PagedKvStore& kv) {
+  const ModelConfig& c = model_->config();
+  const int n_units = static_cast<int>(row_units_.size());
+  bool joined = false;
+  for (int a = 0; a < n_units; ++a) {
+    RowUnit& ua = row_units_[a];
+    if (ua.pair || ua.last_row < 0 || ua.other >= 0) continue;
+    const BatchRow& ra = rows[ua.last_row];
+    const int64_t first = c.first_visible(layer, ra.pos);
+    if (ra.pos + 1 - first < kAttentionChunk) continue;
+    for (int b = a + 1; b < n_units; ++b) {
+      RowUnit& ub = row_units_[b];
+      if (ub.pair || ub.last_row < 0 || ub.other >= 0) continue;
+      const BatchRow& rb = rows[ub.last_row];
+      if (rb.block_table.data() == ra.block_table.data() || c.first_visible(layer, rb.pos) != first) continue;
+      const int64_t shared = shared_prefix_positions(ra, rb, first, kv.block_size());
+      if (shared < kAttentionChunk) continue;
+      ua.other = ub.last_row;
+      ua.shared = shared;
+      ub.last_row = -1;  // taken into unit a
+      joined = true;
+      ++shared_prefix_units_;
+      break;
+    }
+  }
+  if (joined)
+    row_units_.erase(std::remove_if(row_units_.begin(), row_units_.end(), [](const RowUnit& u) { return u.last_row < 0; }),
+                     row_units_.end());
 }
 
 // Work units are (row, chunk, head), cut into one contiguous range per

@@ -51,6 +51,11 @@ class ForwardPass {
   // Times each op of run() into `profiler` (null: off, the default). The
   // profiler must outlive this pass or be detached with nullptr first.
   void set_profiler(Profiler* profiler);
+
+  // Attention units so far that computed two rows of different sequences
+  // over a shared cached prefix together (attention_rows_shared_prefix), one
+  // per pair and layer; for tests and stats.
+  uint64_t shared_prefix_units() const { return shared_prefix_units_; }
   Profiler* profiler() const { return profiler_; }
 
   const Model& model() const { return *model_; }
@@ -82,6 +87,7 @@ class ForwardPass {
                               KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   void attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  void pair_shared_prefixes(int layer, std::span<const BatchRow> rows, const PagedKvStore& kv);
   // Plans the rows' chunks for `layer` into its kind's plan; false when the
   // partials would not fit.
   bool plan_chunks(int layer, std::span<const BatchRow> rows);
@@ -125,12 +131,17 @@ class ForwardPass {
   std::vector<ThreadScratch> thread_scratch_;
   int decode_step_rows_max_ = 0;  // steps of at most this many rows may run as one job (0: never)
   // attend_rows: one row, or two consecutive rows of one sequence ending at
-  // last_row (attention_row_pair_paged). Reserved for max_batch rows.
+  // last_row (attention_row_pair_paged), or last_row and `other`, a row of
+  // another sequence whose first `shared` visible positions are in the same
+  // KV blocks (attention_rows_shared_prefix). Reserved for max_batch rows.
   struct RowUnit {
     int last_row;
     bool pair;
+    int other = -1;
+    int64_t shared = 0;
   };
   std::vector<RowUnit> row_units_;
+  uint64_t shared_prefix_units_ = 0;
   std::vector<uint8_t> embed_row_;  // one token's embedding row in GGUF's layout (embed)
   int64_t max_chunk_partials_;
   int64_t max_positions_;

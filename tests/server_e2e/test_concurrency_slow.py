@@ -15,7 +15,20 @@ MAX_TOKENS = 12
 SHARED = ("You are a careful assistant. Read the following notes about the town of Eldermere before answering. "
           "Eldermere lies in a valley between two rivers. Its market opens at dawn on weekdays and sells fish, "
           "bread, wool and copper pots. The mayor is elected every four years. The old bridge was rebuilt in "
-          "stone after the great flood, and the library keeps maps of every farm in the valley. ")
+          "stone after the great flood, and the library keeps maps of every farm in the valley. "
+          # Long enough (over 256 tokens) that decode rows sharing it attend to
+          # whole softmax chunks of cached prefix together (attention_rows_shared_prefix).
+          "The school has three teachers and forty pupils, who learn reading, arithmetic, geography and music. "
+          "In spring the northern river floods the lower meadows, so the farmers move their sheep to the hills "
+          "until the water falls. The blacksmith shoes horses on Tuesdays and mends ploughs on Thursdays. "
+          "A ferry crosses the southern river twice a day, at nine in the morning and at four in the afternoon, "
+          "and costs two copper coins for a person and five for a cart. The inn by the bridge has six rooms, "
+          "a stable for ten horses and a garden where travellers eat in summer. Every autumn the town holds a "
+          "harvest fair with a ploughing contest, a cheese market and a dance in the square that lasts until "
+          "midnight. The oldest building is the mill, built of grey stone three hundred years ago, which still "
+          "grinds wheat and barley for the whole valley. The doctor lives next to the chapel and visits the "
+          "outlying farms on Mondays. Letters arrive by coach from the capital once a week, on Friday evenings, "
+          "and the postmaster reads the news aloud in the square on Saturday mornings. ")
 QUESTIONS = ["Question: when does the market open? Answer:", "Question: what does the market sell? Answer:",
              "Question: how often is the mayor elected? Answer:", "Question: what was rebuilt? Answer:",
              "Question: what does the library keep? Answer:", "Question: where is Eldermere? Answer:",
@@ -99,6 +112,9 @@ def test_concurrent_default(alone):
     compare(run_concurrently(s.base_url), want, "default flags")
     m = u.metrics(s.base_url)
     assert u.metric(m, "omnibus_prefix_cache_hit_tokens_total") > 0, "the shared prefix was never reused"
+    # The alone runs cached SHARED, so the concurrent ones decode over the same
+    # blocks: some steps pair their rows over its whole softmax chunks.
+    assert u.metric(m, "omnibus_attention_shared_prefix_units_total") > 0, "no shared-prefix attention pairs"
     assert u.wait_for(lambda: u.metric(u.metrics(s.base_url), "omnibus_kv_blocks_used") == 0, 5)
 
 
