@@ -255,3 +255,46 @@ TEST(AttentionBench, DISABLED_WideningAgainstFma) {
 
 }  // namespace
 }  // namespace omnibus
+
+namespace omnibus {
+namespace {
+
+// Two decode rows of different sequences sharing a cached prefix (SmolLM2's
+// shape, blocks of 16, in cache): attention_rows_shared_prefix against the
+// two rows one at a time; a measurement, not a check.
+TEST(AttentionBench, DISABLED_DecodeRowsSharingAPrefix) {
+  const int64_t stride = 3 * 64;
+  for (const auto [n, shared] : {std::pair<int64_t, int64_t>{1050, 1000}, {2100, 2000}}) {
+    const auto k = attention_test_util::random_halves(n * stride, 1), v = attention_test_util::random_halves(n * stride, 2);
+    AttentionShape shape{9, 3, 64, 0.125f};
+    std::vector<uint16_t> ks, vs;
+    const auto runs0 = attention_test_util::transposed_blocks(k, v, shape, n, 16, ks, vs);
+    // Row 1: the same prefix, its own tail (here: row 0's tail again, at other addresses is not needed for timing).
+    std::vector<KvRun> runs1(runs0.size());
+    runs1.resize(slice_runs(runs0, 0, n - 7, 1, 64, runs1.data()));
+    const auto q = attention_test_util::random_floats(2 * 9 * 64, 3);
+    std::vector<float> scores(2 * 9 * n), out(2 * 9 * 64);
+    for (bool together : {false, true, false, true}) {
+      double best = 1e9;
+      for (int rep = 0; rep < 300; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int h = 0; h < 9; h += 3) {
+          if (together) {
+            attention_rows_shared_prefix(shape, q.data(), runs0, q.data() + 576, runs1, shared, 64, scores.data(),
+                                         out.data(), out.data() + 576, h, h + 3);
+          } else {
+            attention_row_paged(shape, q.data(), runs0, 64, scores.data(), out.data(), h, h + 3);
+            attention_row_paged(shape, q.data() + 576, runs1, 64, scores.data(), out.data() + 576, h, h + 3);
+          }
+        }
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("two decode rows at %lld positions sharing %lld, f16 cache, %s: %7.1f us\n",
+                  static_cast<long long>(n), static_cast<long long>(shared), together ? "together" : "one at a time",
+                  best * 1e6);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace omnibus
