@@ -229,26 +229,28 @@ TEST(ForwardBatchTest, InterleavedPagedSequencesMatchSoloRuns) {
   }
 }
 
-// Decode rows of eight sequences that took the same 512-position prompt
+// Decode rows of several sequences that took the same 512-position prompt
 // prefix from a prefix cache (the same KV blocks), batched in one step:
-// attention pairs rows of different sequences over the shared chunks
-// (attention_rows_shared_prefix), and every row's logits are bit-identical
-// to its sequence run alone.
-TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {
+// attention pairs rows of different sequences over the shared chunks (many
+// rows: attend_rows' units; few: attend_chunks' and the one-job decode
+// step's chunk units), and every row's logits are bit-identical to its
+// sequence run alone.
+void check_decode_rows_sharing_a_prefix(int n_seqs, int threads) {
+  SCOPED_TRACE("sequences " + std::to_string(n_seqs) + ", threads " + std::to_string(threads));
   TinyModelSpec spec;
   spec.matrix_type = DType::kQ8_0;
   const auto bytes = make_tiny_model_bytes(spec);
   auto model = load_tiny_model(bytes);
   const int vocab = model->config().vocab_size;
-  constexpr int kBlock = 16, kShared = 512, kSeqs = 8, kMaxPositions = 640;
+  constexpr int kBlock = 16, kShared = 512, kMaxPositions = 640;
   const auto prefix = random_tokens(kShared, vocab, 21);
-  ForwardPass fp(model, kShared, kMaxPositions, 2);
-  auto kv = PagedKvStore::create(model->config(), kShared / kBlock + kSeqs * 2, kBlock);
+  ForwardPass fp(model, kShared, kMaxPositions, threads);
+  auto kv = PagedKvStore::create(model->config(), kShared / kBlock + n_seqs * 2, kBlock);
   ASSERT_TRUE(kv.is_ok());
   // Sequence s: the prefix's blocks 0..31, then its own two blocks; its own
   // tokens after the prefix, 3 + s of them (prompt and decode).
-  std::vector<std::vector<int32_t>> tables(kSeqs), tokens(kSeqs);
-  for (int s = 0; s < kSeqs; ++s) {
+  std::vector<std::vector<int32_t>> tables(n_seqs), tokens(n_seqs);
+  for (int s = 0; s < n_seqs; ++s) {
     tables[s] = contiguous_table(kShared / kBlock);
     tables[s].push_back(kShared / kBlock + 2 * s);
     tables[s].push_back(kShared / kBlock + 2 * s + 1);
@@ -262,22 +264,22 @@ TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {
   std::vector<float> logits(kShared * vocab);
   ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
   // Each sequence's own prompt tokens but its last two, alone.
-  for (int s = 0; s < kSeqs; ++s) {
+  for (int s = 0; s < n_seqs; ++s) {
     rows.clear();
     for (int p = kShared; p + 2 < static_cast<int>(tokens[s].size()); ++p)
       rows.push_back({tokens[s][p], tables[s], p, false});
     ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
   }
-  // Two decode steps of all eight sequences together.
+  // Two decode steps of all the sequences together.
   const uint64_t units_before = fp.shared_prefix_units();
   for (int step = 2; step >= 1; --step) {
     rows.clear();
-    for (int s = 0; s < kSeqs; ++s) {
+    for (int s = 0; s < n_seqs; ++s) {
       const int p = static_cast<int>(tokens[s].size()) - step;
       rows.push_back({tokens[s][p], tables[s], p, true});
     }
     ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
-    for (int s = 0; s < kSeqs; ++s) {
+    for (int s = 0; s < n_seqs; ++s) {
       const auto solo = engine_logits(model, tokens[s], 64, 2, kBlock, kMaxPositions);
       const int p = static_cast<int>(tokens[s].size()) - step;
       EXPECT_EQ(0, std::memcmp(logits.data() + s * vocab, solo.data() + static_cast<size_t>(p) * vocab,
@@ -285,8 +287,14 @@ TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {
           << "sequence " << s << " position " << p;
     }
   }
-  // Four pairs a layer, both layers, both steps: the shared path ran.
-  EXPECT_EQ(fp.shared_prefix_units() - units_before, 4u * 2 * 2);
+  // Every row paired but an odd one out, in both layers and both steps:
+  // the shared path ran.
+  EXPECT_EQ(fp.shared_prefix_units() - units_before, static_cast<uint64_t>(n_seqs / 2) * 2 * 2);
+}
+
+TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {
+  for (auto [n_seqs, threads] : {std::pair{8, 2}, {5, 2}, {3, 2}, {2, 2}, {3, 1}, {5, 1}})
+    check_decode_rows_sharing_a_prefix(n_seqs, threads);
 }
 
 // The block size changes only where K/V are stored, never the logits.

@@ -295,6 +295,16 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
   }
 }
 
+void attention_chunk_shared(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
+                            int64_t row_stride, float* scores, const AttentionPartial& out0,
+                            const AttentionPartial& out1, int head_begin, int head_end) {
+  int64_t n = 0;
+  for (const KvRun& run : runs) n += run.count;
+  // Row 0 over all of the runs' positions: the pair kernel with no tail.
+  const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
+  pair_chunk(s, q0, q1, runs, n, row_stride, scores, out0, out1, head_begin, head_end);
+}
+
 void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std::span<const KvRun> runs0,
                                   const float* q1, std::span<const KvRun> runs1, int64_t shared, int64_t row_stride,
                                   float* scores, float* out0, float* out1, int head_begin, int head_end) {
@@ -316,7 +326,6 @@ void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std:
   float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],
       next_sum1[kMaxHeadsPerPass];
   alignas(32) float next_acc0[kPassFloats], next_acc1[kPassFloats];
-  const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   const int64_t k_step = s.k_run_step(row_stride), v_step = s.v_run_step(row_stride);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
@@ -334,7 +343,7 @@ void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std:
       const AttentionPartial& part1 = first == 0 ? state1 : next1;
       if (first < together) {
         const size_t n = cursor1.slice(first, kAttentionChunk, chunk_runs);
-        pair_chunk(s, q0, q1, std::span(chunk_runs, n), kAttentionChunk, row_stride, scores, part0, part1, h0, h1);
+        attention_chunk_shared(s, q0, q1, std::span(chunk_runs, n), row_stride, scores, part0, part1, h0, h1);
         if (first > 0) {
           attention_merge(s.head_dim, heads, next0, state0);
           attention_merge(s.head_dim, heads, next1, state1);

@@ -202,6 +202,15 @@ void attention_row_pair_paged(const AttentionShape& shape, const float* q0, cons
                               std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out0,
                               float* out1, int head_begin, int head_end);
 
+// One chunk of two rows of different sequences over the same positions (a
+// shared cached prefix): each row's partial bit-identical to
+// attention_chunk's for that row, each K and V vector read once for both.
+// Only where attention_pairs_supported(shape); heads [head_begin,
+// head_end) at most 16; scores: scratch for 2 x heads x positions floats.
+void attention_chunk_shared(const AttentionShape& shape, const float* q0, const float* q1, std::span<const KvRun> runs,
+                            int64_t row_stride, float* scores, const AttentionPartial& out0,
+                            const AttentionPartial& out1, int head_begin, int head_end);
+
 // Two rows of different sequences whose first `shared` positions (from the
 // first of their runs) are the same cached K and V: a prompt prefix both
 // took from the prefix cache, as in a batched decode step of requests that

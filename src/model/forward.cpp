@@ -59,7 +59,12 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   partial_acc_.resize(static_cast<size_t>(max_chunk_partials_) * c.q_dim());
   partial_max_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
   partial_sum_.resize(static_cast<size_t>(max_chunk_partials_) * c.n_head);
-  for (ChunkPlan& plan : chunk_plans_) plan.first_chunk.resize(b + 1);
+  for (ChunkPlan& plan : chunk_plans_) {
+    plan.first_chunk.resize(b + 1);
+    plan.partner.resize(b);
+    plan.shared_chunks.resize(b);
+    plan.led.resize(b);
+  }
   // run_decode_step takes steps whose attention runs attend_chunks (fewer
   // than 4 rows per thread): each thread a private copy of those rows.
   if (pool_.size() > 1) {
@@ -377,10 +382,12 @@ AttentionPartial ForwardPass::chunk_partial(int64_t chunk, int h) {
           partial_max_.data() + chunk * c.n_head + h, partial_sum_.data() + chunk * c.n_head + h};
 }
 
-bool ForwardPass::plan_chunks(int layer, std::span<const BatchRow> rows) {
+bool ForwardPass::plan_chunks(int layer, std::span<const BatchRow> rows, const PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
   ChunkPlan& plan = chunk_plan(layer);
-  // A unit costs its chunk's positions plus a fixed overhead (attend_chunks).
+  plan_shared_chunks(layer, rows, kv, plan);
+  // A unit costs its chunk's positions plus a fixed overhead (attend_chunks);
+  // a shared chunk costs both rows' positions and is the leading row's unit.
   int64_t chunks = 0, total = 0;
   plan.multi_chunk = false;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -389,11 +396,43 @@ bool ForwardPass::plan_chunks(int layer, std::span<const BatchRow> rows) {
     const int64_t n_chunks = (positions + kAttentionChunk - 1) / kAttentionChunk;
     chunks += n_chunks;
     total += (positions + kChunkUnitOverhead * n_chunks) * c.n_head;
+    if (plan.led[i]) total -= (kAttentionChunk + kChunkUnitOverhead) * plan.shared_chunks[i] * c.n_head;
+    if (plan.partner[i] >= 0 && !plan.led[i]) total += kAttentionChunk * plan.shared_chunks[i] * c.n_head;
     plan.multi_chunk |= n_chunks > 1;
   }
   plan.first_chunk[rows.size()] = chunks;
   plan.total_cost = total;
   return chunks <= max_chunk_partials_;
+}
+
+void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, const PagedKvStore& kv,
+                                     ChunkPlan& plan) {
+  const ModelConfig& c = model_->config();
+  const int n = static_cast<int>(rows.size());
+  std::fill_n(plan.partner.begin(), n, -1);
+  std::fill_n(plan.led.begin(), n, uint8_t{0});
+  plan.pairs = 0;
+  if (!attention_pairs_supported(attention_shape(c, kv))) return;
+  // As pair_shared_prefixes: a row takes the first later free row it shares
+  // a whole chunk with. A row's shared positions are fewer than its own
+  // (its last position is its own), so a paired row has a chunk after them.
+  for (int a = 0; a < n; ++a) {
+    if (plan.partner[a] >= 0) continue;
+    const int64_t first = c.first_visible(layer, rows[a].pos);
+    if (rows[a].pos + 1 - first <= kAttentionChunk) continue;
+    for (int b = a + 1; b < n; ++b) {
+      if (plan.partner[b] >= 0 || rows[b].block_table.data() == rows[a].block_table.data() ||
+          c.first_visible(layer, rows[b].pos) != first)
+        continue;
+      const int64_t shared = shared_prefix_positions(rows[a], rows[b], first, kv.block_size()) / kAttentionChunk;
+      if (shared == 0) continue;
+      plan.partner[a] = b, plan.partner[b] = a;
+      plan.shared_chunks[a] = plan.shared_chunks[b] = shared;
+      plan.led[b] = 1;
+      ++plan.pairs;
+      break;
+    }
+  }
 }
 
 void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
@@ -402,7 +441,8 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
   // threads, when their partials fit. Many rows (prefill), or rows too long
   // for the partial buffers: whole rows per work item. Both give each row
   // the same bits (attention.h), so which path a row takes changes nothing.
-  if (static_cast<int64_t>(rows.size()) < 4 * pool_.size() && plan_chunks(layer, rows)) {
+  if (static_cast<int64_t>(rows.size()) < 4 * pool_.size() && plan_chunks(layer, rows, kv)) {
+    shared_prefix_units_ += static_cast<uint64_t>(chunk_plan(layer).pairs);
     attend_chunks(layer, rows, kv);
     return;
   }
@@ -543,7 +583,8 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
   const AttentionShape shape = attention_shape(c, kv);
   const ChunkPlan& plan = chunk_plan(layer);
   const int group = c.n_head / c.n_head_kv;
-  float* scores = scores_.data() + t * kHeadsPerCall * scores_stride_;
+  // Room for two rows' scores (shared chunks).
+  float* scores = scores_.data() + t * 2 * kHeadsPerCall * scores_stride_;
   // Two run buffers: the current call's chunk and the next one's, which the
   // current call fetches ahead (ChunkAhead).
   KvRun* const buffers[2] = {runs_.data() + t * runs_stride_, runs_.data() + t * runs_stride_ + kAttentionChunk};
@@ -555,6 +596,7 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
     size_t row = 0;
     int64_t chunk = 0, first = 0, positions = 0;
     int h_begin = 0, h_end = 0;
+    int partner = -1;  // the row computed together with `row` (a shared chunk)
   };
   size_t walk_row = 0;
   int64_t walk_chunk = 0, at = 0;  // at: cost before the walk's chunk
@@ -564,16 +606,23 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
       const int64_t n_chunks = plan.first_chunk[walk_row + 1] - plan.first_chunk[walk_row];
       // Chunks count from the row's first visible position, as in attend_rows.
       const int64_t first = c.first_visible(layer, row.pos);
+      // A row led by its partner skips its shared chunks (the partner
+      // computes them); the partner's units of those chunks cost both rows'.
+      const bool shares = plan.partner[walk_row] >= 0;
+      if (shares && plan.led[walk_row] && walk_chunk < plan.shared_chunks[walk_row])
+        walk_chunk = plan.shared_chunks[walk_row];
       while (walk_chunk < n_chunks && at < hi) {
         const int64_t ch = walk_chunk++;
         const int64_t positions = std::min(kAttentionChunk, row.pos + 1 - first - ch * kAttentionChunk);
-        const int64_t unit = positions + kChunkUnitOverhead;
+        const bool together = shares && !plan.led[walk_row] && ch < plan.shared_chunks[walk_row];
+        const int64_t unit = (together ? 2 * positions : positions) + kChunkUnitOverhead;
         // Heads h whose units start in [lo, hi): at + h * unit in range.
         const int h_begin = static_cast<int>(std::clamp<int64_t>((lo - at + unit - 1) / unit, 0, c.n_head));
         const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
         at += unit * c.n_head;
         if (h_begin < h_end) {
-          call = {walk_row, ch, first + ch * kAttentionChunk, positions, h_begin, h_end};
+          call = {walk_row, ch, first + ch * kAttentionChunk, positions, h_begin, h_end,
+                  together ? plan.partner[walk_row] : -1};
           return true;
         }
       }
@@ -600,8 +649,14 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
                                : more         ? ChunkAhead{next_runs, next.h_begin / group}
                                               : ChunkAhead{};
       const AttentionPartial part = chunk_partial(partial, h);
-      attention_chunk(shape, q_.data() + static_cast<int64_t>(i) * c.q_dim(), runs, kv.position_stride(), scores, part,
-                      h, h1, ahead);
+      const float* q = q_.data() + static_cast<int64_t>(i) * c.q_dim();
+      if (call.partner >= 0) {
+        const int64_t j = call.partner;
+        attention_chunk_shared(shape, q, q_.data() + j * c.q_dim(), runs, kv.position_stride(), scores, part,
+                               chunk_partial(plan.first_chunk[j] + call.chunk, h), h, h1);
+        continue;  // rows sharing chunks have more than one: merged after the job
+      }
+      attention_chunk(shape, q, runs, kv.position_stride(), scores, part, h, h1, ahead);
       if (whole_row)
         attention_finish(c.head_dim, h1 - h, part,
                          attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);

@@ -69,6 +69,13 @@ class ForwardPass {
   // global), since a window layer's rows see fewer positions.
   struct ChunkPlan {
     std::vector<int64_t> first_chunk;
+    // Rows of different sequences sharing whole chunks of a cached prefix:
+    // row i computes its first shared_chunks[i] chunks together with row
+    // partner[i] (> i), whose entry points back with led = true; -1 alone.
+    std::vector<int32_t> partner;
+    std::vector<int64_t> shared_chunks;
+    std::vector<uint8_t> led;
+    int64_t pairs = 0;
     int64_t total_cost = 0;
     bool multi_chunk = false;  // some row has more than one chunk (merged after)
   };
@@ -90,7 +97,9 @@ class ForwardPass {
   void pair_shared_prefixes(int layer, std::span<const BatchRow> rows, const PagedKvStore& kv);
   // Plans the rows' chunks for `layer` into its kind's plan; false when the
   // partials would not fit.
-  bool plan_chunks(int layer, std::span<const BatchRow> rows);
+  bool plan_chunks(int layer, std::span<const BatchRow> rows, const PagedKvStore& kv);
+  // plan_chunks' pairing of rows over shared cached prefixes.
+  void plan_shared_chunks(int layer, std::span<const BatchRow> rows, const PagedKvStore& kv, ChunkPlan& plan);
   ChunkPlan& chunk_plan(int layer) { return chunk_plans_[model_->config().layer_has_window(layer) ? 1 : 0]; }
   void attend_chunks(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
   // Thread t of `count`'s units of attend_chunks (one call per thread).

@@ -72,9 +72,11 @@ bool ForwardPass::run_decode_step(std::span<const BatchRow> rows, PagedKvStore& 
   for (int layer = 0; layer < c.n_layer; ++layer) {
     const int kind = c.layer_has_window(layer) ? 1 : 0;
     if (planned[kind]) continue;
-    if (!plan_chunks(layer, rows)) return false;
+    if (!plan_chunks(layer, rows, kv)) return false;
     planned[kind] = true;
   }
+  for (int layer = 0; layer < c.n_layer; ++layer)
+    shared_prefix_units_ += static_cast<uint64_t>(chunk_plan(layer).pairs);
   start_rows(rows);
   const DecodeStep step{rows, kv, logits, rotates_kv(kv)};
   // Two captures: no heap allocation per step (tests/decode_alloc_test.cpp).
