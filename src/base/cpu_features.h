@@ -2,6 +2,8 @@
 // this at start; a binary built on one x86-64 runs on any other.
 #pragma once
 
+#include <cstdint>
+
 #include <string>
 
 namespace omnibus {
@@ -24,5 +26,8 @@ struct CpuFeatures {
 // Detected once; the OMNIBUS_FORCE_SCALAR=1 environment variable hides SIMD
 // features so the reference path can be exercised on any machine.
 const CpuFeatures& cpu_features();
+
+// Bytes of one core's L2 cache (sysconf), 1 MiB where the system does not say.
+int64_t l2_cache_bytes();
 
 }  // namespace omnibus

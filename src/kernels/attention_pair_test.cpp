@@ -264,7 +264,7 @@ namespace {
 // two rows one at a time; a measurement, not a check.
 TEST(AttentionBench, DISABLED_DecodeRowsSharingAPrefix) {
   const int64_t stride = 3 * 64;
-  for (const auto [n, shared] : {std::pair<int64_t, int64_t>{1050, 1000}, {2100, 2000}}) {
+  for (const auto& [n, shared] : {std::pair<int64_t, int64_t>{1050, 1000}, {2100, 2000}}) {
     const auto k = attention_test_util::random_halves(n * stride, 1), v = attention_test_util::random_halves(n * stride, 2);
     AttentionShape shape{9, 3, 64, 0.125f};
     std::vector<uint16_t> ks, vs;

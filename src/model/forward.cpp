@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/cpu_features.h"
 #include "kernels/attention.h"
 #include "kernels/hadamard.h"
 #include "kernels/kv_quant.h"
@@ -19,7 +20,7 @@ using forward_internal::gated_activation;
 using forward_internal::rotates_kv;
 
 ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int64_t max_positions, int threads)
-    : model_(std::move(model)), max_batch_(max_batch), pool_(threads) {
+    : model_(std::move(model)), max_batch_(max_batch), pool_(threads), shared_prefix_min_bytes_(l2_cache_bytes()) {
   const ModelConfig& c = model_->config();
   const size_t b = static_cast<size_t>(max_batch);
   x_.resize(b * c.n_embd);
@@ -412,7 +413,17 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
   std::fill_n(plan.partner.begin(), n, -1);
   std::fill_n(plan.led.begin(), n, uint8_t{0});
   plan.pairs = 0;
-  if (!attention_pairs_supported(attention_shape(c, kv))) return;
+  // Here each thread computes a few rows' chunks in turn, and the
+  // single-row kernels fetch its next chunk's K and V ahead (ChunkAhead);
+  // the pair kernel does not. Pairing pays only where a thread would
+  // otherwise read the shared K/V twice from beyond its L2: two rows or
+  // more per thread, and a layer's prefix K/V larger than the L2 (decode
+  // steps on SmolLM2, 2 threads, tests/shared_prefix_bench_test.cpp: 4
+  // sequences sharing 1,024 positions, 768 KB a layer, 8% slower paired;
+  // sharing 2,048, 1.5 MB, 8-16% faster; 2 sequences 3-7% slower).
+  if (!shared_prefix_attention_ || n < 2 * pool_.size() || !attention_pairs_supported(attention_shape(c, kv)))
+    return;
+  const int64_t bytes_per_position = kv.bytes_per_token(c, kv.type()) / c.n_layer;
   // As pair_shared_prefixes: a row takes the first later free row it shares
   // a whole chunk with. A row's shared positions are fewer than its own
   // (its last position is its own), so a paired row has a chunk after them.
@@ -424,8 +435,9 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
       if (plan.partner[b] >= 0 || rows[b].block_table.data() == rows[a].block_table.data() ||
           c.first_visible(layer, rows[b].pos) != first)
         continue;
-      const int64_t shared = shared_prefix_positions(rows[a], rows[b], first, kv.block_size()) / kAttentionChunk;
-      if (shared == 0) continue;
+      const int64_t positions = shared_prefix_positions(rows[a], rows[b], first, kv.block_size());
+      const int64_t shared = positions / kAttentionChunk;
+      if (shared == 0 || positions * bytes_per_position <= shared_prefix_min_bytes_) continue;
       plan.partner[a] = b, plan.partner[b] = a;
       plan.shared_chunks[a] = plan.shared_chunks[b] = shared;
       plan.led[b] = 1;
@@ -479,7 +491,7 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
     row_units_.push_back({pair ? i + 1 : i, pair});
     if (pair) ++i;
   }
-  if (pairs) pair_shared_prefixes(layer, rows, kv);
+  if (pairs && shared_prefix_attention_) pair_shared_prefixes(layer, rows, kv);
   // A unit's last item may hold fewer heads (when kHeadsPerCall cuts a group).
   Job job{{c, shape, rows, layer, kv}, heads_per_item, (c.n_head + heads_per_item - 1) / heads_per_item, 0};
   job.items = static_cast<int64_t>(row_units_.size()) * job.items_per_row;

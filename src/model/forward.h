@@ -56,6 +56,12 @@ class ForwardPass {
   // over a shared cached prefix together (attention_rows_shared_prefix), one
   // per pair and layer; for tests and stats.
   uint64_t shared_prefix_units() const { return shared_prefix_units_; }
+  // On by default; off computes every row alone (same bits; for A/B runs).
+  void set_shared_prefix_attention(bool on) { shared_prefix_attention_ = on; }
+  // Decode steps of few rows pair two rows only when their shared prefix's
+  // K/V in one layer exceeds this many bytes (default: the L2 size; see
+  // plan_shared_chunks). Tests on tiny models lower it.
+  void set_shared_prefix_min_bytes(int64_t bytes) { shared_prefix_min_bytes_ = bytes; }
   Profiler* profiler() const { return profiler_; }
 
   const Model& model() const { return *model_; }
@@ -151,6 +157,8 @@ class ForwardPass {
   };
   std::vector<RowUnit> row_units_;
   uint64_t shared_prefix_units_ = 0;
+  bool shared_prefix_attention_ = true;
+  int64_t shared_prefix_min_bytes_;
   std::vector<uint8_t> embed_row_;  // one token's embedding row in GGUF's layout (embed)
   int64_t max_chunk_partials_;
   int64_t max_positions_;
