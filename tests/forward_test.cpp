@@ -235,10 +235,19 @@ TEST(ForwardBatchTest, InterleavedPagedSequencesMatchSoloRuns) {
 // rows: attend_rows' units; few: attend_chunks' and the one-job decode
 // step's chunk units), and every row's logits are bit-identical to its
 // sequence run alone.
-void check_decode_rows_sharing_a_prefix(int n_seqs, int threads) {
-  SCOPED_TRACE("sequences " + std::to_string(n_seqs) + ", threads " + std::to_string(threads));
+void check_decode_rows_sharing_a_prefix(int n_seqs, int threads, bool gemma = false) {
+  SCOPED_TRACE("sequences " + std::to_string(n_seqs) + ", threads " + std::to_string(threads) +
+               (gemma ? ", gemma3" : ""));
   TinyModelSpec spec;
   spec.matrix_type = DType::kQ8_0;
+  if (gemma) {
+    // Five window layers (4 positions: rows start at different positions
+    // there, so they are never paired) and one global layer.
+    spec.architecture = "gemma3";
+    spec.n_layer = 6;
+    spec.sliding_window = 4;
+    spec.head_dim = 32;
+  }
   const auto bytes = make_tiny_model_bytes(spec);
   auto model = load_tiny_model(bytes);
   const int vocab = model->config().vocab_size;
@@ -271,6 +280,9 @@ void check_decode_rows_sharing_a_prefix(int n_seqs, int threads) {
       rows.push_back({tokens[s][p], tables[s], p, false});
     ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
   }
+  // Each sequence alone: the logits of every position.
+  std::vector<std::vector<float>> solo(n_seqs);
+  for (int s = 0; s < n_seqs; ++s) solo[s] = engine_logits(model, tokens[s], 64, 2, kBlock, kMaxPositions);
   // Two decode steps of all the sequences together.
   const uint64_t units_before = fp.shared_prefix_units();
   for (int step = 2; step >= 1; --step) {
@@ -281,9 +293,8 @@ void check_decode_rows_sharing_a_prefix(int n_seqs, int threads) {
     }
     ASSERT_TRUE(fp.run(rows, *kv, logits.data()).is_ok());
     for (int s = 0; s < n_seqs; ++s) {
-      const auto solo = engine_logits(model, tokens[s], 64, 2, kBlock, kMaxPositions);
       const int p = static_cast<int>(tokens[s].size()) - step;
-      EXPECT_EQ(0, std::memcmp(logits.data() + s * vocab, solo.data() + static_cast<size_t>(p) * vocab,
+      EXPECT_EQ(0, std::memcmp(logits.data() + s * vocab, solo[s].data() + static_cast<size_t>(p) * vocab,
                                vocab * sizeof(float)))
           << "sequence " << s << " position " << p;
     }
@@ -291,12 +302,14 @@ void check_decode_rows_sharing_a_prefix(int n_seqs, int threads) {
   // Every row paired but an odd one out, in both layers and both steps: the
   // shared path ran. Fewer than two rows per thread stay unpaired.
   const uint64_t pairs = n_seqs >= 2 * threads ? n_seqs / 2 : 0;
-  EXPECT_EQ(fp.shared_prefix_units() - units_before, pairs * 2 * 2);
+  const uint64_t paired_layers = gemma ? 1 : 2;
+  EXPECT_EQ(fp.shared_prefix_units() - units_before, pairs * paired_layers * 2);
 }
 
 TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {
   for (auto [n_seqs, threads] : {std::pair{8, 2}, {5, 2}, {4, 2}, {3, 2}, {2, 1}, {3, 1}, {5, 1}})
     check_decode_rows_sharing_a_prefix(n_seqs, threads);
+  for (auto [n_seqs, threads] : {std::pair{8, 2}, {4, 2}, {3, 1}}) check_decode_rows_sharing_a_prefix(n_seqs, threads, true);
 }
 
 // The block size changes only where K/V are stored, never the logits.
