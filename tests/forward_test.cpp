@@ -309,7 +309,8 @@ void check_decode_rows_sharing_a_prefix(int n_seqs, int threads, bool gemma = fa
 TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {
   for (auto [n_seqs, threads] : {std::pair{8, 2}, {5, 2}, {4, 2}, {3, 2}, {2, 1}, {3, 1}, {5, 1}})
     check_decode_rows_sharing_a_prefix(n_seqs, threads);
-  for (auto [n_seqs, threads] : {std::pair{8, 2}, {4, 2}, {3, 1}}) check_decode_rows_sharing_a_prefix(n_seqs, threads, true);
+  for (auto [n_seqs, threads] : {std::pair{8, 2}, {4, 2}, {3, 1}})
+    check_decode_rows_sharing_a_prefix(n_seqs, threads, /*gemma=*/true);
 }
 
 // The block size changes only where K/V are stored, never the logits.

@@ -265,11 +265,14 @@ namespace {
 TEST(AttentionBench, DISABLED_DecodeRowsSharingAPrefix) {
   const int64_t stride = 3 * 64;
   for (const auto& [n, shared] : {std::pair<int64_t, int64_t>{1050, 1000}, {2100, 2000}}) {
-    const auto k = attention_test_util::random_halves(n * stride, 1), v = attention_test_util::random_halves(n * stride, 2);
+    const auto k = attention_test_util::random_halves(n * stride, 1);
+    const auto v = attention_test_util::random_halves(n * stride, 2);
     AttentionShape shape{9, 3, 64, 0.125f};
     std::vector<uint16_t> ks, vs;
     const auto runs0 = attention_test_util::transposed_blocks(k, v, shape, n, 16, ks, vs);
-    // Row 1: the same prefix, its own tail (here: row 0's tail again, at other addresses is not needed for timing).
+    // Row 1: row 0's positions but the last 7. Its tail after the prefix is
+    // row 0's memory too, which only changes what is in cache: the call
+    // computes just the first `shared` positions' whole chunks together.
     std::vector<KvRun> runs1(runs0.size());
     runs1.resize(slice_runs(runs0, 0, n - 7, 1, 64, runs1.data()));
     const auto q = attention_test_util::random_floats(2 * 9 * 64, 3);

@@ -49,8 +49,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
   row_units_.reserve(b);
   // A row attends to at most max_positions positions, so at most that many
   // runs even with block_size 1; attend_chunk_share holds two chunks' runs
-  // (the current and the next), attend_rows two rows' runs.
-  // attend_rows' shared-prefix pairs hold both rows' runs.
+  // (the current and the next), attend_rows' shared-prefix pairs two rows'.
   runs_stride_ = 2 * std::max<int64_t>(max_positions, kAttentionChunk);
   runs_.resize(static_cast<size_t>(pool_.size()) * runs_stride_);
   // Chunk partials of decode rows: room for two rows at full context, and
@@ -563,8 +562,9 @@ void ForwardPass::pair_shared_prefixes(int layer, std::span<const BatchRow> rows
     }
   }
   if (joined)
-    row_units_.erase(std::remove_if(row_units_.begin(), row_units_.end(), [](const RowUnit& u) { return u.last_row < 0; }),
-                     row_units_.end());
+    row_units_.erase(
+        std::remove_if(row_units_.begin(), row_units_.end(), [](const RowUnit& u) { return u.last_row < 0; }),
+        row_units_.end());
 }
 
 // Work units are (row, chunk, head), cut into one contiguous range per
