@@ -4,6 +4,7 @@
 //   OMNIBUS_MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf build/tests/shared_prefix_bench_test
 //     --gtest_also_run_disabled_tests [--gtest_filter=*SharedPrefix*]
 // Prints the median step time each way and the median of the per-round ratios.
+// OMNIBUS_BENCH_PAIR_ALL=1 lifts the few-row steps' prefix-size rule.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,6 +38,10 @@ TEST(SharedPrefixBench, DISABLED_DecodeStepsOfSequencesSharingAPrompt) {
       const int max_positions = prefix_len + kOwn + kRounds * kSteps * 2 + kBlock;
       const int own_blocks = (kOwn + kRounds * kSteps * 2 + kBlock) / kBlock + 1;
       ForwardPass fp(*model, prefix_len, max_positions, kThreads);
+      // OMNIBUS_BENCH_PAIR_ALL=1: pair few-row steps whatever the prefix's
+      // size (to measure the rule in plan_shared_chunks).
+      if (const char* all = std::getenv("OMNIBUS_BENCH_PAIR_ALL"); all != nullptr && all[0] == '1')
+        fp.set_shared_prefix_min_bytes(0);
       auto kv = PagedKvStore::create(c, prefix_len / kBlock + n_seqs * own_blocks, kBlock);
       ASSERT_TRUE(kv.is_ok());
       std::mt19937 rng(1);
