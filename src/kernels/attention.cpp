@@ -189,6 +189,23 @@ namespace {
 constexpr int kPassFloats = 16 * kMaxHeadDim;
 constexpr int kMaxHeadsPerPass = 16;
 
+// Two rows' softmax state over one pass of heads: each row's running state
+// accumulates in its output, the partial of its next chunk on the stack.
+struct RowPairState {
+  float max[2][kMaxHeadsPerPass], sum[2][kMaxHeadsPerPass];
+  float next_max[2][kMaxHeadsPerPass], next_sum[2][kMaxHeadsPerPass];
+  alignas(32) float next_acc[2][kPassFloats];
+  AttentionPartial state(int row, float* out, int h0, int head_dim) {
+    return {out + static_cast<int64_t>(h0) * head_dim, max[row], sum[row]};
+  }
+  AttentionPartial next(int row) { return {next_acc[row], next_max[row], next_sum[row]}; }
+};
+
+// The pair kernel of this CPU's path (attention_pairs_supported).
+AttentionChunkPairFn pair_chunk_fn(const AttentionShape& s) {
+  return avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
+}
+
 }  // namespace
 
 void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
@@ -262,19 +279,15 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
   }
   KvRunScratch<kAttentionChunk> chunk_scratch;
   KvRun* chunk_runs = chunk_scratch.data();
-  float max0[kMaxHeadsPerPass], sum0[kMaxHeadsPerPass], max1[kMaxHeadsPerPass], sum1[kMaxHeadsPerPass];
-  float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],
-      next_sum1[kMaxHeadsPerPass];
-  alignas(32) float next_acc0[kPassFloats], next_acc1[kPassFloats];
-  const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
+  RowPairState pair;
+  const AttentionChunkPairFn pair_chunk = pair_chunk_fn(s);
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
     RunCursor cursor(runs, s.k_run_step(row_stride), s.v_run_step(row_stride));
     const int h1 = std::min(head_end, h0 + per_pass);
     const int heads = h1 - h0;
-    const AttentionPartial state0{out0 + static_cast<int64_t>(h0) * s.head_dim, max0, sum0};
-    const AttentionPartial state1{out1 + static_cast<int64_t>(h0) * s.head_dim, max1, sum1};
-    const AttentionPartial next0{next_acc0, next_max0, next_sum0}, next1{next_acc1, next_max1, next_sum1};
+    const AttentionPartial state0 = pair.state(0, out0, h0, s.head_dim), state1 = pair.state(1, out1, h0, s.head_dim);
+    const AttentionPartial next0 = pair.next(0), next1 = pair.next(1);
     for (int64_t first = 0; first < n1; first += kAttentionChunk) {
       const int64_t count1 = std::min(kAttentionChunk, n1 - first);
       const int64_t count0 = std::clamp<int64_t>(n0 - first, 0, kAttentionChunk);
@@ -301,8 +314,7 @@ void attention_chunk_shared(const AttentionShape& s, const float* q0, const floa
   int64_t n = 0;
   for (const KvRun& run : runs) n += run.count;
   // Row 0 over all of the runs' positions: the pair kernel with no tail.
-  const auto pair_chunk = avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
-  pair_chunk(s, q0, q1, runs, n, row_stride, scores, out0, out1, head_begin, head_end);
+  pair_chunk_fn(s)(s, q0, q1, runs, n, row_stride, scores, out0, out1, head_begin, head_end);
 }
 
 void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std::span<const KvRun> runs0,
@@ -322,19 +334,15 @@ void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std:
   }
   KvRunScratch<kAttentionChunk> chunk_scratch;
   KvRun* chunk_runs = chunk_scratch.data();
-  float max0[kMaxHeadsPerPass], sum0[kMaxHeadsPerPass], max1[kMaxHeadsPerPass], sum1[kMaxHeadsPerPass];
-  float next_max0[kMaxHeadsPerPass], next_sum0[kMaxHeadsPerPass], next_max1[kMaxHeadsPerPass],
-      next_sum1[kMaxHeadsPerPass];
-  alignas(32) float next_acc0[kPassFloats], next_acc1[kPassFloats];
+  RowPairState pair;
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   const int64_t k_step = s.k_run_step(row_stride), v_step = s.v_run_step(row_stride);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
     RunCursor cursor0(runs0, k_step, v_step), cursor1(runs1, k_step, v_step);
     const int h1 = std::min(head_end, h0 + per_pass);
     const int heads = h1 - h0;
-    const AttentionPartial state0{out0 + static_cast<int64_t>(h0) * s.head_dim, max0, sum0};
-    const AttentionPartial state1{out1 + static_cast<int64_t>(h0) * s.head_dim, max1, sum1};
-    const AttentionPartial next0{next_acc0, next_max0, next_sum0}, next1{next_acc1, next_max1, next_sum1};
+    const AttentionPartial state0 = pair.state(0, out0, h0, s.head_dim), state1 = pair.state(1, out1, h0, s.head_dim);
+    const AttentionPartial next0 = pair.next(0), next1 = pair.next(1);
     // Each row's chunks in position order, merged as attention_row_paged
     // merges them; a shared chunk's K and V come from row 1's runs (the
     // same memory as row 0's there).

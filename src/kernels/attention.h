@@ -226,6 +226,11 @@ void attention_rows_shared_prefix(const AttentionShape& shape, const float* q0, 
                                   const float* q1, std::span<const KvRun> runs1, int64_t shared, int64_t row_stride,
                                   float* scores, float* out0, float* out1, int head_begin, int head_end);
 
+// avx2:: / avx512::attention_chunk_pair's signature.
+using AttentionChunkPairFn = void (*)(const AttentionShape&, const float*, const float*, std::span<const KvRun>,
+                                      int64_t, int64_t, float*, const AttentionPartial&, const AttentionPartial&, int,
+                                      int);
+
 // The two implementations behind attention_chunk, for tests.
 namespace ref {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
