@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <string>
 #include <string_view>
 
 namespace omnibus {
@@ -13,6 +14,12 @@ enum class LogLevel { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kSilent = 4 
 void set_log_level(LogLevel level);
 LogLevel log_level();
 void log_line(LogLevel level, std::string_view text);
+
+// `text` fit for a log line whatever its source: bytes outside printable
+// ASCII and the backslash become \xNN escapes (so a client's CR LF cannot
+// end a line and start a forged one), and more than `max_bytes` bytes are
+// cut with "...".
+std::string log_safe(std::string_view text, size_t max_bytes = 512);
 
 template <class... Args>
 void log_debug(fmt::format_string<Args...> f, Args&&... args) {

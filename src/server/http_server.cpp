@@ -16,6 +16,7 @@
 #include "server/generation_request.h"
 #include "server/http_server_impl.h"
 #include "server/openai_response.h"
+#include "server/response_writer.h"
 #include "server/token_routes.h"
 
 namespace omnibus::server {
@@ -36,17 +37,7 @@ using httplib::Response;
 using Json = nlohmann::json;
 
 constexpr const char* kJson = "application/json";
-constexpr int kListenBacklog = 1024;
-
-// Each route's path and method, for telling "wrong method" (405) from "no
-// such route" (404).
-const std::map<std::string, std::string>& route_methods() {
-  static const std::map<std::string, std::string> routes = {
-      {"/v1/completions", "POST"}, {"/v1/chat/completions", "POST"}, {"/v1/models", "GET"}, {"/health", "GET"},
-      {"/metrics", "GET"},         {"/tokenize", "POST"},            {"/detokenize", "POST"},
-      {"/v1/kv/export", "POST"},   {"/v1/kv/import", "POST"}};
-  return routes;
-}
+constexpr const char* kHealthPath = "/health";
 
 uint64_t random_salt() {
   std::random_device device;
@@ -78,120 +69,196 @@ uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-bool ListeningServer::raise_backlog(int backlog) {
-  const socket_t sock = svr_sock_.load();
-  return sock != INVALID_SOCKET && ::listen(sock, backlog) == 0;
-}
-
 ApiError service_unavailable(const std::string& message) {
   return http_error(503, "service_unavailable_error", message, "service_unavailable");
 }
+
+namespace {
+
+ConnectionLimits connection_limits(const HttpServerOptions& options, size_t body_limit) {
+  ConnectionLimits limits;
+  limits.max_connections = static_cast<size_t>(std::max(1, options.max_connections));
+  limits.header_timeout = options.header_timeout;
+  limits.body_timeout = options.body_timeout;
+  limits.idle_timeout = options.idle_timeout;
+  limits.parse.max_body_bytes = body_limit;
+  return limits;
+}
+
+size_t body_limit_of(const HttpServerOptions& options) {
+  return options.allow_kv_import ? std::max(options.limits.max_body_bytes, options.max_kv_import_bytes)
+                                 : options.limits.max_body_bytes;
+}
+
+}  // namespace
 
 HttpServer::Impl::Impl(InferenceService& service_in, HttpServerOptions options_in)
     : service(service_in),
       options(std::move(options_in)),
       api_key(options.api_key),
+      loop(connection_limits(options, body_limit_of(options)),
+           ConnectionLoop::Handlers{
+               [this](std::unique_ptr<Connection> c, ParsedHttpRequest r) {
+                 // A task must be copyable; the connection moves through a
+                 // shared holder. The pool outlives the loop's run().
+                 struct Held {
+                   std::unique_ptr<Connection> connection;
+                   ParsedHttpRequest request;
+                 };
+                 auto held = std::make_shared<Held>(Held{std::move(c), std::move(r)});
+                 workers->post([this, held] { handle_connection(std::move(held->connection), std::move(held->request)); });
+               },
+               [this](const ParsedHttpRequest& head) { return check_head(head); },
+               [this](int status, const std::string& message, const ParsedHttpRequest* head) {
+                 return refusal(status, message, head);
+               }}),
       started_unix(static_cast<int64_t>(std::time(nullptr))),
       salt(random_salt()) {
-  const size_t threads = static_cast<size_t>(std::max(1, options.http_threads));
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_payload_max_length(body_limit());
-  if (options.allow_kv_import) {
-    // The raised limit is for /v1/kv/import with the key alone: any other
-    // large body, and an import without the key, is refused from its
-    // headers, before the library reads it (bodies without a length,
-    // chunked ones, still get the raised limit).
-    http.set_pre_routing_handler([this](const Request& req, Response& res) {
-      const std::string length = req.get_header_value("Content-Length");
-      if (length.empty() || std::strtoull(length.c_str(), nullptr, 10) <= options.limits.max_body_bytes)
-        return httplib::Server::HandlerResponse::Unhandled;
-      const bool import = req.path == "/v1/kv/import" && req.method == "POST";
-      const bool allowed = api_key.allows(req.get_header_value("Authorization"));
-      if (import && allowed) return httplib::Server::HandlerResponse::Unhandled;
-      refuse_unread(req, res, !allowed ? unauthorized() : body_too_large(options.limits.max_body_bytes));
-      return httplib::Server::HandlerResponse::Handled;
-    });
-  }
-  // SSE chunks are small; Nagle plus delayed ACKs would hold each one back.
-  http.set_tcp_nodelay(true);
-  // The library's default also sets SO_REUSEPORT, which would let a second
-  // server bind the same port and silently share its connections.
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http.set_keep_alive_max_count(1000);
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const Request& req, Response& res) { return on_http_error(req, res); }));
-  http.set_exception_handler([this](const Request&, Response& res, std::exception_ptr) {
-    send_error(res, http_error(500, "server_error", "internal error while handling the request", "internal_error"));
-  });
   install_routes();
 }
 
 void HttpServer::Impl::install_routes() {
-  http.Post("/v1/completions", route([this](RequestLog& log, const Request& req, Response& res) {
-              handle_generation(log, req, res, /*chat=*/false);
-            }, true));
-  http.Post("/v1/chat/completions", route([this](RequestLog& log, const Request& req, Response& res) {
-              handle_generation(log, req, res, /*chat=*/true);
-            }, true));
-  http.Get("/v1/models", route([this](RequestLog&, const Request& req, Response& res) { handle_models(req, res); },
-                               true));
-  http.Get("/v1/models/(.+)",
-           route([this](RequestLog& log, const Request& req, Response& res) { handle_model(log, req, res); }, true));
-  // Load balancers probe /health without credentials.
-  http.Get("/health", route([this](RequestLog&, const Request&, Response& res) { handle_health(res); }, false));
-  http.Get("/metrics", route([this](RequestLog&, const Request&, Response& res) { handle_metrics(res); }, true));
-  http.Post("/tokenize", route([this](RequestLog&, const Request& req, Response& res) {
-              handle_tokenize(req, res, /*detokenize=*/false);
-            }, true));
-  http.Post("/detokenize", route([this](RequestLog&, const Request& req, Response& res) {
-              handle_tokenize(req, res, /*detokenize=*/true);
-            }, true));
-  http.Post("/v1/kv/export", route([this](RequestLog& log, const Request& req, Response& res) {
-              handle_kv_export(log, req, res);
-            }, true));
-  http.Post("/v1/kv/import", route([this](RequestLog& log, const Request& req, Response& res) {
-              handle_kv_import(log, req, res);
-            }, true));
-}
-
-size_t HttpServer::Impl::body_limit() const {
-  return options.allow_kv_import ? std::max(options.limits.max_body_bytes, options.max_kv_import_bytes)
-                                 : options.limits.max_body_bytes;
-}
-
-httplib::Server::Handler HttpServer::Impl::route(RouteHandler handler, bool needs_auth) {
-  return [this, handler = std::move(handler), needs_auth](const Request& req, Response& res) {
-    RequestLog log;
-    log.method = req.method;
-    log.path = req.path;
-    log.entropy = mix64(salt ^ request_counter.fetch_add(1, std::memory_order_relaxed));
-    log.id = make_response_id("req", log.entropy);
-    metrics.add_in_flight(1);
-    try {
-      if (needs_auth && !api_key.allows(req.get_header_value("Authorization"))) {
-        send_error(res, unauthorized());
-      } else if (!service.loaded() && req.path != "/health" && req.path != "/metrics") {
-        // Every other route needs the tokenizer or the model.
-        send_error(res, service_unavailable("the model is still loading; retry shortly"));
-      } else {
-        handler(log, req, res);
-      }
-    } catch (const std::exception& ex) {
-      log_error("{} {} {}: unexpected exception: {}", log.id, log.method, log.path, ex.what());
-      answer_internal_error(res, log);
-    } catch (...) {
-      log_error("{} {} {}: unexpected exception", log.id, log.method, log.path);
-      answer_internal_error(res, log);
-    }
-    res.set_header("X-Request-Id", log.id);
-    if (!log.streaming) {
-      log.status = res.status < 0 ? 200 : res.status;
-      finish(log);
-    }
+  const auto add = [this](const char* method, const char* path, RouteHandler handler, bool prefix = false) {
+    routes.push_back(Route{method, path, prefix, std::move(handler)});
   };
+  add("POST", "/v1/completions",
+      [this](RequestLog& log, const Request& req, Response& res) { handle_generation(log, req, res, false); });
+  add("POST", "/v1/chat/completions",
+      [this](RequestLog& log, const Request& req, Response& res) { handle_generation(log, req, res, true); });
+  add("GET", "/v1/models", [this](RequestLog&, const Request& req, Response& res) { handle_models(req, res); });
+  add("GET", "/v1/models/",
+      [this](RequestLog& log, const Request& req, Response& res) { handle_model(log, req, res); }, true);
+  add("GET", kHealthPath, [this](RequestLog&, const Request&, Response& res) { handle_health(res); });
+  add("GET", "/metrics", [this](RequestLog&, const Request&, Response& res) { handle_metrics(res); });
+  add("POST", "/tokenize", [this](RequestLog&, const Request& req, Response& res) { handle_tokenize(req, res, false); });
+  add("POST", "/detokenize",
+      [this](RequestLog&, const Request& req, Response& res) { handle_tokenize(req, res, true); });
+  add("POST", "/v1/kv/export",
+      [this](RequestLog& log, const Request& req, Response& res) { handle_kv_export(log, req, res); });
+  add("POST", "/v1/kv/import",
+      [this](RequestLog& log, const Request& req, Response& res) { handle_kv_import(log, req, res); });
+}
+
+size_t HttpServer::Impl::body_limit() const { return body_limit_of(options); }
+
+const HttpServer::Impl::Route* HttpServer::Impl::find_route(const std::string& path) const {
+  for (const Route& r : routes) {
+    const bool match =
+        r.prefix ? path.size() > r.path.size() && path.compare(0, r.path.size(), r.path) == 0 : path == r.path;
+    if (match) return &r;
+  }
+  return nullptr;
+}
+
+void HttpServer::Impl::respond(const Request& req, Response& res) {
+  RequestLog log;
+  log.method = req.method;
+  log.path = req.path;
+  log.entropy = mix64(salt ^ request_counter.fetch_add(1, std::memory_order_relaxed));
+  log.id = make_response_id("req", log.entropy);
+  metrics.add_in_flight(1);
+  try {
+    const Route* route = find_route(req.path);
+    if (req.path != kHealthPath && !api_key.allows(req.get_header_value("Authorization"))) {
+      // First, whatever the method or path: a caller without the key
+      // learns nothing about which routes exist. Load balancers probe
+      // /health without credentials.
+      send_error(res, unauthorized());
+    } else if (route == nullptr) {
+      send_error(res, http_error(404, "invalid_request_error",
+                                 fmt::format("no route for {} {}", req.method, log_safe(req.path, 200)), "not_found"));
+    } else if (route->method != req.method) {
+      send_error(res, http_error(405, "invalid_request_error",
+                                 fmt::format("{} is not allowed on {}", req.method, route->path), "method_not_allowed"));
+      res.set_header("Allow", route->method);
+    } else if (!service.loaded() && req.path != kHealthPath && req.path != "/metrics") {
+      // Every other route needs the tokenizer or the model.
+      send_error(res, service_unavailable("the model is still loading; retry shortly"));
+    } else {
+      route->handler(log, req, res);
+    }
+  } catch (const std::exception& ex) {
+    log_error("{} {} {}: unexpected exception: {}", log.id, log_safe(log.method), log_safe(log.path),
+              log_safe(ex.what()));
+    answer_internal_error(res, log);
+  } catch (...) {
+    log_error("{} {} {}: unexpected exception", log.id, log_safe(log.method), log_safe(log.path));
+    answer_internal_error(res, log);
+  }
+  res.set_header("X-Request-Id", log.id);
+  if (!log.streaming) {
+    log.status = res.status < 0 ? 200 : res.status;
+    finish(log);
+  }
+}
+
+void HttpServer::Impl::handle_connection(std::unique_ptr<Connection> connection, ParsedHttpRequest parsed) {
+  Request req;
+  req.method = std::move(parsed.method);
+  req.path = std::move(parsed.path);
+  req.target = std::move(parsed.target);
+  req.version = std::move(parsed.version);
+  req.body = std::move(parsed.body);
+  for (auto& [name, value] : parsed.headers) req.headers.emplace(std::move(name), std::move(value));
+  req.remote_addr = connection->peer_addr();
+  req.remote_port = connection->peer_port();
+  Response res;
+  busy_workers.fetch_add(1);
+  if (stopping.load()) {
+    send_error(res, service_unavailable("the server is shutting down"));
+    res.set_header("Connection", "close");
+    log_unrouted(req.method, req.path, res.status);
+  } else {
+    respond(req, res);
+  }
+  // A client that shut down its sending side still reads the answer, but
+  // sends no next request.
+  const bool keep_alive = parsed.keep_alive && !connection->read_closed() && !stopping.load();
+  SocketWriter writer(connection->fd(), options.write_timeout);
+  const bool reusable = write_response(writer, res, keep_alive);
+  busy_workers.fetch_sub(1);
+  if (reusable) loop.resume(std::move(connection));
+}
+
+std::optional<std::string> HttpServer::Impl::check_head(const ParsedHttpRequest& head) {
+  // With --kv-import the body limit is raised for /v1/kv/import with the
+  // key alone: any other large body, and an import without the key, is
+  // refused from its headers, before it is read (a chunked body, whose
+  // size is unknown up front, gets the raised limit).
+  if (!options.allow_kv_import) return std::nullopt;
+  const std::string length(head.header("Content-Length"));
+  if (length.empty() || std::strtoull(length.c_str(), nullptr, 10) <= options.limits.max_body_bytes) {
+    return std::nullopt;
+  }
+  const bool import = head.path == "/v1/kv/import" && head.method == "POST";
+  const bool allowed = api_key.allows(std::string(head.header("Authorization")));
+  if (import && allowed) return std::nullopt;
+  Response res;
+  send_error(res, !allowed ? unauthorized() : body_too_large(options.limits.max_body_bytes));
+  log_unrouted(head.method, head.path, res.status);
+  return serialize_closing_response(res);
+}
+
+std::string HttpServer::Impl::refusal(int status, const std::string& message, const ParsedHttpRequest* head) {
+  ApiError e;
+  if (status == 413) {
+    const bool import = head != nullptr && head->path == "/v1/kv/import";
+    const char* hint = !import                  ? ""
+                       : options.allow_kv_import ? " (raise it with --kv-import-max-mib)"
+                                                 : " (KV import is off: start the server with --kv-import)";
+    e = body_too_large(body_limit(), hint);
+  } else if (status == 503) {
+    e = service_unavailable(message);
+  } else if (status == 408) {
+    e = http_error(408, "invalid_request_error", message, "request_timeout");
+  } else {
+    e = http_error(status, "invalid_request_error", fmt::format("malformed HTTP request: {}", message), "bad_request");
+  }
+  Response res;
+  send_error(res, e);
+  log_unrouted(head != nullptr ? head->method : std::string("-"), head != nullptr ? head->path : std::string("-"),
+               res.status);
+  return serialize_closing_response(res);
 }
 
 void HttpServer::Impl::answer_internal_error(Response& res, RequestLog& log) {
@@ -218,58 +285,20 @@ void HttpServer::Impl::finish(RequestLog& log) {
   const double ms = std::chrono::duration<double, std::milli>(RequestLog::Clock::now() - log.arrival).count();
   metrics.add_in_flight(-1);
   metrics.response_sent(log.status, ms / 1000.0);
-  log_info("{} {} {} {} prompt_tokens={} completion_tokens={} ttft_ms={} duration_ms={:.1f}{}{}", log.id, log.method,
-           log.path, log.status, format_metric(log.prompt_tokens), format_metric(log.completion_tokens),
+  // Method and path come from the client: escaped, so they cannot forge a line.
+  log_info("{} {} {} {} prompt_tokens={} completion_tokens={} ttft_ms={} duration_ms={:.1f}{}{}", log.id,
+           log_safe(log.method), log_safe(log.path), log.status, format_metric(log.prompt_tokens), format_metric(log.completion_tokens),
            format_ms(log.ttft_ms), ms, log.outcome.empty() ? "" : " ", log.outcome);
 }
 
-void HttpServer::Impl::refuse_unread(const Request& req, Response& res, const ApiError& error) {
-  send_error(res, error);
-  res.set_header("Connection", "close");  // the unread body must not be taken for the next request
-  log_unrouted(req, res);
-}
-
-void HttpServer::Impl::log_unrouted(const Request& req, const Response& res) {
+void HttpServer::Impl::log_unrouted(const std::string& method, const std::string& path, int status) {
   RequestLog log;
-  log.method = req.method;
-  log.path = req.path;
+  log.method = method;
+  log.path = path;
   log.id = make_response_id("req", mix64(salt ^ request_counter.fetch_add(1, std::memory_order_relaxed)));
-  log.status = res.status;
+  log.status = status;
   metrics.add_in_flight(1);  // finish() counts it back down
   finish(log);
-}
-
-// Errors the HTTP library answers itself (no route, body too large, a
-// request it could not parse) get an OpenAI error body too. A response a
-// handler already filled is left alone.
-httplib::Server::HandlerResponse HttpServer::Impl::on_http_error(const Request& req, Response& res) {
-  if (!res.body.empty() || res.content_provider_) return httplib::Server::HandlerResponse::Unhandled;
-  ApiError e;
-  const int status = res.status;
-  const auto known = route_methods().find(req.path);
-  if (status == 404 && known != route_methods().end()) {
-    e = http_error(405, "invalid_request_error", fmt::format("{} is not allowed on {}", req.method, req.path),
-                   "method_not_allowed");
-  } else if (status == 404 && !api_key.allows(req.get_header_value("Authorization"))) {
-    e = unauthorized();  // say nothing about which routes exist to a caller without the key
-  } else if (status == 404) {
-    e = http_error(404, "invalid_request_error", fmt::format("no route for {} {}", req.method, req.path),
-                   "not_found");
-  } else if (status == 413) {
-    const char* hint = req.path != "/v1/kv/import" ? ""
-                       : options.allow_kv_import  ? " (raise it with --kv-import-max-mib)"
-                                                  : " (KV import is off: start the server with --kv-import)";
-    e = body_too_large(body_limit(), hint);
-  } else if (status >= 500) {
-    e = http_error(status, "server_error", "internal error while handling the request", "internal_error");
-  } else {
-    e = http_error(status, "invalid_request_error", fmt::format("the HTTP request was refused ({})", status),
-                   "bad_request");
-  }
-  send_error(res, e);
-  if (e.http_status == 405) res.set_header("Allow", known->second);
-  log_unrouted(req, res);
-  return httplib::Server::HandlerResponse::Handled;
 }
 
 void HttpServer::Impl::handle_models(const Request&, Response& res) {
@@ -282,7 +311,8 @@ void HttpServer::Impl::handle_models(const Request&, Response& res) {
 
 void HttpServer::Impl::handle_model(RequestLog&, const Request& req, Response& res) {
   const ServiceInfo info = service.info();
-  const std::string requested = req.matches.size() > 1 ? req.matches[1].str() : std::string();
+  const std::string prefix = "/v1/models/";
+  const std::string requested = req.path.size() > prefix.size() ? req.path.substr(prefix.size()) : std::string();
   if (requested.empty()) return handle_models(req, res);
   if (std::optional<ApiError> e = check_model_name(requested, info.model_id, options.model_aliases)) {
     return send_error(res, *e);
@@ -330,13 +360,8 @@ Status HttpServer::bind() {
   const std::string& host = impl_->options.host;
   const int port = impl_->options.port;
   if (port < 0 || port > 65535) return Status::invalid_argument(fmt::format("port {} is not in 0..65535", port));
-  const int bound = port == 0 ? impl_->http.bind_to_any_port(host) : (impl_->http.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    return Status::io_error(fmt::format("cannot listen on {}:{} (the port is in use, or the address is not one of "
-                                        "this machine's)", host, port));
-  }
-  if (!impl_->http.raise_backlog(kListenBacklog)) log_warn("could not raise the listen backlog to {}", kListenBacklog);
-  impl_->bound_port.store(bound);
+  if (Status s = impl_->loop.bind(host, port); !s.is_ok()) return s;
+  impl_->bound_port.store(impl_->loop.port());
   return Status::ok();
 }
 
@@ -345,8 +370,13 @@ int HttpServer::port() const { return impl_->bound_port.load(); }
 void HttpServer::serve() {
   impl_->serving.store(true);
   if (!impl_->stopping.load() && impl_->bound_port.load() > 0) {
-    log_info("listening on http://{}:{}", impl_->options.host, impl_->bound_port.load());
-    impl_->http.listen_after_bind();
+    impl_->workers = std::make_unique<WorkerPool>(static_cast<size_t>(std::max(1, impl_->options.http_threads)));
+    log_info("listening on http://{}:{} (at most {} connections)", impl_->options.host, impl_->bound_port.load(),
+             impl_->loop.max_connections());
+    impl_->loop.run();
+    // Requests already handed over finish (they see `stopping`: streams
+    // end with an error event, waiting requests get 503).
+    impl_->workers.reset();
   }
   impl_->serving.store(false);
 }
@@ -359,10 +389,7 @@ void HttpServer::stop() {
   while (impl_->open_generations.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  // serve() may be between its check of `stopping` and the library marking
-  // itself running, when stop() would do nothing; wait that moment out.
-  while (impl_->serving.load() && !impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  impl_->http.stop();
+  impl_->loop.stop();
 }
 
 }  // namespace omnibus::server

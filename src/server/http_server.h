@@ -9,23 +9,29 @@
 //   POST /tokenize, POST /detokenize                   (llama-server's shapes)
 //
 // Every error is an OpenAI error body {"error": {message, type, param,
-// code}}, including the ones the HTTP library produces itself (unknown
-// route 404, wrong method 405, body too large 413). With an API key set,
-// every route but /health needs "Authorization: Bearer <key>" (401
-// otherwise), compared in constant time. 429 and 503 carry Retry-After.
+// code}}, including the transport's (unknown route 404, wrong method 405,
+// malformed HTTP 400, deadline missed 408, body too large 413, too many
+// connections 503). With an API key set, every request but those to
+// /health needs "Authorization: Bearer <key>" (401 otherwise, whatever the
+// method or path, before anything else is said), compared in constant
+// time. 429 and 503 carry Retry-After.
 //
 // The "model" field of a request may be empty, the model id, one of
 // `model_aliases`, or a path ending in one of those (".gguf" optional);
 // anything else is 404 model_not_found.
 //
-// Threads: serve() runs the accept loop on the calling thread and handles
-// requests on `http_threads` worker threads; each streaming response holds
-// one worker until it ends, so http_threads bounds concurrent streams.
+// Threads: serve() runs the connection loop on the calling thread: it
+// accepts and reads every connection without blocking, under whole-request
+// deadlines and a connection cap (server/connection_loop.h), and hands
+// whole requests to `http_threads` worker threads; each streaming response
+// holds one worker until it ends, so http_threads bounds concurrent
+// handlers (not connections: idle and slow ones hold no thread).
 // bind(), serve() are called once, in that order, from one thread; stop()
 // may be called from any thread (a signal handler must not call it
 // directly: it takes locks). The service must outlive the server.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +49,14 @@ struct HttpServerOptions {
   ApiLimits limits;
   // Worker threads; must exceed the number of concurrent streams expected.
   int http_threads = 128;
+  // Open connections beyond this get 503 and are closed.
+  int max_connections = 4096;
+  // Whole-request deadlines (408 when missed), the idle keep-alive
+  // timeout, and how long a write may wait for a client that reads nothing.
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds body_timeout{60'000};
+  std::chrono::milliseconds idle_timeout{15'000};
+  std::chrono::milliseconds write_timeout{30'000};
   int retry_after_seconds = 1;  // the Retry-After of 429 and 503 answers
   // More names a request's "model" may use (e.g. the model file's name).
   std::vector<std::string> model_aliases;

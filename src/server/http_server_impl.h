@@ -8,14 +8,18 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/inference_service.h"
 #include "server/api_error.h"
 #include "server/api_key.h"
 #include "server/generation_request.h"
 #include "server/http_metrics.h"
+#include "server/connection_loop.h"
 #include "server/http_server.h"
+#include "server/worker_pool.h"
 #include "third_party/httplib_include.h"
 
 namespace omnibus::server {
@@ -39,25 +43,28 @@ struct RequestLog {
   std::string outcome;       // e.g. "client gone"; empty when nothing to add
 };
 
-// httplib::Server with a listen backlog fit for bursts of connections: the
-// library build listens with a backlog of 5, and a burst of clients beyond
-// that is dropped or reset by the kernel (with SYN cookies, after the
-// client thinks it is connected). listen() again on the bound socket only
-// changes the backlog.
-class ListeningServer : public httplib::Server {
- public:
-  bool raise_backlog(int backlog);
-};
-
 using RouteHandler = std::function<void(RequestLog&, const httplib::Request&, httplib::Response&)>;
 
 struct HttpServer::Impl {
   Impl(InferenceService& service, HttpServerOptions options);
 
+  struct Route {
+    std::string method;
+    std::string path;     // exact, or a prefix when `prefix`
+    bool prefix = false;  // "/v1/models/" + an id
+    RouteHandler handler;
+  };
   void install_routes();
-  // Wraps a route: request log, authentication, exceptions → 500.
-  httplib::Server::Handler route(RouteHandler handler, bool needs_auth);
-  httplib::Server::HandlerResponse on_http_error(const httplib::Request& req, httplib::Response& res);
+  const Route* find_route(const std::string& path) const;
+  // A whole request from the connection loop, on a worker thread: routed,
+  // answered, and the connection handed back for keep-alive or closed.
+  void handle_connection(std::unique_ptr<Connection> connection, ParsedHttpRequest parsed);
+  // Routes `req` into `res`: the log line, authentication first (every
+  // path but /health), 404/405, 503 while loading, exceptions → 500.
+  void respond(const httplib::Request& req, httplib::Response& res);
+  // The loop's checks and refusals (see ConnectionLoop::Handlers).
+  std::optional<std::string> check_head(const ParsedHttpRequest& head);
+  std::string refusal(int status, const std::string& message, const ParsedHttpRequest* head);
 
   // Sets an OpenAI error response. `rejected`: the HTTP layer refused the
   // request (counted by the service); false for engine failures.
@@ -85,23 +92,23 @@ struct HttpServer::Impl {
   void handle_kv_import(RequestLog& log, const httplib::Request& req, httplib::Response& res);
   // The most body bytes the HTTP library reads on any route.
   size_t body_limit() const;
-  // Answers `error` from the headers alone, closing the connection (its
-  // body is never read), and logs the request.
-  void refuse_unread(const httplib::Request& req, httplib::Response& res, const ApiError& error);
-  // The log line and metrics of a request answered outside route().
-  void log_unrouted(const httplib::Request& req, const httplib::Response& res);
+  // The log line and metrics of a request answered outside respond().
+  void log_unrouted(const std::string& method, const std::string& path, int status);
 
   InferenceService& service;
   const HttpServerOptions options;
   const ApiKeyCheck api_key;
   HttpMetrics metrics;
-  ListeningServer http;
+  std::vector<Route> routes;
+  ConnectionLoop loop;
+  std::unique_ptr<WorkerPool> workers;  // while serve() runs
   const int64_t started_unix;
   const uint64_t salt;  // random per server: ids and default seeds differ between runs
   std::atomic<uint64_t> request_counter{0};
   std::atomic<int> bound_port{0};
   std::atomic<bool> stopping{false};
   std::atomic<bool> serving{false};
+  std::atomic<int> busy_workers{0};
   // Completion requests being handled (streams included); stop() lets them
   // end themselves (an error event, a 503) before closing the sockets.
   std::atomic<int> open_generations{0};
