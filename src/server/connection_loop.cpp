@@ -169,7 +169,7 @@ void ConnectionLoop::stop() {
 
 void ConnectionLoop::resume(std::unique_ptr<Connection> connection) {
   {
-    std::lock_guard<std::mutex> lock(resumed_mu_);
+    MutexLock lock(resumed_mu_);
     resumed_.push_back(std::move(connection));
   }
   wake();
@@ -214,7 +214,7 @@ void ConnectionLoop::run() {
     }
   }
   connections_.clear();
-  std::lock_guard<std::mutex> lock(resumed_mu_);
+  MutexLock lock(resumed_mu_);
   resumed_.clear();
 }
 
@@ -352,7 +352,7 @@ void ConnectionLoop::linger(Connection& c, const std::string& response) {
 void ConnectionLoop::take_back_resumed() {
   std::vector<std::unique_ptr<Connection>> back;
   {
-    std::lock_guard<std::mutex> lock(resumed_mu_);
+    MutexLock lock(resumed_mu_);
     back.swap(resumed_);
   }
   for (std::unique_ptr<Connection>& c : back) {

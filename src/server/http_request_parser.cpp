@@ -240,14 +240,15 @@ bool HttpRequestParser::decide_framing() {
     if (iequals(name, "Content-Length")) {
       bool ok = true;
       for_each_element(value, [&](std::string_view element) {
-        if (element.size() > 19 || !std::all_of(element.begin(), element.end(), [](char c) {
-              return c >= '0' && c <= '9';
-            })) {
+        if (!std::all_of(element.begin(), element.end(), [](char c) { return c >= '0' && c <= '9'; })) {
           ok = false;
           return;
         }
-        uint64_t n = 0;
-        for (char c : element) n = n * 10 + static_cast<uint64_t>(c - '0');
+        // More than 19 digits: too large for any limit (saturated, not wrapped).
+        uint64_t n = element.size() > 19 ? UINT64_MAX : 0;
+        if (element.size() <= 19) {
+          for (char c : element) n = n * 10 + static_cast<uint64_t>(c - '0');
+        }
         if (has_length && n != length) ok = false;
         has_length = true;
         length = n;

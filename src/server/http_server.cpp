@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/log.h"
+#include "engine/prometheus.h"
 #include "server/generation_request.h"
 #include "server/http_server_impl.h"
 #include "server/openai_response.h"
@@ -335,8 +336,25 @@ void HttpServer::Impl::handle_health(Response& res) {
 }
 
 void HttpServer::Impl::handle_metrics(Response& res) {
+  const ConnectionLoop::Counters c = loop.counters();
+  PrometheusWriter w;
+  w.gauge("omnibus_http_open_connections", "Client connections open (reading, handled or idle).",
+          static_cast<double>(c.open));
+  w.gauge("omnibus_http_max_connections", "Open connections beyond which new ones get 503.",
+          static_cast<double>(loop.max_connections()));
+  w.counter("omnibus_http_connections_accepted_total", "Client connections accepted.",
+            static_cast<double>(c.accepted));
+  w.counter("omnibus_http_connections_refused_total", "Connections refused with 503: over the connection limit.",
+            static_cast<double>(c.refused_over_cap));
+  w.counter("omnibus_http_request_timeouts_total", "Requests whose head or body missed its deadline (408).",
+            static_cast<double>(c.timed_out_requests));
+  w.counter("omnibus_http_idle_connections_closed_total", "Connections closed after idling past their deadline.",
+            static_cast<double>(c.idle_closed));
+  w.gauge("omnibus_http_workers_busy", "HTTP worker threads handling a request.",
+          static_cast<double>(busy_workers.load()));
+  w.gauge("omnibus_http_workers", "HTTP worker threads.", static_cast<double>(std::max(1, options.http_threads)));
   res.status = 200;
-  res.set_content(service.metrics_text() + metrics.text(), "text/plain; version=0.0.4; charset=utf-8");
+  res.set_content(service.metrics_text() + metrics.text() + w.text(), "text/plain; version=0.0.4; charset=utf-8");
 }
 
 void HttpServer::Impl::handle_tokenize(const Request& req, Response& res, bool detokenize) {

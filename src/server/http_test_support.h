@@ -125,6 +125,7 @@ class RawConnection {
   }
   ~RawConnection() { close(); }
   bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
 
   bool send_post(const std::string& path, const std::string& body) {
     const std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +

@@ -1,0 +1,236 @@
+// The HTTP transport against hostile and careless clients, with the fake
+// service behind it: deadlines, the connection cap, half-closed clients,
+// pipelining, 100-continue, chunked bodies, authentication before routing,
+// and that idle or slow connections hold no worker thread.
+#include <dirent.h>
+#include <poll.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/http_test_support.h"
+
+namespace omnibus::server::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A client socket driven by hand.
+class Client {
+ public:
+  explicit Client(int port) : conn_(port) {}
+  bool ok() const { return conn_.ok(); }
+  bool send(const std::string& bytes) {
+    return ::send(fd_of(), bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  // Everything until the server closes (or `limit` passes).
+  std::string read_to_close(milliseconds limit = milliseconds(5000)) {
+    std::string got;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    char buf[4096];
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_of(), POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = ::recv(fd_of(), buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return got;
+  }
+  std::string read_until(const std::string& marker) { return conn_.read_until(marker); }
+  // The server closed the connection (a read gives end of file) within `limit`.
+  bool closed_within(milliseconds limit) {
+    pollfd p{fd_of(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(limit.count())) <= 0) return false;
+    char c;
+    return ::recv(fd_of(), &c, 1, MSG_PEEK) <= 0;
+  }
+  void shutdown_send() { ::shutdown(fd_of(), SHUT_WR); }
+
+ private:
+  int fd_of() const { return conn_.fd(); }
+  RawConnection conn_;
+};
+
+int thread_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+std::string completion_request(const std::string& body, const std::string& extra_headers = "") {
+  return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+HttpServerOptions short_deadlines() {
+  HttpServerOptions o;
+  o.http_threads = 4;
+  o.header_timeout = milliseconds(400);
+  o.body_timeout = milliseconds(400);
+  o.idle_timeout = milliseconds(300);
+  return o;
+}
+
+TEST(HttpTransportTest, SlowHeadsAndStalledBodiesGet408AndHoldNoThread) {
+  ServerHarness h(short_deadlines());
+  ASSERT_EQ(h.get("/health").status, 200);
+  const int threads_before = thread_count();
+  // Far more slow connections than worker threads: trickling heads, and
+  // bodies that stop halfway.
+  std::vector<std::unique_ptr<Client>> slow;
+  for (int i = 0; i < 40; ++i) {
+    auto c = std::make_unique<Client>(h.port());
+    ASSERT_TRUE(c->ok());
+    ASSERT_TRUE(c->send(i % 2 ? "GET /health HTTP/1.1\r\nHost: x\r\n"
+                              : "POST /v1/completions HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"prompt\""));
+    slow.push_back(std::move(c));
+  }
+  // Trickle one more header byte into the heads: per-read timeouts would restart.
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(milliseconds(50));
+    for (size_t i = 1; i < slow.size(); i += 2) slow[i]->send("X");
+  }
+  // Meanwhile normal requests are answered at once.
+  const auto start = std::chrono::steady_clock::now();
+  HttpReply reply = h.post("/v1/completions", Json{{"prompt", "Hi"}, {"max_tokens", 2}});
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(300));
+  EXPECT_LE(thread_count(), threads_before + 1);  // the httplib client's own
+  for (auto& c : slow) {
+    const std::string got = c->read_to_close();
+    EXPECT_EQ(got.rfind("HTTP/1.1 408 ", 0), 0u) << got;
+    EXPECT_NE(got.find("\"request_timeout\""), std::string::npos) << got;
+  }
+  const std::string metrics = h.get("/metrics").body;
+  EXPECT_NE(metrics.find("omnibus_http_request_timeouts_total 40"), std::string::npos) << metrics;
+}
+
+TEST(HttpTransportTest, IdleKeepAliveConnectionsAreClosed) {
+  ServerHarness h(short_deadlines());
+  Client c(h.port());
+  ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_NE(c.read_until("{\"status\":\"ok\"}").find("200 OK"), std::string::npos);
+  EXPECT_FALSE(c.closed_within(milliseconds(100)));  // kept alive for a while
+  EXPECT_TRUE(c.closed_within(milliseconds(1500)));
+  // A connection that never sends a byte is closed at the head deadline.
+  Client silent(h.port());
+  EXPECT_TRUE(silent.closed_within(milliseconds(1500)));
+}
+
+TEST(HttpTransportTest, ConnectionsOverTheCapGet503) {
+  HttpServerOptions o;
+  o.max_connections = 8;
+  ServerHarness h(o);
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 8; ++i) held.push_back(std::make_unique<Client>(h.port()));
+  EXPECT_TRUE(eventually([&] { return h.server().port() > 0; }));
+  std::this_thread::sleep_for(milliseconds(100));  // all eight accepted
+  Client over(h.port());
+  const std::string got = over.read_to_close();
+  EXPECT_EQ(got.rfind("HTTP/1.1 503 ", 0), 0u) << got;
+  EXPECT_NE(got.find("too many open connections"), std::string::npos) << got;
+  EXPECT_NE(got.find("Retry-After: "), std::string::npos) << got;
+  held.clear();  // room again
+  EXPECT_TRUE(eventually([&] { return h.get("/health").status == 200; }, milliseconds(2000)));
+  EXPECT_EQ(h.get("/metrics").body.find("omnibus_http_connections_refused_total 0"), std::string::npos);
+}
+
+TEST(HttpTransportTest, HalfClosedClientsGetTheirAnswer) {
+  ServerHarness h;
+  for (const bool stream : {false, true}) {
+    Client c(h.port());
+    const std::string body = std::string(R"({"prompt":"Hi","max_tokens":3,"stream":)") + (stream ? "true" : "false") +
+                             "}";
+    ASSERT_TRUE(c.send(completion_request(body)));
+    c.shutdown_send();
+    const std::string got = c.read_to_close();
+    EXPECT_EQ(got.rfind("HTTP/1.1 200 OK", 0), 0u) << got;
+    EXPECT_NE(got.find(stream ? "data: [DONE]" : "\"completion_tokens\":3"), std::string::npos) << got;
+  }
+}
+
+TEST(HttpTransportTest, PipelinedRequestsAnsweredInOrder) {
+  ServerHarness h;
+  Client c(h.port());
+  const std::string tokenize = R"({"content":"Hello"})";
+  ASSERT_TRUE(c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\nPOST /tokenize HTTP/1.1\r\nContent-Length: " +
+                     std::to_string(tokenize.size()) + "\r\n\r\n" + tokenize +
+                     "GET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n"));
+  const std::string got = c.read_to_close();
+  const size_t health = got.find("{\"status\":\"ok\"}");
+  const size_t tokens = got.find("\"tokens\"");
+  const size_t models = got.find("\"object\":\"list\"");
+  ASSERT_NE(health, std::string::npos) << got;
+  ASSERT_NE(tokens, std::string::npos) << got;
+  ASSERT_NE(models, std::string::npos) << got;
+  EXPECT_LT(health, tokens);
+  EXPECT_LT(tokens, models);
+}
+
+TEST(HttpTransportTest, ExpectContinueAndChunkedBodies) {
+  ServerHarness h;
+  Client c(h.port());
+  const std::string body = R"({"prompt":"Hi","max_tokens":2})";
+  ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n"));
+  EXPECT_EQ(c.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(c.send(body));
+  EXPECT_NE(c.read_until("}}").find("200 OK"), std::string::npos);
+
+  Client chunked(h.port());
+  ASSERT_TRUE(chunked.send("POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                           "a\r\n{\"prompt\":\r\n14\r\n\"Hi\",\"max_tokens\":2}\r\n0\r\n\r\n"));
+  const std::string got = chunked.read_to_close();
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK", 0), 0u) << got;
+}
+
+TEST(HttpTransportTest, MalformedRequestsGetAClearErrorAndTheServerGoesOn) {
+  ServerHarness h;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", "400"},
+      {"GET / HTTP/9.9\r\n\r\n", "505"},
+      {"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", "501"},
+      {"POST /v1/completions HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n", "413"},
+      {"GET /" + std::string(70000, 'a') + " HTTP/1.1\r\n\r\n", "414"},
+      {std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 15), "400"},  // a TLS hello
+  };
+  for (const auto& [bytes, status] : cases) {
+    Client c(h.port());
+    c.send(bytes);
+    const std::string got = c.read_to_close();
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + status + " ", 0), 0u) << got.substr(0, 200);
+    EXPECT_NE(got.find("\"error\""), std::string::npos) << got.substr(0, 200);
+  }
+  EXPECT_EQ(h.get("/health").status, 200);
+}
+
+TEST(HttpTransportTest, WithAKeyEveryPathButHealthIs401First) {
+  HttpServerOptions o;
+  o.api_key = "sekret";
+  ServerHarness h(o);
+  for (const std::string request : {"DELETE /v1/completions HTTP/1.1\r\n\r\n", "GET /v1/completions HTTP/1.1\r\n\r\n",
+                                    "GET /no/such/route HTTP/1.1\r\n\r\n", "PUT /metrics HTTP/1.1\r\n\r\n",
+                                    "GET /v1/models/x HTTP/1.1\r\n\r\n"}) {
+    Client c(h.port());
+    c.send(request);
+    const std::string got = c.read_until("}}");
+    EXPECT_EQ(got.rfind("HTTP/1.1 401 ", 0), 0u) << request << got;
+  }
+  const httplib::Headers key = {{"Authorization", "Bearer sekret"}};
+  EXPECT_EQ(h.get("/health").status, 200);
+  EXPECT_EQ(h.get("/v1/completions", key).status, 405);
+  EXPECT_EQ(h.get("/no/such/route", key).status, 404);
+  EXPECT_EQ(h.get("/v1/models", key).status, 200);
+}
+
+}  // namespace
+}  // namespace omnibus::server::testing
