@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -41,7 +42,16 @@ struct ServeOptions {
   std::string alias;
   double drain_timeout_s = 30;
   bool no_machine_probe = false;
+  // The HTTP transport's deadlines, in seconds (HttpServerOptions has them in ms).
+  double header_timeout_s = 10;
+  double body_timeout_s = 60;
+  double idle_timeout_s = 15;
+  double write_timeout_s = 30;
 };
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
 
 // The id /v1/models lists: --alias, else the file name without ".gguf".
 std::string model_id_for(const ServeOptions& o, const std::string& path) {
@@ -80,6 +90,10 @@ int serve(ServeOptions& o) {
   o.engine.scheduler.policy = *policy;
   o.engine.kv_cache_bytes = o.kv_cache_mib << 20;
   o.http.max_kv_import_bytes = static_cast<size_t>(o.kv_import_max_mib) << 20;
+  o.http.header_timeout = to_ms(o.header_timeout_s);
+  o.http.body_timeout = to_ms(o.body_timeout_s);
+  o.http.idle_timeout = to_ms(o.idle_timeout_s);
+  o.http.write_timeout = to_ms(o.write_timeout_s);
   o.engine.prefix_caching = !o.no_prefix_cache;
   o.engine.slo = {o.slo_ttft_ms / 1e3, o.slo_tpot_ms / 1e3};
   o.engine.threads = resolve_threads(o.model.threads);
@@ -158,8 +172,10 @@ CommandRunner add_serve_command(CLI::App& app) {
                   "Token budget per engine step (decodes + prefill chunks)")->capture_default_str()->check(CLI::Range(1, 65536));
   cmd->add_option("--max-seqs", o->engine.scheduler.max_seqs, "Most sequences running at once")
       ->capture_default_str()->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-queue", o->engine.max_queue, "Most sequences waiting; beyond it requests get 429")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--max-queue", o->engine.max_queue,
+                  "Most requests waiting for room in the running set (a seat and KV blocks); beyond it, 429")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--batching", o->batching, "continuous | dynamic | static")->capture_default_str();
   cmd->add_option("--batch-size", o->engine.scheduler.batch_size, "static/dynamic: sequences per batch")
       ->capture_default_str()->check(CLI::Range(1, 4096));
@@ -172,8 +188,22 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "TTFT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--slo-tpot-ms", o->slo_tpot_ms, "TPOT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--chat-template", o->chat_template, "Override the chat template: chatml, llama3, llama2, mistral, gemma");
-  cmd->add_option("--http-threads", o->http.http_threads, "HTTP worker threads (bounds open connections)")
+  cmd->add_option("--http-threads", o->http.http_threads,
+                  "HTTP worker threads: bounds requests handled at once (streams included), not connections")
       ->capture_default_str()->check(CLI::Range(4, 4096));
+  cmd->add_option("--max-connections", o->http.max_connections,
+                  "Most open client connections; beyond it a new one gets 503 (lowered to fit ulimit -n)")
+      ->capture_default_str()->check(CLI::Range(8, 1 << 20));
+  cmd->add_option("--http-header-timeout-s", o->header_timeout_s,
+                  "A request's whole head must arrive within this (else 408)")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--http-body-timeout-s", o->body_timeout_s, "A request's whole body must arrive within this (else 408)")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--http-idle-timeout-s", o->idle_timeout_s, "Close a kept-alive connection idle this long")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--http-write-timeout-s", o->write_timeout_s,
+                  "Drop a client that reads nothing of its response for this long")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
   cmd->add_flag("--kv-import", o->http.allow_kv_import,
                 "Accept POST /v1/kv/import: K/V handed over by a prefill instance enters the prefix cache as it comes "
                 "(trusts whoever can reach this server; docs/serving.md)");
