@@ -89,6 +89,20 @@ def is_error_body(data):
     return isinstance(doc, dict) and isinstance(doc.get("error"), dict) and bool(doc["error"].get("message"))
 
 
+def call(host, port, method, path, body, timeout):
+    """(status, body bytes) of one request on a fresh connection, or
+    (None, why) when no answer came."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    except (OSError, http.client.HTTPException) as e:
+        return None, f"{type(e).__name__}: {e}"
+    finally:
+        conn.close()
+
+
 def normal_request(host, port, rng, tally, timeout):
     chat = rng.random() < 0.5
     stream = rng.random() < 0.5
@@ -98,17 +112,11 @@ def normal_request(host, port, rng, tally, timeout):
     else:
         body["prompt"] = prompt(rng)
     path = "/v1/chat/completions" if chat else "/v1/completions"
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-    except (OSError, http.client.HTTPException) as e:
-        return tally.add("LOST", f"{path} stream={stream}: {type(e).__name__}: {e}")
-    finally:
-        conn.close()
-    if resp.status != 200:
-        return tally.add("rejected" if is_error_body(data) else "LOST", f"{resp.status} {data[:200]!r}")
+    status, data = call(host, port, "POST", path, json.dumps(body), timeout)
+    if status is None:
+        return tally.add("LOST", f"{path} stream={stream}: {data}")
+    if status != 200:
+        return tally.add("rejected" if is_error_body(data) else "LOST", f"{status} {data[:200]!r}")
     if stream:
         ok = b"data: [DONE]" in data and b'"finish_reason":"' in data and b'"error"' not in data
         if b'"error"' in data:
@@ -157,17 +165,11 @@ def malformed_request(host, port, rng, tally, timeout):
             return tally.add("cancelled")
         except OSError as e:
             return tally.add("LOST", f"cut body: {e}")
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-    except (OSError, http.client.HTTPException) as e:
-        return tally.add("LOST", f"malformed {what}: {type(e).__name__}: {e}")
-    finally:
-        conn.close()
-    ok = 400 <= resp.status < 600 and is_error_body(data)
-    tally.add("rejected" if ok else "LOST", f"malformed {what}: {resp.status} {data[:200]!r}")
+    status, data = call(host, port, method, path, body, timeout)
+    if status is None:
+        return tally.add("LOST", f"malformed {what}: {data}")
+    ok = 400 <= status < 600 and is_error_body(data)
+    tally.add("rejected" if ok else "LOST", f"malformed {what}: {status} {data[:200]!r}")
 
 
 def user(host, port, seed, args, tally, stop):
