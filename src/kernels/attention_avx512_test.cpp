@@ -93,7 +93,10 @@ TEST(AttentionAvx512Test, ChunksBitIdenticalToAvx2) {
       for (int64_t block_size : {1, 7, 16, 64}) {
         for (Layout& l : layouts(base, keys, values, n_kv, block_size)) {
           // Head ranges: all, one cut through a GQA group, a single head.
-          for (auto [h0, h1] : {std::pair{0, c.n_head}, std::pair{1, c.n_head - 1}, std::pair{c.n_head - 1, c.n_head}}) {
+          for (std::pair<int, int> range :
+               {std::pair{0, c.n_head}, std::pair{1, c.n_head - 1}, std::pair{c.n_head - 1, c.n_head}}) {
+            // Not a structured binding: the lambdas below use them (clang < 16).
+            const int h0 = range.first, h1 = range.second;
             if (h0 >= h1) continue;
             const int heads = h1 - h0;
             std::vector<float> scores(static_cast<size_t>(heads) * n_kv);
@@ -144,7 +147,9 @@ TEST(AttentionAvx512Test, PairChunksBitIdenticalToAvx2) {
       for (int64_t block_size : {1, 7, 16, 64}) {
         for (Layout& l : layouts(base, keys, values, n_kv, block_size)) {
           if (l.shape.k_dim_stride == 0 || !attention_pairs_supported(l.shape)) continue;
-          for (auto [h0, h1] : {std::pair{0, c.n_head}, std::pair{1, c.n_head - 1}}) {
+          for (std::pair<int, int> range : {std::pair{0, c.n_head}, std::pair{1, c.n_head - 1}}) {
+            // Not a structured binding: the lambdas below use them (clang < 16).
+            const int h0 = range.first, h1 = range.second;
             if (h0 >= h1) continue;
             const int heads = h1 - h0;
             std::vector<float> scores(2 * static_cast<size_t>(heads) * n_kv);
