@@ -182,6 +182,8 @@ ConnectionLoop::Counters ConnectionLoop::counters() const {
   c.refused_over_cap = refused_over_cap_.load();
   c.timed_out_requests = timed_out_requests_.load();
   c.idle_closed = idle_closed_.load();
+  c.refused_over_buffer = refused_over_buffer_.load();
+  c.buffered_bytes = buffered_bytes_.load();
   return c;
 }
 
@@ -270,7 +272,20 @@ std::unique_ptr<Connection> ConnectionLoop::unwatch(int fd) {
   return c;
 }
 
-void ConnectionLoop::close_connection(int fd) { unwatch(fd); }
+void ConnectionLoop::release_request(Connection& c) {
+  buffered_bytes_.fetch_sub(c.buffered_);
+  c.buffered_ = 0;
+}
+
+void ConnectionLoop::account(Connection& c) {
+  const size_t now = c.parser_.buffered_bytes() + c.pending_.size();
+  buffered_bytes_.fetch_add(now - c.buffered_);  // wraps correctly when it shrinks
+  c.buffered_ = now;
+}
+
+void ConnectionLoop::close_connection(int fd) {
+  if (std::unique_ptr<Connection> c = unwatch(fd)) release_request(*c);
+}
 
 void ConnectionLoop::read_from(Connection& c) {
   char buf[kReadChunk];
@@ -304,7 +319,15 @@ bool ConnectionLoop::advance(Connection& c) {
   while (true) {
     const size_t used = c.parser_.feed(c.pending_);
     c.pending_.erase(0, used);
+    account(c);
     const HttpRequestParser::State state = c.parser_.state();
+    if (state != HttpRequestParser::State::kComplete && state != HttpRequestParser::State::kError &&
+        buffered_bytes_.load() > limits_.max_buffered_bytes) {
+      refused_over_buffer_.fetch_add(1);
+      refuse(c, 503, "the server is receiving too many request bytes at once; retry shortly",
+             c.parser_.head_parsed() ? &c.parser_.head() : nullptr);
+      return false;
+    }
     if (state == HttpRequestParser::State::kError) {
       refuse(c, c.parser_.error_status(), c.parser_.error_message(),
              c.parser_.head_parsed() ? &c.parser_.head() : nullptr);
@@ -328,6 +351,9 @@ bool ConnectionLoop::advance(Connection& c) {
       }
     }
     if (state != HttpRequestParser::State::kComplete) return true;  // more to read
+    // The request's bytes stay in the budget (c.buffered_) until the
+    // worker's release_request(); what is pipelined behind it is not
+    // counted meanwhile (at most one read burst).
     ParsedHttpRequest request = c.parser_.take();
     c.head_checked_ = false;
     std::unique_ptr<Connection> owned = unwatch(c.fd());
@@ -345,6 +371,8 @@ void ConnectionLoop::linger(Connection& c, const std::string& response) {
   ::shutdown(c.fd(), SHUT_WR);
   c.phase_ = Connection::Phase::kLinger;
   c.pending_.clear();
+  c.parser_ = HttpRequestParser(limits_.parse);  // what it held is not needed any more
+  account(c);
   c.deadline_ = Clock::now() + kLingerTime;
   if (c.read_closed_) close_connection(c.fd());
 }

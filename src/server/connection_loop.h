@@ -27,12 +27,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "server/http_request_parser.h"
 
@@ -43,6 +43,14 @@ struct ConnectionLimits {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{60'000};
   std::chrono::milliseconds idle_timeout{15'000};
+  // Request bytes held for all connections together, from their first
+  // byte until a worker is done with the request (release_request()):
+  // heads and bodies still arriving, and whole requests waiting for or in
+  // a handler; a request that would pass it gets 503. Each connection may
+  // hold up to parse.max_body_bytes, and a handler may need many times its
+  // body (a tokenizer's working set), so many large bodies at once would
+  // otherwise add up to more memory than the machine has.
+  size_t max_buffered_bytes = size_t{128} << 20;
   HttpParseLimits parse;
 };
 
@@ -74,6 +82,7 @@ class Connection {
   std::string pending_;  // read, not yet parsed (pipelined after a request)
   bool read_closed_ = false;
   bool head_checked_ = false;
+  size_t buffered_ = 0;  // this connection's share of the loop's buffered_bytes_ (atomic: the loop's, then a worker's)
   Phase phase_ = Phase::kFirstRequest;
   std::chrono::steady_clock::time_point deadline_;
 };
@@ -100,6 +109,8 @@ class ConnectionLoop {
     uint64_t refused_over_cap = 0;
     uint64_t timed_out_requests = 0;  // 408s
     uint64_t idle_closed = 0;
+    uint64_t refused_over_buffer = 0;  // 503s: too many request bytes held at once
+    size_t buffered_bytes = 0;
   };
 
   ConnectionLoop(ConnectionLimits limits, Handlers handlers);
@@ -118,6 +129,9 @@ class ConnectionLoop {
   // connection it holds. Returns at once if stop() came first.
   void run();
   void stop();
+  // A worker is done with the request `connection` carried: its bytes
+  // leave the budget. Call before resume() or dropping the connection.
+  void release_request(Connection& connection);
   // A connection back from a worker, for its next request (keep-alive).
   // After stop() it is closed.
   void resume(std::unique_ptr<Connection> connection);
@@ -137,6 +151,8 @@ class ConnectionLoop {
   void watch(std::unique_ptr<Connection> c);
   std::unique_ptr<Connection> unwatch(int fd);
   void close_connection(int fd);
+  // Brings buffered_bytes_ up to date with what `c`'s parser holds.
+  void account(Connection& c);
   void wake();
 
   ConnectionLimits limits_;
@@ -152,10 +168,12 @@ class ConnectionLoop {
   std::atomic<uint64_t> refused_over_cap_{0};
   std::atomic<uint64_t> timed_out_requests_{0};
   std::atomic<uint64_t> idle_closed_{0};
+  std::atomic<uint64_t> refused_over_buffer_{0};
+  std::atomic<size_t> buffered_bytes_{0};  // written by the loop thread only
   // The loop thread's own: connections it reads, by descriptor.
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;
-  std::mutex resumed_mu_;
-  std::vector<std::unique_ptr<Connection>> resumed_;  // GUARDED_BY(resumed_mu_)
+  Mutex resumed_mu_;
+  std::vector<std::unique_ptr<Connection>> resumed_ GUARDED_BY(resumed_mu_);
 };
 
 }  // namespace omnibus::server

@@ -1,5 +1,6 @@
 // POST /v1/completions and POST /v1/chat/completions: parse, prepare,
-// submit one engine sequence per choice, then answer with one JSON body or
+// submit one engine sequence per choice (n per prompt; completions may
+// carry a list of prompts), then answer with one JSON body or
 // an SSE stream (GenerationSession does the folding and formatting).
 #include <ctime>
 #include <memory>
@@ -95,7 +96,7 @@ void HttpServer::Impl::handle_generation(RequestLog& log, const Request& req, Re
   ApiResult<PreparedGeneration> prepared = parse_and_prepare(req, chat, service, options, mix64(log.entropy + 1));
   if (!prepared) return send_error(res, prepared.error());
   const PreparedGeneration& generation = prepared.value();
-  log.prompt_tokens = static_cast<int64_t>(generation.prompt.size());
+  log.prompt_tokens = generation.prompt_tokens();
 
   std::vector<std::shared_ptr<RequestStream>> streams;
   if (generation.options.max_tokens.value_or(0) > 0) {  // 0: echo only, nothing to generate
@@ -111,9 +112,20 @@ void HttpServer::Impl::handle_generation(RequestLog& log, const Request& req, Re
                                                      service.tokenizer(), log.arrival);
 
   if (!generation.options.stream) {
-    const bool complete = session->wait_all([this] { return stopping.load(); });
+    bool gone = false;
+    const bool complete = session->wait_all([this, &log, &gone] {
+      gone = gone || (log.client_gone && log.client_gone());
+      return gone || stopping.load();
+    });
     log.completion_tokens = session->completion_tokens();
     log.ttft_ms = session->ttft_ms();
+    if (!complete && gone) {
+      // Reset by the client: its sequences are cancelled; nobody reads this.
+      log.outcome = "client gone";
+      metrics.client_disconnected();
+      return send_error(res, http_error(400, "invalid_request_error", "the client closed the connection",
+                                        "client_closed_request"), false);
+    }
     if (!complete) return send_error(res, service_unavailable("the server is shutting down"), false);
     ApiResult<std::string> body = session->response_body();
     // An engine failure is the engine's outcome, not a refused request.

@@ -47,6 +47,13 @@ void for_each_element(std::string_view value, Fn&& fn) {
   }
 }
 
+bool has_control_byte(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\t') || u == 0x7f;
+  });
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -183,12 +190,23 @@ bool HttpRequestParser::parse_request_line(std::string_view line) {
     fail(414, fmt::format("the request target is longer than {} bytes", kMaxTargetBytes));
     return false;
   }
-  const bool target_ok = !target.empty() && target.front() == '/' &&
+  std::string_view path_part = target;
+  // Absolute form (RFC 9112 3.2.2), as a proxy sends it: the path is what
+  // follows the authority.
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() > scheme.size() && iequals(target.substr(0, scheme.size()), scheme)) {
+      const size_t slash = target.find('/', scheme.size());
+      path_part = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    }
+  }
+  if (method == "OPTIONS" && target == "*") path_part = "*";  // asterisk form
+  const bool target_ok = !path_part.empty() && (path_part.front() == '/' || (path_part == "*" && method == "OPTIONS")) &&
                          std::none_of(target.begin(), target.end(), [](char c) {
                            return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
                          });
   if (!target_ok) {
-    fail(400, "the request target must be a path starting with '/', without spaces or control bytes");
+    fail(400, "the request target must be a path starting with '/' (or an absolute URL), without spaces or "
+              "control bytes");
     return false;
   }
   if (version != "HTTP/1.1" && version != "HTTP/1.0") {
@@ -199,9 +217,9 @@ bool HttpRequestParser::parse_request_line(std::string_view line) {
   request_.method = std::string(method);
   request_.target = std::string(target);
   request_.version = std::string(version);
-  const size_t q = target.find('?');
-  request_.path = percent_decode(target.substr(0, q));
-  if (q != std::string_view::npos) request_.query = std::string(target.substr(q + 1));
+  const size_t q = path_part.find('?');
+  request_.path = percent_decode(path_part.substr(0, q));
+  if (q != std::string_view::npos) request_.query = std::string(path_part.substr(q + 1));
   return true;
 }
 
@@ -253,7 +271,7 @@ bool HttpRequestParser::decide_framing() {
         has_length = true;
         length = n;
       });
-      if (!ok || !has_length) {
+      if (!ok || !has_length || trim(value).empty()) {
         fail(400, "malformed or conflicting Content-Length");
         return false;
       }
@@ -280,6 +298,11 @@ bool HttpRequestParser::decide_framing() {
     fail(400, "a request may not have both Content-Length and Transfer-Encoding");
     return false;
   }
+  if (has_coding && http10) {
+    // RFC 9112 6.1: a 1.0 message with Transfer-Encoding is faulty framing.
+    fail(400, "HTTP/1.0 requests may not use Transfer-Encoding");
+    return false;
+  }
   if (has_coding) {
     if (!bad_coding.empty() || codings != 1) {
       fail(501, bad_coding.empty() ? "only one 'chunked' transfer coding is supported"
@@ -296,8 +319,8 @@ bool HttpRequestParser::decide_framing() {
     return false;
   }
   remaining_ = length;
+  // No reserve(length): an announced length costs memory only as it arrives.
   request_.has_body = length > 0;
-  if (request_.has_body) request_.body.reserve(static_cast<size_t>(length));
   return true;
 }
 
@@ -330,10 +353,16 @@ size_t HttpRequestParser::feed_chunked(std::string_view bytes) {
         return used;
       }
       if (!complete) return used;
+      if (has_control_byte(line_)) {
+        fail(400, "malformed chunked body (a control byte in a chunk line)");
+        return used;
+      }
       uint64_t size = 0;
       size_t digits = 0;
+      while (digits < line_.size() && line_[digits] == '0') ++digits;  // leading zeros say nothing
+      const size_t first_significant = digits;
       while (digits < line_.size() && hex_value(line_[digits]) >= 0) {
-        if (digits == 15) {
+        if (digits - first_significant == 15) {
           fail(413, fmt::format("the request body is larger than the limit of {} bytes", limits_.max_body_bytes));
           return used;
         }
@@ -380,6 +409,12 @@ size_t HttpRequestParser::feed_chunked(std::string_view bytes) {
         return used;
       }
       if (!complete) return used;
+      // Trailers are dropped, but held to the rules of header lines.
+      if (!line_.empty() && (line_.front() == ' ' || line_.front() == '\t' || has_control_byte(line_) ||
+                             line_.find(':') == std::string::npos)) {
+        fail(400, "malformed chunked body (a bad trailer line)");
+        return used;
+      }
       const bool end = line_.empty();
       line_.clear();
       if (end) state_ = State::kComplete;

@@ -68,6 +68,9 @@ class HttpRequestParser {
   int error_status() const { return error_status_; }
   const std::string& error_message() const { return error_message_; }
 
+  // Bytes the parser holds for the request in progress (head, body).
+  size_t buffered_bytes() const { return head_.size() + request_.body.size() + line_.size(); }
+
   // In kComplete: the request; the parser is then ready for the next one.
   ParsedHttpRequest take();
 

@@ -113,6 +113,8 @@ TEST(HttpRequestParser, AmbiguousFramingIsRefused) {
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nContent-Length: +3\r\n\r\nabc"), 400);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nContent-Length: 0x3\r\n\r\nabc"), 400);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nContent-Length:\r\n\r\n"), 400);
+  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length:\r\n\r\nab"), 400);
+  EXPECT_EQ(refusal("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), 400);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n"), 501);
   // The same length twice is one length.
@@ -128,7 +130,11 @@ TEST(HttpRequestParser, MalformedHeadsAreRefused) {
   EXPECT_EQ(refusal("GET / HTTP/2.0\r\n\r\n"), 505);
   EXPECT_EQ(refusal("GET / HTTQ/1.1\r\n\r\n"), 400);
   EXPECT_EQ(refusal("GET  / HTTP/1.1\r\n\r\n"), 400);
-  EXPECT_EQ(refusal("GET http://a/ HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(refusal("GET ftp://a/ HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(parse_one("GET http://a.example:8080/v1/models?x HTTP/1.1\r\n\r\n").path, "/v1/models");
+  EXPECT_EQ(parse_one("GET HTTP://a.example HTTP/1.1\r\n\r\n").path, "/");
+  EXPECT_EQ(parse_one("OPTIONS * HTTP/1.1\r\n\r\n").path, "*");
+  EXPECT_EQ(refusal("GET * HTTP/1.1\r\n\r\n"), 400);
   EXPECT_EQ(refusal("G(T / HTTP/1.1\r\n\r\n"), 400);
   EXPECT_EQ(refusal("GET / HTTP/1.1\r\nExpect: 200-ok\r\n\r\n"), 417);
   EXPECT_EQ(refusal(std::string("GET /\0 HTTP/1.1\r\n\r\n", 20)), 400);
@@ -149,6 +155,11 @@ TEST(HttpRequestParser, LimitsAreEnforced) {
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n", small), 413);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(2000, '1'), small), 400);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n", small), 400);
+  EXPECT_EQ(refusal(std::string("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;a\0b\r\nx\r\n", 57), small), 400);
+  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: a\x01\r\n\r\n", small), 400);
+  EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n folded\r\n\r\n", small), 400);
+  EXPECT_EQ(parse_one("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000002\r\nab\r\n0\r\n\r\n",
+                      small).body, "ab");
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n", small), 400);
   EXPECT_EQ(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + std::string(300, 'x'), small),
             431);

@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cstdlib>
@@ -82,6 +83,8 @@ ConnectionLimits connection_limits(const HttpServerOptions& options, size_t body
   limits.header_timeout = options.header_timeout;
   limits.body_timeout = options.body_timeout;
   limits.idle_timeout = options.idle_timeout;
+  // Room for two of the largest bodies a route takes (a KV import blob).
+  limits.max_buffered_bytes = std::max(options.max_buffered_request_bytes, 2 * body_limit);
   limits.parse.max_body_bytes = body_limit;
   return limits;
 }
@@ -151,8 +154,9 @@ const HttpServer::Impl::Route* HttpServer::Impl::find_route(const std::string& p
   return nullptr;
 }
 
-void HttpServer::Impl::respond(const Request& req, Response& res) {
+void HttpServer::Impl::respond(const Request& req, Response& res, std::function<bool()> client_gone) {
   RequestLog log;
+  log.client_gone = std::move(client_gone);
   log.method = req.method;
   log.path = req.path;
   log.entropy = mix64(salt ^ request_counter.fetch_add(1, std::memory_order_relaxed));
@@ -168,7 +172,7 @@ void HttpServer::Impl::respond(const Request& req, Response& res) {
     } else if (route == nullptr) {
       send_error(res, http_error(404, "invalid_request_error",
                                  fmt::format("no route for {} {}", req.method, log_safe(req.path, 200)), "not_found"));
-    } else if (route->method != req.method) {
+    } else if (route->method != req.method && !(req.method == "HEAD" && route->method == "GET")) {
       send_error(res, http_error(405, "invalid_request_error",
                                  fmt::format("{} is not allowed on {}", req.method, route->path), "method_not_allowed"));
       res.set_header("Allow", route->method);
@@ -210,32 +214,44 @@ void HttpServer::Impl::handle_connection(std::unique_ptr<Connection> connection,
     res.set_header("Connection", "close");
     log_unrouted(req.method, req.path, res.status);
   } else {
-    respond(req, res);
+    const int fd = connection->fd();
+    respond(req, res, [fd] {
+      pollfd p{fd, 0, 0};  // POLLERR and POLLHUP are reported whatever is asked
+      return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0;
+    });
   }
   // A client that shut down its sending side still reads the answer, but
   // sends no next request.
-  const bool keep_alive = parsed.keep_alive && !connection->read_closed() && !stopping.load();
+  ResponseFraming framing;
+  framing.keep_alive = parsed.keep_alive && !connection->read_closed() && !stopping.load();
+  framing.head_only = req.method == "HEAD";
+  framing.http10 = req.version == "HTTP/1.0";
   SocketWriter writer(connection->fd(), options.write_timeout);
-  const bool reusable = write_response(writer, res, keep_alive);
+  const bool reusable = write_response(writer, res, framing);
+  loop.release_request(*connection);
   busy_workers.fetch_sub(1);
   if (reusable) loop.resume(std::move(connection));
 }
 
 std::optional<std::string> HttpServer::Impl::check_head(const ParsedHttpRequest& head) {
-  // With --kv-import the body limit is raised for /v1/kv/import with the
-  // key alone: any other large body, and an import without the key, is
-  // refused from its headers, before it is read (a chunked body, whose
-  // size is unknown up front, gets the raised limit).
+  // With --kv-import the body limit is raised for /v1/kv/import alone:
+  // any other large body is refused from its headers, before it is read
+  // (a chunked body, whose size is unknown up front, gets the raised limit).
+  // Without the key, a body is not worth reading (nor a 100 Continue).
+  if (head.path != kHealthPath && !api_key.allows(std::string(head.header("Authorization")))) {
+    Response res;
+    send_error(res, unauthorized());
+    log_unrouted(head.method, head.path, res.status);
+    return serialize_closing_response(res);
+  }
   if (!options.allow_kv_import) return std::nullopt;
   const std::string length(head.header("Content-Length"));
   if (length.empty() || std::strtoull(length.c_str(), nullptr, 10) <= options.limits.max_body_bytes) {
     return std::nullopt;
   }
-  const bool import = head.path == "/v1/kv/import" && head.method == "POST";
-  const bool allowed = api_key.allows(std::string(head.header("Authorization")));
-  if (import && allowed) return std::nullopt;
+  if (head.path == "/v1/kv/import" && head.method == "POST") return std::nullopt;
   Response res;
-  send_error(res, !allowed ? unauthorized() : body_too_large(options.limits.max_body_bytes));
+  send_error(res, body_too_large(options.limits.max_body_bytes));
   log_unrouted(head.method, head.path, res.status);
   return serialize_closing_response(res);
 }
@@ -350,6 +366,11 @@ void HttpServer::Impl::handle_metrics(Response& res) {
             static_cast<double>(c.timed_out_requests));
   w.counter("omnibus_http_idle_connections_closed_total", "Connections closed after idling past their deadline.",
             static_cast<double>(c.idle_closed));
+  w.counter("omnibus_http_buffer_refusals_total",
+            "Requests refused with 503: too many request bytes held for all connections at once.",
+            static_cast<double>(c.refused_over_buffer));
+  w.gauge("omnibus_http_buffered_request_bytes", "Request bytes held for connections still sending them.",
+          static_cast<double>(c.buffered_bytes));
   w.gauge("omnibus_http_workers_busy", "HTTP worker threads handling a request.",
           static_cast<double>(busy_workers.load()));
   w.gauge("omnibus_http_workers", "HTTP worker threads.", static_cast<double>(std::max(1, options.http_threads)));

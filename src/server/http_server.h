@@ -51,6 +51,10 @@ struct HttpServerOptions {
   int http_threads = 128;
   // Open connections beyond this get 503 and are closed.
   int max_connections = 4096;
+  // Request bytes held at once, from arrival until the handler is done
+  // (at least two of the largest bodies allowed); a request that would
+  // pass it gets 503. Bounds what many large bodies cost together.
+  size_t max_buffered_request_bytes = size_t{128} << 20;
   // Whole-request deadlines (408 when missed), the idle keep-alive
   // timeout, and how long a write may wait for a client that reads nothing.
   std::chrono::milliseconds header_timeout{10'000};

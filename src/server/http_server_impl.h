@@ -41,6 +41,9 @@ struct RequestLog {
   double ttft_ms = -1;
   bool streaming = false;    // the stream's end writes the log line
   std::string outcome;       // e.g. "client gone"; empty when nothing to add
+  // True once the client's connection is reset or broken (not merely
+  // half-closed: such a client is still owed its answer). May be empty.
+  std::function<bool()> client_gone;
 };
 
 using RouteHandler = std::function<void(RequestLog&, const httplib::Request&, httplib::Response&)>;
@@ -61,7 +64,7 @@ struct HttpServer::Impl {
   void handle_connection(std::unique_ptr<Connection> connection, ParsedHttpRequest parsed);
   // Routes `req` into `res`: the log line, authentication first (every
   // path but /health), 404/405, 503 while loading, exceptions → 500.
-  void respond(const httplib::Request& req, httplib::Response& res);
+  void respond(const httplib::Request& req, httplib::Response& res, std::function<bool()> client_gone = {});
   // The loop's checks and refusals (see ConnectionLoop::Handlers).
   std::optional<std::string> check_head(const ParsedHttpRequest& head);
   std::string refusal(int status, const std::string& message, const ParsedHttpRequest* head);

@@ -51,6 +51,8 @@ class Client {
     return ::recv(fd_of(), &c, 1, MSG_PEEK) <= 0;
   }
   void shutdown_send() { ::shutdown(fd_of(), SHUT_WR); }
+  int fd_for_test() const { return fd_of(); }
+  void close() { conn_.close(); }
 
  private:
   int fd_of() const { return conn_.fd(); }
@@ -144,6 +146,38 @@ TEST(HttpTransportTest, ConnectionsOverTheCapGet503) {
   EXPECT_EQ(h.get("/metrics").body.find("omnibus_http_connections_refused_total 0"), std::string::npos);
 }
 
+TEST(HttpTransportTest, RequestBytesHeldAtOnceAreBounded) {
+  HttpServerOptions o;
+  o.limits.max_body_bytes = 60000;
+  o.max_buffered_request_bytes = 64 << 10;  // raised to two bodies: 120,000 bytes
+  ServerHarness h(o);
+  // Bodies that stop short of their end: two fit, the third would pass the budget.
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nContent-Length: 60000\r\n\r\n";
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<Client>(h.port()));
+    ASSERT_TRUE(held.back()->send(head + std::string(45000, ' ')));
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  Client third(h.port());
+  ASSERT_TRUE(third.send(head + std::string(45000, ' ')));
+  const std::string got = third.read_to_close();
+  EXPECT_EQ(got.rfind("HTTP/1.1 503 ", 0), 0u) << got.substr(0, 300);
+  EXPECT_NE(got.find("too many request bytes"), std::string::npos) << got.substr(0, 300);
+  // The first completes once it sends the rest; its bytes leave the budget after.
+  const std::string rest = R"({"prompt":"Hi","max_tokens":2})";
+  ASSERT_TRUE(held[0]->send(std::string(60000 - 45000 - rest.size(), ' ') + rest));
+  EXPECT_NE(held[0]->read_until("}}").find("200 OK"), std::string::npos);
+  held.clear();
+  const auto buffered = [&] {
+    const std::string metrics = h.get("/metrics").body;
+    const size_t at = metrics.find("\nomnibus_http_buffered_request_bytes ");
+    return at == std::string::npos ? -1L : std::stol(metrics.substr(at + 37));
+  };
+  EXPECT_TRUE(eventually([&] { return buffered() >= 0 && buffered() < 1000; }, milliseconds(2000)));  // this GET's own
+  EXPECT_NE(h.get("/metrics").body.find("omnibus_http_buffer_refusals_total 1"), std::string::npos);
+}
+
 TEST(HttpTransportTest, HalfClosedClientsGetTheirAnswer) {
   ServerHarness h;
   for (const bool stream : {false, true}) {
@@ -230,6 +264,66 @@ TEST(HttpTransportTest, WithAKeyEveryPathButHealthIs401First) {
   EXPECT_EQ(h.get("/v1/completions", key).status, 405);
   EXPECT_EQ(h.get("/no/such/route", key).status, 404);
   EXPECT_EQ(h.get("/v1/models", key).status, 200);
+}
+
+TEST(HttpTransportTest, WithAKeyABodyIsRefusedFromItsHead) {
+  HttpServerOptions o;
+  o.api_key = "sekret";
+  ServerHarness h(o);
+  Client c(h.port());
+  ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 8000000\r\n\r\n"));
+  const std::string got = c.read_to_close(milliseconds(3000));
+  EXPECT_EQ(got.rfind("HTTP/1.1 401 ", 0), 0u) << got;  // not "100 Continue", and at once
+}
+
+TEST(HttpTransportTest, StreamsAreLoggedAndCountedOnce) {
+  ServerHarness h;
+  for (int i = 0; i < 3; ++i) {
+    Client c(h.port());
+    ASSERT_TRUE(c.send(completion_request(R"({"prompt":"Hi","max_tokens":2,"stream":true})", "Connection: close\r\n")));
+    EXPECT_NE(c.read_to_close().find("data: [DONE]"), std::string::npos);
+  }
+  const std::string metrics = h.get("/metrics").body;
+  EXPECT_NE(metrics.find("omnibus_http_requests_in_flight 1\n"), std::string::npos) << metrics;  // this one
+  EXPECT_NE(metrics.find("omnibus_http_responses_total{code=\"200\"} 3\n"), std::string::npos) << metrics;
+}
+
+TEST(HttpTransportTest, HeadGetsTheHeadersOnlyAndTheConnectionStaysInStep) {
+  ServerHarness h;
+  Client c(h.port());
+  ASSERT_TRUE(c.send("HEAD /health HTTP/1.1\r\n\r\nGET /health HTTP/1.1\r\nConnection: close\r\n\r\n"));
+  const std::string got = c.read_to_close();
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  const size_t second = got.find("HTTP/1.1", 1);
+  ASSERT_NE(second, std::string::npos) << got;
+  EXPECT_EQ(got.substr(second - 4, 4), "\r\n\r\n") << got;  // no body between the two
+  EXPECT_NE(got.find("Content-Length: 15"), std::string::npos) << got;
+  EXPECT_NE(got.find("{\"status\":\"ok\"}", second), std::string::npos) << got;
+}
+
+TEST(HttpTransportTest, AnHttp10StreamEndsWithTheConnection) {
+  ServerHarness h;
+  Client c(h.port());
+  const std::string body = R"({"prompt":"Hi","max_tokens":2,"stream":true})";
+  ASSERT_TRUE(c.send("POST /v1/completions HTTP/1.0\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                     body));
+  const std::string got = c.read_to_close();
+  EXPECT_EQ(got.find("Transfer-Encoding"), std::string::npos) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  EXPECT_EQ(got.substr(got.size() - 14), "data: [DONE]\n\n") << got;
+}
+
+TEST(HttpTransportTest, AResetClientsNonStreamingRequestIsCancelled) {
+  ServerHarness h;
+  h.service().set_tick(milliseconds(20));
+  Client c(h.port());
+  ASSERT_TRUE(c.send(completion_request(R"({"prompt":"Hi","max_tokens":100})")));
+  ASSERT_TRUE(eventually([&] { return h.service().streams().size() == 1; }));
+  const auto stream = h.service().streams()[0];
+  linger reset{1, 0};  // close() then sends a reset, not a FIN
+  ::setsockopt(c.fd_for_test(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  c.close();
+  EXPECT_TRUE(eventually([&] { return stream->cancelled(); }, milliseconds(1000)));
 }
 
 }  // namespace

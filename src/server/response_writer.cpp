@@ -106,12 +106,27 @@ std::string serialize_closing_response(const httplib::Response& res) {
   return response_head(res, /*chunked=*/false, keep_alive) + res.body;
 }
 
-bool write_response(SocketWriter& out, httplib::Response& res, bool keep_alive) {
-  const bool chunked = static_cast<bool>(res.content_provider_) && res.is_chunked_content_provider_;
-  const std::string head = response_head(res, chunked, keep_alive);
-  if (!chunked) {
+bool write_response(SocketWriter& out, httplib::Response& res, const ResponseFraming& framing) {
+  bool keep_alive = framing.keep_alive;
+  const bool provider = static_cast<bool>(res.content_provider_) && res.is_chunked_content_provider_;
+  // An HTTP/1.0 client knows no chunked coding: its stream ends when the
+  // connection does.
+  const bool chunked = provider && !framing.http10;
+  if (provider && framing.http10) keep_alive = false;
+  std::string head = response_head(res, chunked, keep_alive);
+  if (provider && framing.http10) {
+    const std::string length_line = fmt::format("Content-Length: {}\r\n", res.body.size());
+    head.erase(head.find(length_line), length_line.size());
+  }
+  if (!provider || framing.head_only) {
     if (!out.write(head)) return false;
-    return out.write(res.body) && keep_alive;
+    // HEAD: the headers a GET would get, no body.
+    const bool ok = framing.head_only || out.write(res.body);
+    if (provider) {
+      res.content_provider_ = nullptr;
+      res.content_provider_resource_releaser_ = nullptr;  // (no route streams on GET)
+    }
+    return ok && keep_alive;
   }
 
   bool ok = out.write(head);
@@ -119,6 +134,7 @@ bool write_response(SocketWriter& out, httplib::Response& res, bool keep_alive) 
   httplib::DataSink sink;
   sink.write = [&](const char* data, size_t size) {
     if (size == 0) return ok;  // a zero-size chunk would end the body
+    if (!chunked) return ok = ok && out.write(std::string_view(data, size));
     ok = ok && out.write(fmt::format("{:x}\r\n", size)) && out.write(std::string_view(data, size)) &&
          out.write("\r\n");
     return ok;
@@ -129,8 +145,13 @@ bool write_response(SocketWriter& out, httplib::Response& res, bool keep_alive) 
   while (ok && !done) {
     if (!res.content_provider_(offset, 0, sink)) ok = false;
   }
-  if (ok && done) ok = out.write("0\r\n\r\n");
-  if (res.content_provider_resource_releaser_) res.content_provider_resource_releaser_(ok && done);
+  if (ok && done && chunked) ok = out.write("0\r\n\r\n");
+  if (res.content_provider_resource_releaser_) {
+    // Once: ~Response() would call it again (a second log line, metrics counted twice).
+    auto release = std::move(res.content_provider_resource_releaser_);
+    res.content_provider_resource_releaser_ = nullptr;
+    release(ok && done);
+  }
   return ok && done && keep_alive;
 }
 

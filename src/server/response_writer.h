@@ -36,11 +36,16 @@ class SocketWriter {
 const char* reason_phrase(int status);
 
 // Writes `res` (a body, or a chunked content provider driven until it
-// says done or fails; its resource releaser is called either way). The
-// response says "Connection: close" unless `keep_alive`, and a handler's
-// own "Connection: close" wins. Returns whether the connection may serve
+// says done or fails; its resource releaser is called once either way,
+// and cleared). The response says "Connection: close" unless
+// framing.keep_alive, and a handler's own "Connection: close" wins. Returns whether the connection may serve
 // another request: everything was written and it is kept alive.
-bool write_response(SocketWriter& out, httplib::Response& res, bool keep_alive);
+struct ResponseFraming {
+  bool keep_alive = true;
+  bool head_only = false;  // a HEAD request: headers only
+  bool http10 = false;     // an HTTP/1.0 client: a stream is close-delimited, not chunked
+};
+bool write_response(SocketWriter& out, httplib::Response& res, const ResponseFraming& framing);
 
 // The status line and headers of `res` (Content-Length, or chunked; the
 // Connection header from `keep_alive`, which a handler's "Connection:
