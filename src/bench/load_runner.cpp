@@ -7,12 +7,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/timer.h"
 
 namespace omnibus::bench {
@@ -52,13 +51,13 @@ class RunState {
   }
 
   void acquire_slot() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return in_flight_ < max_in_flight_; });
+    MutexLock lock(mu_);
+    cv_.wait(lock, [&]() REQUIRES(mu_) { return in_flight_ < max_in_flight_; });
     ++in_flight_;
   }
   void release_slot() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       --in_flight_;
     }
     cv_.notify_all();
@@ -68,7 +67,7 @@ class RunState {
   int64_t expected() const { return expected_; }
 
   std::vector<RequestRecord> take_records() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::sort(records_.begin(), records_.end(),
               [](const RequestRecord& a, const RequestRecord& b) { return a.sent_s < b.sent_s; });
     for (size_t i = 0; i < records_.size(); ++i) records_[i].index = static_cast<int64_t>(i);
@@ -77,7 +76,7 @@ class RunState {
 
  private:
   void record(RequestRecord r) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     records_.push_back(std::move(r));
     ++done_;
   }
@@ -88,10 +87,10 @@ class RunState {
   const int64_t max_in_flight_;
   std::atomic<int64_t> expected_{0};
   std::atomic<int64_t> done_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t in_flight_ = 0;
-  std::vector<RequestRecord> records_;
+  Mutex mu_;
+  CondVar cv_;
+  int64_t in_flight_ GUARDED_BY(mu_) = 0;
+  std::vector<RequestRecord> records_ GUARDED_BY(mu_);
 };
 
 void sleep_until(double epoch, double t) {

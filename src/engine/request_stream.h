@@ -10,13 +10,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "sampling/logprobs.h"  // TokenLogprob
 #include "sampling/sampling_params.h"
 
@@ -88,9 +87,9 @@ class RequestStream {
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<StreamEvent> events_;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<StreamEvent> events_ GUARDED_BY(mu_);
   std::atomic<bool> cancelled_{false};
 };
 

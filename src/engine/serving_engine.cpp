@@ -106,12 +106,15 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->metrics_ = std::make_unique<ServingMetrics>(options.slo);
   e->roofline_ = std::make_unique<RooflineMeter>(token_cost(*model, options.kv_type), options.machine_memory_bandwidth,
                                                  options.machine_peak_flops);
-  e->gauges_.machine_memory_bandwidth = options.machine_memory_bandwidth;
-  e->gauges_.machine_peak_flops = options.machine_peak_flops;
+  {
+    MutexLock lock(e->mu_);  // no other thread yet: for the thread-safety analysis
+    e->gauges_.machine_memory_bandwidth = options.machine_memory_bandwidth;
+    e->gauges_.machine_peak_flops = options.machine_peak_flops;
+    e->gauges_.kv_blocks_total = e->num_blocks_;
+  }
   e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
   e->chat_format_ = std::move(chat_format);
-  e->gauges_.kv_blocks_total = e->num_blocks_;
   log_info("serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB, {}), context {}, max {} tokens and {} "
            "sequences per step, prefix cache {}",
            e->num_blocks_, options.kv_block_size, pool_tokens, e->kv_store_->bytes() / 1048576.0,
@@ -123,7 +126,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
 
 ServingEngine::~ServingEngine() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   wake_.notify_all();
@@ -161,7 +164,7 @@ Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest reque
   active->submit_time = now_seconds();
   std::shared_ptr<RequestStream> stream = active->stream;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return Status::unsupported("the server is shutting down");
     if (static_cast<int64_t>(submitted_.size()) + gauges_.waiting >= options_.max_queue)
       return Status::resource_exhausted("the waiting queue is full (" + std::to_string(options_.max_queue) +
@@ -175,14 +178,14 @@ Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest reque
 std::string ServingEngine::metrics_text() const {
   EngineGauges gauges;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     gauges = gauges_;
   }
   return metrics_->render(gauges);
 }
 
 bool ServingEngine::idle() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return submitted_.empty() && gauges_.running == 0 && gauges_.waiting == 0;
 }
 
@@ -193,7 +196,7 @@ void ServingEngine::wait_idle() {
 void ServingEngine::take_submissions() {
   std::deque<std::unique_ptr<Active>> incoming;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     incoming.swap(submitted_);
     // Until publish_gauges() recounts, they are waiting: keeps idle() and
     // the queue limit honest in between.
@@ -269,7 +272,7 @@ void ServingEngine::deliver_finished() {
 void ServingEngine::publish_gauges() {
   const KvStats kv = kv_->stats();
   const SchedulerStats& s = scheduler_->stats();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   gauges_.running = scheduler_->num_running();
   gauges_.waiting = scheduler_->num_waiting();
   gauges_.kv_blocks_used = kv.blocks_used;
@@ -439,7 +442,7 @@ Status ServingEngine::run_on_engine_thread(const std::function<void()>& fn) {
   bool done = false;
   bool threw = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return Status::unsupported("the server is stopping");
     commands_.push_back([&] {
       // Whatever fn does, the caller is woken; an exception (a failed
@@ -464,7 +467,7 @@ Status ServingEngine::run_on_engine_thread(const std::function<void()>& fn) {
 void ServingEngine::run_commands() {
   std::deque<std::function<void()>> commands;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     commands.swap(commands_);
   }
   for (auto& command : commands) command();
@@ -581,7 +584,7 @@ void ServingEngine::loop() {
     take_submissions();
     apply_cancellations();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) break;
     }
     if (draining_.load()) scheduler_->flush();  // static/dynamic: run what is queued
@@ -599,13 +602,14 @@ void ServingEngine::loop() {
     publish_gauges();
     deliver_finished();
     if (plan.empty()) {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       // Poll while sequences wait (cancellations, the dynamic policy's timer);
       // otherwise sleep until a submission or stop.
       if (scheduler_->has_unfinished())
-        wake_.wait_for(lock, kIdlePoll, [&] { return stop_ || !submitted_.empty() || !commands_.empty(); });
+        wake_.wait_for(lock, kIdlePoll,
+                       [&]() REQUIRES(mu_) { return stop_ || !submitted_.empty() || !commands_.empty(); });
       else
-        wake_.wait(lock, [&] { return stop_ || !submitted_.empty() || !commands_.empty(); });
+        wake_.wait(lock, [&]() REQUIRES(mu_) { return stop_ || !submitted_.empty() || !commands_.empty(); });
     }
   }
   // Shutting down: commands posted before stop_ still run (their callers
@@ -617,7 +621,7 @@ void ServingEngine::loop() {
   for (SeqId id : ids) finish_sequence(id, "cancelled");
   publish_gauges();
   deliver_finished();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& a : submitted_) {
     StreamEvent event;
     event.finished = true;

@@ -30,11 +30,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "engine/inference_service.h"
 #include "engine/kv_transfer.h"
 #include "engine/roofline_meter.h"
-#include "engine/speculation.h"
 #include "engine/serving_metrics.h"
+#include "engine/speculation.h"
 #include "kv/kv_manager.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -149,13 +150,12 @@ class ServingEngine final : public InferenceService {
   std::vector<std::pair<std::shared_ptr<RequestStream>, StreamEvent>> finished_events_;
 
   // Shared with HTTP threads, under mu_.
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<std::unique_ptr<Active>> submitted_;
-  std::deque<std::function<void()>> commands_;  // for run_on_engine_thread
-  int64_t queued_ = 0;  // submitted_ + scheduler waiting, for max_queue
-  bool stop_ = false;
-  EngineGauges gauges_;
+  mutable Mutex mu_;
+  CondVar wake_;
+  std::deque<std::unique_ptr<Active>> submitted_ GUARDED_BY(mu_);
+  std::deque<std::function<void()>> commands_ GUARDED_BY(mu_);  // for run_on_engine_thread
+  bool stop_ GUARDED_BY(mu_) = false;
+  EngineGauges gauges_ GUARDED_BY(mu_);
 
   std::atomic<bool> draining_{false};
   std::unique_ptr<ServingMetrics> metrics_;

@@ -11,31 +11,31 @@ ServingMetrics::ServingMetrics(SloTargets slo)
       queue_(latency_buckets_seconds()) {}
 
 void ServingMetrics::observe_itl(double seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   itl_.observe(seconds);
 }
 
 void ServingMetrics::observe_speculation(int64_t guessed, int64_t accepted) {
   if (guessed == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   guessed_tokens_ += guessed;
   accepted_guesses_ += accepted;
 }
 
 void ServingMetrics::observe_kv_export(int64_t tokens) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   kv_exported_tokens_ += tokens;
 }
 
 void ServingMetrics::observe_kv_import(int64_t tokens, int64_t written) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   kv_imported_tokens_ += tokens;
   kv_imported_written_tokens_ += written;
 }
 
 void ServingMetrics::observe_finished(RequestOutcome outcome, const RequestTimings& t, int64_t prompt_tokens,
                                       int64_t generated_tokens) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++outcomes_[static_cast<int>(outcome)];
   prompt_tokens_ += prompt_tokens;
   generated_tokens_ += generated_tokens;
@@ -50,22 +50,22 @@ void ServingMetrics::observe_finished(RequestOutcome outcome, const RequestTimin
 }
 
 void ServingMetrics::count_rejected() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++outcomes_[static_cast<int>(RequestOutcome::kRejected)];
 }
 
 int64_t ServingMetrics::count(RequestOutcome outcome) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return outcomes_[static_cast<int>(outcome)];
 }
 
 int64_t ServingMetrics::goodput_requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return goodput_;
 }
 
 std::string ServingMetrics::render(const EngineGauges& g) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   PrometheusWriter w;
   w.histogram("omnibus_time_to_first_token_seconds", "Submit to first generated token (TTFT).", ttft_);
   w.histogram("omnibus_time_per_output_token_seconds", "Per request: (e2e - TTFT) / (generated tokens - 1) (TPOT).",

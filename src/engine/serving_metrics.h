@@ -15,9 +15,9 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "engine/prometheus.h"
 #include "engine/request_stream.h"
 
@@ -81,18 +81,22 @@ class ServingMetrics {
   int64_t goodput_requests() const;
 
  private:
-  SloTargets slo_;
-  mutable std::mutex mu_;
-  Histogram ttft_, tpot_, itl_, e2e_, queue_;
-  int64_t outcomes_[4] = {0, 0, 0, 0};
-  int64_t prompt_tokens_ = 0;
-  int64_t generated_tokens_ = 0;
-  int64_t guessed_tokens_ = 0;
-  int64_t kv_exported_tokens_ = 0;
-  int64_t kv_imported_tokens_ = 0;
-  int64_t kv_imported_written_tokens_ = 0;
-  int64_t accepted_guesses_ = 0;
-  int64_t goodput_ = 0;
+  const SloTargets slo_;
+  mutable Mutex mu_;
+  Histogram ttft_ GUARDED_BY(mu_);
+  Histogram tpot_ GUARDED_BY(mu_);
+  Histogram itl_ GUARDED_BY(mu_);
+  Histogram e2e_ GUARDED_BY(mu_);
+  Histogram queue_ GUARDED_BY(mu_);
+  int64_t outcomes_[4] GUARDED_BY(mu_) = {0, 0, 0, 0};
+  int64_t prompt_tokens_ GUARDED_BY(mu_) = 0;
+  int64_t generated_tokens_ GUARDED_BY(mu_) = 0;
+  int64_t guessed_tokens_ GUARDED_BY(mu_) = 0;
+  int64_t kv_exported_tokens_ GUARDED_BY(mu_) = 0;
+  int64_t kv_imported_tokens_ GUARDED_BY(mu_) = 0;
+  int64_t kv_imported_written_tokens_ GUARDED_BY(mu_) = 0;
+  int64_t accepted_guesses_ GUARDED_BY(mu_) = 0;
+  int64_t goodput_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace omnibus

@@ -8,23 +8,23 @@ namespace omnibus::server {
 HttpMetrics::HttpMetrics() : duration_(latency_buckets_seconds()) {}
 
 void HttpMetrics::add_in_flight(int delta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   in_flight_ += delta;
 }
 
 void HttpMetrics::response_sent(int status, double seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++responses_by_status_[status];
   duration_.observe(seconds);
 }
 
 void HttpMetrics::client_disconnected() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++disconnects_;
 }
 
 std::string HttpMetrics::text() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   PrometheusWriter w;
   std::vector<std::pair<std::string, double>> by_status;
   for (const auto& [status, count] : responses_by_status_) {

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "engine/prometheus.h"
 
 namespace omnibus::server {
@@ -27,11 +27,11 @@ class HttpMetrics {
   std::string text() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<int, uint64_t> responses_by_status_;  // GUARDED_BY(mu_)
-  Histogram duration_;                            // GUARDED_BY(mu_)
-  int64_t in_flight_ = 0;                         // GUARDED_BY(mu_)
-  uint64_t disconnects_ = 0;                      // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<int, uint64_t> responses_by_status_ GUARDED_BY(mu_);
+  Histogram duration_ GUARDED_BY(mu_);
+  int64_t in_flight_ GUARDED_BY(mu_) = 0;
+  uint64_t disconnects_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace omnibus::server

@@ -11,7 +11,7 @@ WorkerPool::WorkerPool(size_t threads) {
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closing_ = true;
   }
   ready_.notify_all();
@@ -20,14 +20,14 @@ WorkerPool::~WorkerPool() {
 
 void WorkerPool::post(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(task));
   }
   ready_.notify_one();
 }
 
 size_t WorkerPool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return tasks_.size();
 }
 
@@ -35,8 +35,8 @@ void WorkerPool::work() {
   while (true) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      ready_.wait(lock, [this] { return closing_ || !tasks_.empty(); });
+      MutexLock lock(mu_);
+      ready_.wait(lock, [this]() REQUIRES(mu_) { return closing_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // closing, nothing left
       task = std::move(tasks_.front());
       tasks_.pop_front();

@@ -5,13 +5,13 @@
 // ConnectionLoop without a thread).
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace omnibus::server {
 
@@ -30,10 +30,10 @@ class WorkerPool {
  private:
   void work();
 
-  mutable std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> tasks_;  // GUARDED_BY(mu_)
-  bool closing_ = false;                     // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar ready_;
+  std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
+  bool closing_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 
