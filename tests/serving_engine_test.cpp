@@ -467,17 +467,78 @@ TEST_F(ServingEngineTest, RefusesWhatCanNeverRunAndAFullQueue) {
   o.max_queue = 2;
   o.scheduler.policy = BatchingPolicy::kStatic;
   o.scheduler.batch_size = 100;  // nothing starts: the queue fills
+  o.scheduler.max_seqs = 1;      // the batch being gathered has one seat
   auto engine = make_engine(o);
   EXPECT_EQ(engine->submit(greedy({}, 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->submit(greedy(std::vector<int32_t>(64, 1), 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->submit(greedy({1, kVocab}, 4)).status().code(), StatusCode::kInvalidArgument);
-  auto a = engine->submit(greedy({1}, 4));
-  auto b = engine->submit(greedy({2}, 4));
-  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  auto a = engine->submit(greedy({1}, 4));  // takes the seat
+  auto b = engine->submit(greedy({2}, 4));  // queued
+  auto c = engine->submit(greedy({3}, 4));  // queued
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
   std::this_thread::sleep_for(50ms);  // let the engine thread take them
-  EXPECT_EQ(engine->submit(greedy({3}, 4)).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(engine->submit(greedy({4}, 4)).status().code(), StatusCode::kResourceExhausted);
   engine.reset();  // shutting down ends the queued ones as cancelled
   EXPECT_EQ(collect(**a).finish_reason, "cancelled");
+}
+
+// --max-queue counts requests waiting for room, not requests the engine
+// has not picked up yet: a burst that fits the running set is accepted
+// whole, however fast it comes (issue 35: 9 of 100 ran, 55 seats free).
+TEST_F(ServingEngineTest, ABurstThatFitsTheRunningSetIsAdmittedWhole) {
+  ServingEngineOptions o;
+  o.max_queue = 1;
+  o.scheduler.max_seqs = 64;
+  auto engine = make_engine(o);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 40; ++i) {
+    auto s = engine->submit(greedy({1, 2, i}, 8));
+    ASSERT_TRUE(s.is_ok()) << i << ": " << s.status().message();
+    streams.push_back(*s);
+  }
+  for (auto& s : streams) EXPECT_EQ(collect(*s).tokens.size(), 8u);
+}
+
+// Beyond the seats, max_queue more wait and the rest are refused; nothing
+// starts here (a static batch of 100), so the count is exact.
+TEST_F(ServingEngineTest, BeyondTheSeatsMaxQueueWaitAndTheRestAreRefused) {
+  ServingEngineOptions o;
+  o.max_queue = 2;
+  o.scheduler.policy = BatchingPolicy::kStatic;
+  o.scheduler.batch_size = 100;
+  o.scheduler.max_seqs = 8;
+  auto engine = make_engine(o);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 10; ++i) {
+    auto s = engine->submit(greedy({1, 2, i}, 4));
+    ASSERT_TRUE(s.is_ok()) << i << ": " << s.status().message();
+    streams.push_back(*s);
+  }
+  std::this_thread::sleep_for(50ms);  // taken by the engine thread or not, the same count
+  const auto refused = engine->submit(greedy({9}, 4));
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("--max-queue 2"), std::string::npos) << refused.status().message();
+  engine.reset();
+  for (auto& s : streams) EXPECT_EQ(collect(*s).finish_reason, "cancelled");
+}
+
+// When the KV pool rather than the seats is short, requests wait for blocks,
+// and they count against max_queue: 8 blocks of 16 tokens hold two prompts
+// of 40 tokens (3 blocks each), not three.
+TEST_F(ServingEngineTest, RequestsWaitingForKvBlocksCountAgainstTheQueue) {
+  ServingEngineOptions o;
+  o.max_queue = 1;
+  o.kv_block_size = 16;
+  o.kv_cache_bytes = 8 * 16 * 256;  // the tiny model's 256 bytes a token
+  o.scheduler.policy = BatchingPolicy::kStatic;
+  o.scheduler.batch_size = 100;  // nothing starts: the count is exact
+  auto engine = make_engine(o);
+  ASSERT_EQ(engine->kv_num_blocks(), 8);
+  auto a = engine->submit(greedy(std::vector<int32_t>(40, 1), 4));
+  auto b = engine->submit(greedy(std::vector<int32_t>(40, 2), 4));
+  auto c = engine->submit(greedy(std::vector<int32_t>(40, 3), 4));  // queued: 2 blocks left
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
+  EXPECT_EQ(engine->submit(greedy({4}, 4)).status().code(), StatusCode::kResourceExhausted);
 }
 
 TEST_F(ServingEngineTest, SeededSamplingIsReproducibleAndLogprobsArrive) {

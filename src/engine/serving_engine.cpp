@@ -83,6 +83,11 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   OMNIBUS_ASSIGN_OR_RETURN(KvManager kv, KvManager::create(kv_options));
   e->kv_ = std::make_unique<KvManager>(std::move(kv));
   e->scheduler_ = std::make_unique<Scheduler>(options.scheduler, *e->kv_);
+  {
+    MutexLock lock(e->mu_);  // no other thread yet: for the thread-safety analysis
+    e->queue_gate_ = QueueGate(options.max_queue, options.kv_block_size);
+    e->queue_gate_.reset(e->scheduler_->room());
+  }
   if (options.slo.tpot_seconds > 0 && options.scheduler.policy == BatchingPolicy::kContinuous) {
     // Aim a little under the objective: TPOT is judged per request over all
     // its steps, and step times vary.
@@ -166,9 +171,10 @@ Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest reque
   {
     MutexLock lock(mu_);
     if (stop_) return Status::unsupported("the server is shutting down");
-    if (static_cast<int64_t>(submitted_.size()) + gauges_.waiting >= options_.max_queue)
-      return Status::resource_exhausted("the waiting queue is full (" + std::to_string(options_.max_queue) +
-                                        " requests, --max-queue)");
+    if (!queue_gate_.try_admit(prompt_len))
+      return Status::resource_exhausted("the waiting queue is full: " + std::to_string(queue_gate_.queued()) +
+                                        " requests already wait for room in the running set (--max-queue " +
+                                        std::to_string(options_.max_queue) + ")");
     submitted_.push_back(std::move(active));
   }
   wake_.notify_all();
@@ -198,8 +204,8 @@ void ServingEngine::take_submissions() {
   {
     MutexLock lock(mu_);
     incoming.swap(submitted_);
-    // Until publish_gauges() recounts, they are waiting: keeps idle() and
-    // the queue limit honest in between.
+    // Until publish_gauges() recounts, they are waiting: keeps idle()
+    // honest in between (the queue gate counted them at submit()).
     gauges_.waiting += static_cast<int64_t>(incoming.size());
   }
   for (auto& a : incoming) {
@@ -284,6 +290,12 @@ void ServingEngine::publish_gauges() {
   gauges_.steps = s.steps;
   gauges_.shared_prefix_attention_units = static_cast<int64_t>(forward_->shared_prefix_units());
   gauges_.admission_limit = scheduler_->admission_limit();
+  // The queue gate starts over from what the running set can take now: the
+  // scheduler's waiting sequences first, then those submitted since
+  // take_submissions(), in arrival order.
+  queue_gate_.reset(scheduler_->room());
+  scheduler_->place_waiting(queue_gate_);
+  for (const auto& a : submitted_) queue_gate_.place(static_cast<int64_t>(a->request.prompt.size()));
   const RooflineReading r = roofline_->reading();
   gauges_.step_bytes_per_second = r.bytes_per_second;
   gauges_.step_flops_per_second = r.flops_per_second;

@@ -41,6 +41,7 @@
 #include "model/model.h"
 #include "model/paged_kv_store.h"
 #include "sched/admission_controller.h"
+#include "sched/queue_gate.h"
 #include "sched/scheduler.h"
 
 namespace omnibus {
@@ -53,7 +54,10 @@ struct ServingEngineOptions {
   bool prefix_caching = true;
   int threads = 1;
   int64_t context_length = 0;  // 0: the model's training context
-  int64_t max_queue = 512;     // waiting sequences beyond this are refused (429)
+  // Requests waiting for room in the running set (a seat and KV blocks)
+  // beyond this are refused (429); a burst the running set can take is
+  // never refused (sched/queue_gate.h).
+  int64_t max_queue = 512;
   SloTargets slo;
   std::string model_id;
   // The machine's ceilings for /metrics' MBU and MFU (0: unknown; the
@@ -154,6 +158,9 @@ class ServingEngine final : public InferenceService {
   CondVar wake_;
   std::deque<std::unique_ptr<Active>> submitted_ GUARDED_BY(mu_);
   std::deque<std::function<void()>> commands_ GUARDED_BY(mu_);  // for run_on_engine_thread
+  // --max-queue (sched/queue_gate.h): recounted from the scheduler after
+  // every step (publish_gauges), and by submit() for each new request.
+  QueueGate queue_gate_ GUARDED_BY(mu_) = QueueGate(1, 1);
   bool stop_ GUARDED_BY(mu_) = false;
   EngineGauges gauges_ GUARDED_BY(mu_);
 

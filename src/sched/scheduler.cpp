@@ -233,6 +233,25 @@ void Scheduler::set_admission_limit(std::int32_t limit) {
   admission_limit_ = std::clamp(limit, std::int32_t{1}, config_.max_seqs);
 }
 
+AdmissionRoom Scheduler::room() const {
+  AdmissionRoom r;
+  const auto running = static_cast<std::int64_t>(running_.size());
+  if (config_.policy == BatchingPolicy::kContinuous)
+    r.seats = std::max<std::int64_t>(0, admission_limit_ - running);
+  else if (batch_.empty())
+    r.seats = std::min(config_.batch_size, config_.max_seqs);
+  else  // only the batch's members start until it ends; they lead the queue
+    r.seats = std::max<std::int64_t>(0, static_cast<std::int64_t>(batch_.size()) - running);
+  std::int64_t owed = 0;
+  for (SeqId id : running_) owed += kv_.blocks_needed(id, seqs_.at(id).num_known_tokens());
+  r.blocks = std::max<std::int64_t>(0, kv_.num_free_blocks() - owed);
+  return r;
+}
+
+void Scheduler::place_waiting(QueueGate& gate) const {
+  for (SeqId id : waiting_) gate.place(seqs_.at(id).num_known_tokens());
+}
+
 // FCFS: stops at the first sequence that cannot start, so a large request
 // is not overtaken forever by small ones behind it.
 void Scheduler::admit_waiting(Planner& p) {

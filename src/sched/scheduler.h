@@ -37,6 +37,7 @@
 
 #include "base/status.h"
 #include "kv/kv_manager.h"
+#include "sched/queue_gate.h"
 #include "sched/sequence.h"
 #include "sched/step_plan.h"
 
@@ -121,6 +122,16 @@ class Scheduler {
   // objective (AdmissionController). Default: max_seqs.
   void set_admission_limit(std::int32_t limit);
   std::int32_t admission_limit() const { return admission_limit_; }
+
+  // What the running set can still take (see QueueGate): seats under the
+  // admission limit (static/dynamic: the seats of the batch being gathered,
+  // or, while a batch runs, those of its members not running), and the free
+  // blocks (cached ones included) less those running sequences still need
+  // for their known tokens. Waiting sequences are not subtracted.
+  AdmissionRoom room() const;
+  // Hands the waiting sequences to `gate`, first come first served, each
+  // with its known tokens (QueueGate::place).
+  void place_waiting(QueueGate& gate) const;
 
   // Null if the id is not live (finished sequences are forgotten).
   const SequenceState* find(SeqId seq) const;
