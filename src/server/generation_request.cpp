@@ -1,5 +1,6 @@
 #include "server/generation_request.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -21,14 +22,28 @@ bool names_match(std::string_view requested, const std::string& known) {
   return base == known || base == last_path_component(known);
 }
 
+// validate_against_model's error for prompt `index` of several: its param
+// and message say which prompt.
+ApiError for_prompt(ApiError e, size_t index) {
+  if (e.param.rfind("prompt", 0) == 0) e.param = fmt::format("prompt[{}]{}", index, e.param.substr(6));
+  e.message = fmt::format("prompt[{}]: {}", index, e.message);
+  return e;
+}
+
 // Resolves what validate_against_model left open: max_tokens (unset: the
 // rest of the context) and the seed (unset: the server's pick).
 ApiResult<PreparedGeneration> finish_preparing(PreparedGeneration g, const InferenceService& service,
                                                uint64_t fallback_seed) {
   const ServiceInfo info = service.info();
   ModelLimits limits{info.vocab_size, info.context_length};
-  if (std::optional<ApiError> e = validate_against_model(g.options, g.prompt, limits)) return *e;
-  if (!g.options.max_tokens) g.options.max_tokens = info.context_length - static_cast<int64_t>(g.prompt.size());
+  int64_t longest = 0;
+  for (size_t p = 0; p < g.prompts.size(); ++p) {
+    if (std::optional<ApiError> e = validate_against_model(g.options, g.prompts[p].tokens, limits)) {
+      return g.prompts.size() == 1 ? *e : for_prompt(std::move(*e), p);
+    }
+    longest = std::max(longest, static_cast<int64_t>(g.prompts[p].tokens.size()));
+  }
+  if (!g.options.max_tokens) g.options.max_tokens = info.context_length - longest;
   g.options.sampling.seed = g.options.seed ? *g.options.seed : fallback_seed;
   return g;
 }
@@ -47,6 +62,12 @@ std::optional<ApiError> check_model_name(std::string_view requested, const std::
   return e;
 }
 
+int64_t PreparedGeneration::prompt_tokens() const {
+  int64_t total = 0;
+  for (const PreparedPrompt& p : prompts) total += static_cast<int64_t>(p.tokens.size());
+  return total;
+}
+
 ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, const InferenceService& service,
                                                  uint64_t fallback_seed) {
   if (request.echo && request.options.sampling.wants_logprobs()) {
@@ -55,19 +76,23 @@ ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, cons
     return ApiError::invalid("echo", "'echo' together with 'logprobs' is not supported", "unsupported_value");
   }
   const Tokenizer& tokenizer = service.tokenizer();
+  const int32_t vocab = service.info().vocab_size;
   PreparedGeneration g;
   g.options = std::move(request.options);
   g.echo = request.echo;
-  if (request.prompt.is_tokens) {
-    g.prompt = std::move(request.prompt.tokens);
-    // Checked before decoding: the ids come from the client.
-    const int32_t vocab = service.info().vocab_size;
-    bool valid = true;
-    for (int32_t id : g.prompt) valid = valid && id >= 0 && id < vocab;
-    if (g.echo && valid) g.echo_text = tokenizer.decode(g.prompt);
-  } else {
-    g.prompt = tokenizer.encode(request.prompt.text, /*add_special=*/tokenizer.add_bos(), /*parse_special=*/true);
-    if (g.echo) g.echo_text = std::move(request.prompt.text);
+  g.prompts.reserve(request.prompts.size());
+  for (Prompt& prompt : request.prompts) {
+    PreparedPrompt& out = g.prompts.emplace_back();
+    if (prompt.is_tokens) {
+      out.tokens = std::move(prompt.tokens);
+      // Checked before decoding: the ids come from the client.
+      bool valid = true;
+      for (int32_t id : out.tokens) valid = valid && id >= 0 && id < vocab;
+      if (g.echo && valid) out.echo_text = tokenizer.decode(out.tokens);
+    } else {
+      out.tokens = tokenizer.encode(prompt.text, /*add_special=*/tokenizer.add_bos(), /*parse_special=*/true);
+      if (g.echo) out.echo_text = std::move(prompt.text);
+    }
   }
   return finish_preparing(std::move(g), service, fallback_seed);
 }
@@ -86,23 +111,27 @@ ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceS
   PreparedGeneration g;
   g.chat = true;
   g.options = std::move(request.options);
-  g.prompt = service.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true);
+  g.prompts.push_back({service.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true), {}});
   return finish_preparing(std::move(g), service, fallback_seed);
 }
 
 std::vector<EngineRequest> make_engine_requests(const PreparedGeneration& generation, const std::string& request_id) {
+  const GenerationOptions& o = generation.options;
+  const size_t total = generation.num_choices();
   std::vector<EngineRequest> out;
-  out.reserve(static_cast<size_t>(generation.options.n));
-  for (int32_t i = 0; i < generation.options.n; ++i) {
-    EngineRequest r;
-    r.prompt = generation.prompt;
-    r.max_tokens = generation.options.max_tokens.value_or(0);
-    r.sampling = generation.options.sampling;
-    r.ignore_eos = generation.options.ignore_eos;
-    r.sampling.seed = generation.options.sampling.seed + static_cast<uint64_t>(i);
-    r.stop = generation.options.stop;
-    r.request_id = generation.options.n == 1 ? request_id : fmt::format("{}/{}", request_id, i);
-    out.push_back(std::move(r));
+  out.reserve(total);
+  for (const PreparedPrompt& prompt : generation.prompts) {
+    for (int32_t i = 0; i < o.n; ++i) {
+      EngineRequest r;
+      r.prompt = prompt.tokens;
+      r.max_tokens = o.max_tokens.value_or(0);
+      r.sampling = o.sampling;
+      r.ignore_eos = o.ignore_eos;
+      r.sampling.seed = o.sampling.seed + static_cast<uint64_t>(i);
+      r.stop = o.stop;
+      r.request_id = total == 1 ? request_id : fmt::format("{}/{}", request_id, out.size());
+      out.push_back(std::move(r));
+    }
   }
   return out;
 }

@@ -21,13 +21,27 @@
 
 namespace omnibus::server {
 
+// One prompt of a request, tokenized.
+struct PreparedPrompt {
+  std::vector<int32_t> tokens;
+  // Completions `echo`: the text each of this prompt's choices starts with.
+  std::string echo_text;
+};
+
 struct PreparedGeneration {
   bool chat = false;
-  GenerationOptions options;  // max_tokens always set; sampling.seed is the base seed
-  std::vector<int32_t> prompt;
-  // Completions `echo`: every choice's text starts with the prompt text.
-  bool echo = false;
-  std::string echo_text;
+  // max_tokens always set (unset by the client: what the longest prompt
+  // leaves of the context); sampling.seed is the base seed.
+  GenerationOptions options;
+  // In request order; chat has exactly one. Each prompt gets options.n
+  // choices: prompt p's choice i has index p * n + i, as OpenAI numbers them.
+  std::vector<PreparedPrompt> prompts;
+  bool echo = false;  // completions `echo`
+
+  // All prompts' tokens together (usage.prompt_tokens counts each prompt once,
+  // whatever n).
+  int64_t prompt_tokens() const;
+  size_t num_choices() const { return prompts.size() * static_cast<size_t>(options.n); }
 };
 
 // The "model" field of a request names this server's model when it is
@@ -44,7 +58,9 @@ ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, cons
 ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceService& service,
                                            uint64_t fallback_seed);
 
-// One request per choice; choice i samples with seed + i.
+// One request per choice, in choice-index order. Choice i of each prompt
+// samples with seed + i, so a prompt's choices in a list of prompts are the
+// ones it gets alone.
 std::vector<EngineRequest> make_engine_requests(const PreparedGeneration& generation, const std::string& request_id);
 
 // Submits every request in order. When one is refused the ones already

@@ -20,16 +20,20 @@ GenerationSession::GenerationSession(const PreparedGeneration& generation, Respo
     : chat_(generation.chat),
       include_usage_(generation.options.include_usage),
       logprobs_(generation.options.sampling.wants_logprobs()),
-      prompt_size_(generation.prompt.size()),
+      prompt_tokens_(generation.prompt_tokens()),
       meta_(std::move(meta)),
       streams_(std::move(streams)),
       arrival_(arrival) {
   meta_.include_usage = include_usage_;
+  // Prompt p's choice i is choice p * n + i, and so is its stream.
   const int32_t n = std::max<int32_t>(1, generation.options.n);
-  choices_.reserve(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) {
-    choices_.emplace_back(i, tokenizer, logprobs_, generation.echo ? generation.echo_text : std::string());
-    if (static_cast<size_t>(i) >= streams_.size()) choices_.back().finish_without_generating();
+  choices_.reserve(generation.prompts.size() * static_cast<size_t>(n));
+  for (const PreparedPrompt& prompt : generation.prompts) {
+    for (int32_t i = 0; i < n; ++i) {
+      const auto index = static_cast<int32_t>(choices_.size());
+      choices_.emplace_back(index, tokenizer, logprobs_, generation.echo ? prompt.echo_text : std::string());
+      if (static_cast<size_t>(index) >= streams_.size()) choices_.back().finish_without_generating();
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // GenerationSession: one completion or chat request in flight. It holds the
-// request's engine streams (one per choice), folds their events into
+// request's engine streams (one per choice: n per prompt, numbered prompt by
+// prompt as OpenAI does with a list of prompts), folds their events into
 // ChoiceStates, and turns them into either SSE text (streaming) or one JSON
 // body (non-streaming).
 //
@@ -39,7 +40,8 @@ class GenerationSession {
   // Writes bytes to the client; false when the client is gone.
   using Writer = std::function<bool(std::string_view)>;
 
-  // `streams` holds one stream per choice, or none when max_tokens is 0
+  // `streams` holds one stream per choice, in make_engine_requests' order
+  // (prompt p's choice i at p * n + i), or none when max_tokens is 0
   // (every choice then ends at once with "length"). `tokenizer` must
   // outlive the session. `arrival` is when the HTTP request came in (TTFT).
   GenerationSession(const PreparedGeneration& generation, ResponseMeta meta,
@@ -66,7 +68,7 @@ class GenerationSession {
   void cancel_all();
 
   // For the request's log line and metrics.
-  int64_t prompt_tokens() const { return static_cast<int64_t>(prompt_size_); }
+  int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t completion_tokens() const;
   double ttft_ms() const { return ttft_ms_; }  // < 0: no token yet
   // The stream ended with an error event (streaming) or a choice failed.
@@ -89,7 +91,7 @@ class GenerationSession {
   bool chat_;
   bool include_usage_;
   bool logprobs_;
-  size_t prompt_size_;
+  int64_t prompt_tokens_;  // all prompts together
   ResponseMeta meta_;
   std::vector<std::shared_ptr<RequestStream>> streams_;
   std::vector<ChoiceState> choices_;

@@ -43,7 +43,12 @@ void HttpServer::Impl::handle_kv_export(RequestLog& log, const Request& req, Res
   ApiResult<PreparedGeneration> prepared = parse_and_prepare(req, chat, service, options, mix64(log.entropy + 1));
   if (!prepared) return send_error(res, prepared.error());
   const PreparedGeneration& generation = prepared.value();
-  log.prompt_tokens = static_cast<int64_t>(generation.prompt.size());
+  if (generation.prompts.size() != 1) {
+    return send_error(res, ApiError::invalid("prompt", fmt::format("a KV export takes one prompt; this request has {}",
+                                                                   generation.prompts.size())));
+  }
+  const std::vector<int32_t>& prompt = generation.prompts.front().tokens;
+  log.prompt_tokens = static_cast<int64_t>(prompt.size());
 
   // Prefill: the prompt and one token, greedy (the token is thrown away);
   // its whole blocks stay in the prefix cache after it finishes, unless a
@@ -69,7 +74,7 @@ void HttpServer::Impl::handle_kv_export(RequestLog& log, const Request& req, Res
     if (last.finish_reason == "error" || last.finish_reason == "cancelled")
       return send_error(res, http_error(500, "server_error", "the prefill failed: " + last.error, "internal_error"),
                         false);
-    Result<std::string> blob = service.export_kv(generation.prompt);
+    Result<std::string> blob = service.export_kv(prompt);
     if (!blob.is_ok() && blob.status().code() == StatusCode::kResourceExhausted && attempt == 0) continue;
     if (!blob.is_ok()) return send_error(res, error_from_kv_status(blob.status()));
     res.status = 200;

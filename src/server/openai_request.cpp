@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "server/json_fields.h"
+#include "server/unsupported_fields.h"
 
 namespace omnibus::server {
 namespace {
@@ -173,31 +174,47 @@ MaybeError parse_token_array(const Json& arr, const std::string& param, std::vec
   return std::nullopt;
 }
 
-MaybeError parse_prompt(const Json& obj, Prompt& out) {
-  if (!has_field(obj, "prompt")) return ApiError::invalid("prompt", "'prompt' is required", "missing_required_parameter");
-  const Json& v = obj.at("prompt");
-  const Json* single = &v;
-  std::string param = "prompt";
-  if (v.is_array() && !v.empty() && (v[0].is_string() || v[0].is_array())) {
-    // A list of prompts: batched prompts are not supported yet; one is fine.
-    if (v.size() > 1) {
-      return ApiError::invalid("prompt", fmt::format("'prompt' holds {} prompts; only one prompt per request is "
-                                                     "supported (send one request per prompt)", v.size()),
-                               "unsupported_value");
-    }
-    single = &v[0];
-    param = "prompt[0]";
-  }
-  if (single->is_string()) {
-    out.text = single->get<std::string>();
+MaybeError parse_one_prompt(const Json& v, const std::string& param, Prompt& out) {
+  if (v.is_string()) {
+    out.text = v.get<std::string>();
     if (out.text.empty()) return ApiError::invalid(param, fmt::format("'{}' must not be empty", param), "empty_prompt");
     return std::nullopt;
   }
-  if (single->is_array()) {
+  if (v.is_array()) {
     out.is_tokens = true;
-    return parse_token_array(*single, param, out.tokens);
+    return parse_token_array(v, param, out.tokens);
   }
-  return wrong_type(param, "a string, an array of token ids, or an array holding one of these", *single);
+  return wrong_type(param, "a string or an array of token ids", v);
+}
+
+// A string, an array of token ids, or a list of either (one prompt each, as
+// OpenAI takes them: every prompt gets its own n choices).
+MaybeError parse_prompts(const Json& obj, std::vector<Prompt>& out) {
+  if (!has_field(obj, "prompt"))
+    return ApiError::invalid("prompt", "'prompt' is required", "missing_required_parameter");
+  const Json& v = obj.at("prompt");
+  if (!v.is_string() && !v.is_array()) {
+    return wrong_type("prompt", "a string, an array of token ids, or an array of these", v);
+  }
+  const bool list = v.is_array() && !v.empty() && (v[0].is_string() || v[0].is_array());
+  if (!list) {
+    out.emplace_back();
+    return parse_one_prompt(v, "prompt", out.back());
+  }
+  out.resize(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    OMNIBUS_API_RETURN_IF_ERROR(parse_one_prompt(v[i], fmt::format("prompt[{}]", i), out[i]));
+  }
+  return std::nullopt;
+}
+
+MaybeError check_choice_count(size_t prompts, int32_t n, const ApiLimits& limits) {
+  const int64_t choices = static_cast<int64_t>(prompts) * n;
+  if (choices <= limits.max_choices) return std::nullopt;
+  return ApiError::invalid("prompt",
+                           fmt::format("{} prompts with n = {} make {} choices; at most {} are allowed in one "
+                                       "request (send several requests)",
+                                       prompts, n, choices, limits.max_choices));
 }
 
 MaybeError parse_content(const Json& msg, const std::string& param, const std::string& role, std::string& out) {
@@ -256,6 +273,7 @@ MaybeError parse_messages(const Json& obj, std::vector<ChatMessage>& out) {
                                            "\"{}\"", param, msg.role));
     }
     OMNIBUS_API_RETURN_IF_ERROR(parse_content(m, param + ".content", msg.role, msg.content));
+    OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_message_fields(m, param));
     out.push_back(std::move(msg));
   }
   return std::nullopt;
@@ -273,9 +291,11 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, con
     ApiResult<Json> doc = parse_json_object(body, limits.max_json_depth, limits.max_body_bytes);
     if (!doc) return doc.error();
     CompletionRequest req;
-    OMNIBUS_API_RETURN_IF_ERROR(parse_prompt(doc.value(), req.prompt));
+    OMNIBUS_API_RETURN_IF_ERROR(parse_prompts(doc.value(), req.prompts));
     OMNIBUS_API_RETURN_IF_ERROR(read_bool(doc.value(), "echo", req.echo));
     OMNIBUS_API_RETURN_IF_ERROR(parse_options(doc.value(), limits, /*is_chat=*/false, req.options));
+    OMNIBUS_API_RETURN_IF_ERROR(check_choice_count(req.prompts.size(), req.options.n, limits));
+    OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_fields(doc.value(), /*is_chat=*/false, req.options.n));
     return req;
   } catch (const std::exception& ex) {
     return unexpected(ex.what());
@@ -289,6 +309,7 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ApiLimits
     ChatRequest req;
     OMNIBUS_API_RETURN_IF_ERROR(parse_messages(doc.value(), req.messages));
     OMNIBUS_API_RETURN_IF_ERROR(parse_options(doc.value(), limits, /*is_chat=*/true, req.options));
+    OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_fields(doc.value(), /*is_chat=*/true, req.options.n));
     return req;
   } catch (const std::exception& ex) {
     return unexpected(ex.what());

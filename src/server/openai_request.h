@@ -9,6 +9,11 @@
 // as it would against api.openai.com; SamplingParams' own defaults (the CLI
 // ones) are overwritten here.
 //
+// Fields that change the answer and are not implemented (response_format,
+// tools, ...) are refused with a 400 naming them (unsupported_fields.h);
+// fields that only tune or annotate (user, metadata, ...) and unknown ones
+// are ignored.
+//
 // Checks that need the model (token ids in the vocabulary, prompt + max_tokens
 // within the context) are in validate_against_model(), run once the prompt is
 // tokenized. Plain data; not tied to any thread.
@@ -34,7 +39,11 @@ struct ApiLimits {
   int32_t max_json_depth = 64;     // arrays/objects nested deeper are refused
   size_t max_body_bytes = 8u << 20;
   int64_t max_tokens_cap = 1 << 20;     // max_tokens above this is refused outright
-  int32_t max_completion_logprobs = 5;  // completions `logprobs`: 0..5
+  int32_t max_completion_logprobs = 5;  // completions `logprobs`: 0..5, OpenAI's range
+  // Most choices in one completions request with a list of prompts, all
+  // prompts together (prompts x n). The default is --max-seqs' default, so
+  // the choices of one request can all run at once.
+  int32_t max_choices = 64;
 };
 
 // What both endpoints share: how much to generate, when to stop, how to
@@ -64,7 +73,9 @@ struct Prompt {
 };
 
 struct CompletionRequest {
-  Prompt prompt;
+  // One or more: `prompt` may be a list of prompts (strings or token-id
+  // lists), each of which gets its own n choices.
+  std::vector<Prompt> prompts;
   bool echo = false;
   GenerationOptions options;
 };

@@ -1,6 +1,9 @@
 #include "server/openai_request.h"
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -18,6 +21,17 @@ std::string completion_error_param(const std::string& body) {
   return r.error().param;
 }
 
+std::optional<ApiError> error_of(bool chat, const std::string& body) {
+  if (chat) {
+    auto r = parse_chat_request(body, kLimits);
+    if (r) return std::nullopt;
+    return r.error();
+  }
+  auto r = parse_completion_request(body, kLimits);
+  if (r) return std::nullopt;
+  return r.error();
+}
+
 std::string chat_error_param(const std::string& body) {
   auto r = parse_chat_request(body, kLimits);
   if (r) return "<ok>";
@@ -30,8 +44,9 @@ TEST(CompletionRequest, DefaultsFollowOpenAI) {
   auto r = parse_completion_request(R"({"model":"smol","prompt":"Hello"})", kLimits);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->options.model, "smol");
-  EXPECT_FALSE(r->prompt.is_tokens);
-  EXPECT_EQ(r->prompt.text, "Hello");
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_FALSE(r->prompts[0].is_tokens);
+  EXPECT_EQ(r->prompts[0].text, "Hello");
   EXPECT_EQ(r->options.max_tokens, 16);
   EXPECT_EQ(r->options.n, 1);
   EXPECT_FALSE(r->options.stream);
@@ -55,8 +70,9 @@ TEST(CompletionRequest, AllFields) {
           "stream_options":{"include_usage":true},"user":"x","ignore_eos":true,"unknown_field":[1]})",
       kLimits);
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_TRUE(r->prompt.is_tokens);
-  EXPECT_EQ(r->prompt.tokens, (std::vector<int32_t>{5, 7, 33}));
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_TRUE(r->prompts[0].is_tokens);
+  EXPECT_EQ(r->prompts[0].tokens, (std::vector<int32_t>{5, 7, 33}));
   EXPECT_TRUE(r->echo);
   const GenerationOptions& o = r->options;
   EXPECT_EQ(o.max_tokens, 7);
@@ -85,10 +101,12 @@ TEST(CompletionRequest, AllFields) {
 TEST(CompletionRequest, PromptForms) {
   auto one = parse_completion_request(R"({"prompt":["only one"]})", kLimits);
   ASSERT_TRUE(one);
-  EXPECT_EQ(one->prompt.text, "only one");
+  ASSERT_EQ(one->prompts.size(), 1u);
+  EXPECT_EQ(one->prompts[0].text, "only one");
   auto nested = parse_completion_request(R"({"prompt":[[1,2]]})", kLimits);
   ASSERT_TRUE(nested);
-  EXPECT_EQ(nested->prompt.tokens, (std::vector<int32_t>{1, 2}));
+  ASSERT_EQ(nested->prompts.size(), 1u);
+  EXPECT_EQ(nested->prompts[0].tokens, (std::vector<int32_t>{1, 2}));
   auto single_stop = parse_completion_request(R"({"prompt":"a","stop":"xy","seed":18446744073709551615})", kLimits);
   ASSERT_TRUE(single_stop);
   EXPECT_EQ(single_stop->options.stop, (std::vector<std::string>{"xy"}));
@@ -107,7 +125,7 @@ TEST(CompletionRequest, ErrorsNameTheParam) {
   EXPECT_EQ(completion_error_param(R"({"model":"m"})"), "prompt");
   EXPECT_EQ(completion_error_param(R"({"prompt":""})"), "prompt");
   EXPECT_EQ(completion_error_param(R"({"prompt":[]})"), "prompt");
-  EXPECT_EQ(completion_error_param(R"({"prompt":["a","b"]})"), "prompt");
+  EXPECT_EQ(completion_error_param(R"({"prompt":["a",""]})"), "prompt[1]");
   EXPECT_EQ(completion_error_param(R"({"prompt":[1,-1]})"), "prompt[1]");
   EXPECT_EQ(completion_error_param(R"({"prompt":[1,"x"]})"), "prompt[1]");
   EXPECT_EQ(completion_error_param(R"({"prompt":7})"), "prompt");
@@ -143,6 +161,136 @@ TEST(CompletionRequest, ErrorsNameTheParam) {
             "stream_options.include_usage");
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","seed":"1"})"), "seed");
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","model":3})"), "model");
+}
+
+// A list of prompts, as OpenAI takes it: strings or token-id lists (mixed
+// too), each its own prompt.
+TEST(CompletionRequest, ListOfPrompts) {
+  auto r = parse_completion_request(R"({"prompt":["a","bc",[1,2],"d"],"n":3})", kLimits);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->prompts.size(), 4u);
+  EXPECT_EQ(r->prompts[1].text, "bc");
+  EXPECT_TRUE(r->prompts[2].is_tokens);
+  EXPECT_EQ(r->prompts[2].tokens, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(r->prompts[3].text, "d");
+  auto tokens = parse_completion_request(R"({"prompt":[[1],[2,3]]})", kLimits);
+  ASSERT_TRUE(tokens);
+  ASSERT_EQ(tokens->prompts.size(), 2u);
+  EXPECT_EQ(tokens->prompts[1].tokens, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(completion_error_param(R"({"prompt":["a",5]})"), "prompt[1]");
+  EXPECT_EQ(completion_error_param(R"({"prompt":[[1],[]]})"), "prompt[1]");
+  EXPECT_EQ(completion_error_param(R"({"prompt":[[1],[2,"x"]]})"), "prompt[1][1]");
+  EXPECT_EQ(completion_error_param(R"({"prompt":[[[1]]]})"), "prompt[0][0]");
+}
+
+// prompts x n is capped (max_choices): every choice is an engine sequence.
+TEST(CompletionRequest, ChoicesOfAllPromptsAreCapped) {
+  ApiLimits limits;
+  limits.max_choices = 6;
+  EXPECT_TRUE(parse_completion_request(R"({"prompt":["a","b","c"],"n":2})", limits));
+  auto over = parse_completion_request(R"({"prompt":["a","b","c","d"],"n":2})", limits);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().param, "prompt");
+  EXPECT_NE(over.error().message.find("8 choices"), std::string::npos) << over.error().message;
+  EXPECT_NE(over.error().message.find("at most 6"), std::string::npos) << over.error().message;
+}
+
+// Completions `logprobs` is OpenAI's 0..5, as docs/serving.md says.
+TEST(CompletionRequest, LogprobsRangeIsZeroToFive) {
+  for (int k : {0, 5}) {
+    auto r = parse_completion_request(R"({"prompt":"a","logprobs":)" + std::to_string(k) + "}", kLimits);
+    ASSERT_TRUE(r) << k;
+    EXPECT_EQ(r->options.sampling.top_logprobs, k);
+  }
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logprobs":6})"), "logprobs");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","logprobs":-1})"), "logprobs");
+}
+
+// Fields that would change the answer and are not implemented get a 400
+// naming them, on both endpoints, rather than being dropped silently.
+TEST(UnsupportedFields, AreRefusedWithTheirName) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"response_format", R"({"type":"json_object"})"},
+      {"response_format", R"({"type":"json_schema","json_schema":{"name":"x","schema":{}}})"},
+      {"response_format", R"("text")"},
+      {"tools", R"([{"type":"function","function":{"name":"f"}}])"},
+      {"tool_choice", R"("auto")"},
+      {"tool_choice", R"("required")"},
+      {"tool_choice", R"({"type":"function","function":{"name":"f"}})"},
+      {"functions", R"([{"name":"f"}])"},
+      {"function_call", R"("auto")"},
+      {"suffix", R"("tail")"},
+      {"audio", R"({"voice":"alloy","format":"wav"})"},
+      {"modalities", R"(["text","audio"])"},
+      {"reasoning_effort", R"("low")"},
+      {"verbosity", R"("low")"},
+      {"web_search_options", R"({})"},
+      {"min_tokens", "5"},
+      {"stop_token_ids", "[2]"},
+      {"include_stop_str_in_output", "true"},
+      {"skip_special_tokens", "false"},
+      {"use_beam_search", "true"},
+      {"guided_json", R"({"type":"object"})"},
+      {"guided_regex", R"("a+")"},
+      {"guided_choice", R"(["a","b"])"},
+      {"grammar", R"("root ::= \"a\"")"},
+      {"json_schema", R"({})"},
+      {"allowed_token_ids", "[1,2]"},
+      {"bad_words", R"(["x"])"},
+      {"prompt_logprobs", "1"},
+      {"typical_p", "0.5"},
+      {"mirostat", "2"},
+      {"n_predict", "8"},
+      {"truncate_prompt_tokens", "4"},
+      {"chat_template", R"("{{x}}")"},
+      {"continue_final_message", "true"},
+      {"best_of", "3"},
+  };
+  for (const auto& [field, value] : refused) {
+    for (bool chat : {false, true}) {
+      const std::string body =
+          std::string(chat ? R"({"messages":[{"role":"user","content":"Hi"}])" : R"({"prompt":"a")") + ",\"" + field +
+          "\":" + value + "}";
+      const std::optional<ApiError> e = error_of(chat, body);
+      ASSERT_TRUE(e) << body;
+      EXPECT_EQ(e->http_status, 400) << body;
+      EXPECT_EQ(e->param, field) << body;
+      if (field == "response_format" && value == R"("text")") continue;  // a wrong type, not a refusal
+      EXPECT_EQ(e->code, "unsupported_parameter") << body;
+      EXPECT_NE(e->message.find("not supported"), std::string::npos) << e->message;
+    }
+  }
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":"Hi"}],"echo":true})"), "echo");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","n":3,"best_of":2})"), "best_of");  // fewer than n
+}
+
+// Neutral values ask for nothing the server does not do, and fields that
+// only tune or annotate are ignored: all of these parse.
+TEST(UnsupportedFields, NeutralValuesAndTuningFieldsAreAccepted) {
+  const std::string neutral =
+      R"("response_format":{"type":"text"},"tools":[],"tool_choice":"none","functions":[],"function_call":"none",)"
+      R"("suffix":"","modalities":["text"],"audio":null,"min_tokens":0,"stop_token_ids":[],)"
+      R"("include_stop_str_in_output":false,"skip_special_tokens":true,"use_beam_search":false,"typical_p":1,)"
+      R"("best_of":2,"n":2,"user":"u","metadata":{"k":"v"},"store":false,"service_tier":"auto",)"
+      R"("parallel_tool_calls":true,"prediction":{"type":"content","content":"x"},"prompt_cache_key":"k",)"
+      R"("safety_identifier":"s","add_generation_prompt":true,"continue_final_message":false,"reasoning_effort":null)";
+  auto c = parse_completion_request(R"({"prompt":"a",)" + neutral + "}", kLimits);
+  EXPECT_TRUE(c) << c.error().message;
+  auto chat = parse_chat_request(R"({"messages":[{"role":"user","content":"Hi"}],)" + neutral + "}", kLimits);
+  EXPECT_TRUE(chat) << chat.error().message;
+}
+
+// A message's tool calls would be dropped from the conversation the model
+// sees: refused too. Its `name` is ignored (the templates have no place for it).
+TEST(UnsupportedFields, MessageToolCallsAreRefused) {
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"assistant","content":null,
+      "tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]})"),
+            "messages[0].tool_calls");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":"a"},
+      {"role":"assistant","function_call":{"name":"f","arguments":"{}"}}]})"),
+            "messages[1].function_call");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"assistant","audio":{"id":"a"}}]})"), "messages[0].audio");
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":"a","name":"bob","tool_calls":[]}]})"), "<ok>");
 }
 
 TEST(ChatRequest, ParsesMessagesAndParams) {
@@ -226,7 +374,7 @@ TEST(ParseBody, RejectsBadJsonShapesAndDepth) {
 TEST(ValidateAgainstModel, VocabAndContext) {
   auto r = parse_completion_request(R"({"prompt":[1,2,3],"max_tokens":5,"logit_bias":{"99":1}})", kLimits);
   ASSERT_TRUE(r);
-  const std::vector<int32_t> prompt = r->prompt.tokens;
+  const std::vector<int32_t> prompt = r->prompts[0].tokens;
   EXPECT_FALSE(validate_against_model(r->options, prompt, ModelLimits{100, 8}));
   auto small_ctx = validate_against_model(r->options, prompt, ModelLimits{100, 7});
   ASSERT_TRUE(small_ctx);

@@ -22,7 +22,7 @@ ALL_POSTS = ENDPOINTS + ["/tokenize", "/detokenize"]
 
 # Values that are wrong for the field whatever else the request holds.
 INVALID = {
-    "prompt": [5, True, {"a": 1}, [1.5], ["a", 1], [[1, 2], [3]], "", [], [-1], [10 ** 12], [2 ** 31],
+    "prompt": [5, True, {"a": 1}, [1.5], ["a", 1], [[1, 2], []], "", [], [-1], [10 ** 12], [2 ** 31],
                [[[1]]], [u.VOCAB_SIZE]],
     "messages": ["hi", [], [1], [{"role": "user"}], [{"role": "bot", "content": "x"}], [{"role": "user",
                  "content": 5}], [{"role": "user", "content": [{"type": "image_url"}]}], [{"content": "x"}],
