@@ -1,5 +1,8 @@
-// The real model's tokenizer on random input: no crash, no out-of-range id,
-// and text survives encode -> decode exactly when it is valid UTF-8.
+// The real models' tokenizers (OMNIBUS_MODEL, byte-level BPE; and
+// OMNIBUS_GEMMA_MODEL, SentencePiece) on random input: no crash, no
+// out-of-range id, text survives encode -> decode exactly when it is valid
+// UTF-8, and no token covers more than max_bytes_per_token() bytes (the
+// server refuses long texts unread on that bound).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -38,15 +41,16 @@ std::string random_text(std::mt19937& rng) {
   return s;
 }
 
-TEST(TokenizerRandomTest, RealVocabNeverCrashesAndRoundTripsValidUtf8) {
-  const std::string path = testing::real_model_path();
-  if (path.empty()) OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL("OMNIBUS_MODEL is not set");
+void check_random_texts(const char* env) {
+  const char* path = std::getenv(env);
+  if (path == nullptr || *path == 0) OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL(std::string(env) + " is not set");
   auto file = GgufFile::open(path);
   ASSERT_TRUE(file.is_ok()) << file.status().to_string();
   auto vocab = vocab_from_gguf(**file);
   ASSERT_TRUE(vocab.is_ok()) << vocab.status().to_string();
   auto tok = Tokenizer::create(std::move(vocab).value());
   ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  const size_t max_bytes = (*tok)->max_bytes_per_token();
   std::mt19937 rng(12345);
   int valid = 0;
   for (int i = 0; i < 3000; ++i) {
@@ -54,6 +58,7 @@ TEST(TokenizerRandomTest, RealVocabNeverCrashesAndRoundTripsValidUtf8) {
     for (bool parse_special : {false, true}) {
       const auto ids = (*tok)->encode(text, false, parse_special);
       for (int32_t id : ids) ASSERT_TRUE((*tok)->is_valid_id(id)) << id;
+      ASSERT_GE(ids.size() * max_bytes, text.size()) << "max_bytes_per_token " << max_bytes;
       if (valid_utf8(text)) {
         EXPECT_EQ((*tok)->decode(ids, /*render_special=*/true), text) << "parse_special " << parse_special;
         valid += !parse_special;
@@ -61,7 +66,17 @@ TEST(TokenizerRandomTest, RealVocabNeverCrashesAndRoundTripsValidUtf8) {
     }
   }
   EXPECT_GT(valid, 500);  // the generator must produce plenty of valid text too
+  // The longest texts per token: runs of one character, which merge most.
+  for (const char* unit : {" ", "a", "=", "-", "\n", "0", "é"}) {
+    std::string run;
+    for (int k = 0; k < 2000; ++k) run += unit;
+    const auto ids = (*tok)->encode(run, false, false);
+    EXPECT_GE(ids.size() * max_bytes, run.size()) << "a run of '" << unit << "'";
+  }
 }
+
+TEST(TokenizerRandomTest, DefaultModelVocab) { check_random_texts("OMNIBUS_MODEL"); }
+TEST(TokenizerRandomTest, GemmaVocab) { check_random_texts("OMNIBUS_GEMMA_MODEL"); }
 
 }  // namespace
 }  // namespace omnibus

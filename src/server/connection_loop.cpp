@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "server/response_writer.h"
 
 namespace omnibus::server {
 namespace {
@@ -54,19 +55,7 @@ void peer_of(int fd, std::string& addr, int& port) {
 
 // Sends what the socket takes now; a refusal is small and a fresh socket's
 // buffer holds it.
-void send_now(int fd, const std::string& bytes) {
-  size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      return;
-    }
-  }
-}
+void send_now(int fd, const std::string& bytes) { (void)send_without_waiting(fd, bytes); }
 
 // The soft open-file limit raised to the hard one; returns the soft limit.
 size_t raise_open_file_limit() {
@@ -167,6 +156,12 @@ void ConnectionLoop::stop() {
   wake();
 }
 
+void ConnectionLoop::finish_writing(std::unique_ptr<Connection> connection, std::string rest, bool keep_alive) {
+  connection->outgoing_ = std::move(rest);
+  connection->close_after_write_ = !keep_alive;
+  resume(std::move(connection));
+}
+
 void ConnectionLoop::resume(std::unique_ptr<Connection> connection) {
   {
     MutexLock lock(resumed_mu_);
@@ -183,6 +178,8 @@ ConnectionLoop::Counters ConnectionLoop::counters() const {
   c.timed_out_requests = timed_out_requests_.load();
   c.idle_closed = idle_closed_.load();
   c.refused_over_buffer = refused_over_buffer_.load();
+  c.finished_by_loop = finished_by_loop_.load();
+  c.write_timed_out = write_timed_out_.load();
   c.buffered_bytes = buffered_bytes_.load();
   return c;
 }
@@ -207,7 +204,11 @@ void ConnectionLoop::run() {
       } else if (fd == listen_fd_) {
         accept_all();
       } else if (auto it = connections_.find(fd); it != connections_.end()) {
-        read_from(*it->second);
+        if (it->second->phase_ == Connection::Phase::kWrite) {
+          write_to(*it->second);
+        } else {
+          read_from(*it->second);
+        }
       }
     }
     if (Clock::now() >= next_sweep) {
@@ -250,17 +251,24 @@ void ConnectionLoop::accept_all() {
       continue;  // closed as `c` goes: a lingering close would hold the descriptor we have too few of
     }
     c->deadline_ = Clock::now() + limits_.header_timeout;
-    watch(std::move(c));
+    watch(std::move(c), EPOLLIN | EPOLLRDHUP);
   }
 }
 
-void ConnectionLoop::watch(std::unique_ptr<Connection> c) {
+void ConnectionLoop::watch(std::unique_ptr<Connection> c, uint32_t events) {
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.events = events;
   ev.data.fd = c->fd();
   if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd(), &ev) != 0) return;  // closed as `c` goes
   const int fd = c->fd();
   connections_[fd] = std::move(c);
+}
+
+void ConnectionLoop::rearm(Connection& c, uint32_t events) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.fd = c.fd();
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd(), &ev) != 0) close_connection(c.fd());
 }
 
 std::unique_ptr<Connection> ConnectionLoop::unwatch(int fd) {
@@ -362,6 +370,32 @@ bool ConnectionLoop::advance(Connection& c) {
   }
 }
 
+void ConnectionLoop::write_to(Connection& c) {
+  const std::optional<size_t> sent = send_without_waiting(c.fd(), c.outgoing_);
+  if (!sent) return close_connection(c.fd());  // gone
+  c.outgoing_.erase(0, *sent);
+  if (!c.outgoing_.empty()) return;  // the next EPOLLOUT
+  c.outgoing_.shrink_to_fit();
+  if (c.close_after_write_) {
+    // As a refusal closes: the client reads the answer, not a reset.
+    ::shutdown(c.fd(), SHUT_WR);
+    c.phase_ = Connection::Phase::kLinger;
+    c.deadline_ = Clock::now() + kLingerTime;
+    rearm(c, EPOLLIN | EPOLLRDHUP);
+    return;
+  }
+  rearm(c, EPOLLIN | EPOLLRDHUP);
+  if (connections_.count(c.fd())) await_next_request(c);
+}
+
+void ConnectionLoop::await_next_request(Connection& c) {
+  c.phase_ = Connection::Phase::kIdle;
+  c.deadline_ = Clock::now() + limits_.idle_timeout;
+  // A pipelined request may already be here whole.
+  if (!c.pending_.empty() && !advance(c)) return;
+  if (c.read_closed_) close_connection(c.fd());
+}
+
 void ConnectionLoop::refuse(Connection& c, int status, const std::string& message, const ParsedHttpRequest* head) {
   linger(c, handlers_.on_refusal(status, message, head));
 }
@@ -385,16 +419,18 @@ void ConnectionLoop::take_back_resumed() {
   }
   for (std::unique_ptr<Connection>& c : back) {
     if (stopping_.load()) continue;  // closed as `back` goes
-    c->phase_ = Connection::Phase::kIdle;
-    c->deadline_ = Clock::now() + limits_.idle_timeout;
     Connection& ref = *c;
     const int fd = c->fd();
-    const bool had_pending = !ref.pending_.empty();
-    watch(std::move(c));
+    if (!ref.outgoing_.empty()) {
+      finished_by_loop_.fetch_add(1);
+      ref.phase_ = Connection::Phase::kWrite;
+      ref.deadline_ = Clock::now() + limits_.write_timeout;
+      watch(std::move(c), EPOLLOUT);  // errors and hang-ups are reported too
+      continue;
+    }
+    watch(std::move(c), EPOLLIN | EPOLLRDHUP);
     if (!connections_.count(fd)) continue;  // could not be watched: closed
-    // A pipelined request may already be here whole.
-    if (had_pending && !advance(ref)) continue;
-    if (ref.read_closed_) close_connection(ref.fd());
+    await_next_request(ref);
   }
 }
 
@@ -407,6 +443,11 @@ void ConnectionLoop::sweep_deadlines() {
   for (int fd : expired) {
     Connection& c = *connections_[fd];
     using Phase = Connection::Phase;
+    if (c.phase_ == Phase::kWrite) {
+      write_timed_out_.fetch_add(1);
+      close_connection(fd);
+      continue;
+    }
     if (c.phase_ == Phase::kLinger || !c.parser_.started()) {
       if (c.phase_ != Phase::kLinger) idle_closed_.fetch_add(1);
       close_connection(fd);

@@ -18,6 +18,11 @@
 // Once a request is complete the loop stops reading its connection: a
 // client that half-closes after its request still gets the answer.
 //
+// A response the socket would not take at once (the client reads slowly,
+// or pipelines requests and reads nothing) comes back to the loop
+// (finish_writing), which writes it as the client reads, within
+// write_timeout: a worker never waits on a client for a whole answer.
+//
 // Threads: run() on one thread; stop(), resume() and the counters from
 // any. Handlers run on the loop thread and must not block.
 #pragma once
@@ -43,6 +48,9 @@ struct ConnectionLimits {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{60'000};
   std::chrono::milliseconds idle_timeout{15'000};
+  // A response handed to finish_writing() must be taken within this, or
+  // the connection is closed.
+  std::chrono::milliseconds write_timeout{30'000};
   // Request bytes held for all connections together, from their first
   // byte until a worker is done with the request (release_request()):
   // heads and bodies still arriving, and whole requests waiting for or in
@@ -72,7 +80,7 @@ class Connection {
 
  private:
   friend class ConnectionLoop;
-  enum class Phase { kFirstRequest, kIdle, kHead, kBody, kLinger };
+  enum class Phase { kFirstRequest, kIdle, kHead, kBody, kWrite, kLinger };
 
   int fd_;
   std::string peer_addr_;
@@ -84,6 +92,8 @@ class Connection {
   bool head_checked_ = false;
   size_t buffered_ = 0;  // this connection's share of the loop's buffered_bytes_ (atomic: the loop's, then a worker's)
   Phase phase_ = Phase::kFirstRequest;
+  std::string outgoing_;  // kWrite: the rest of a response
+  bool close_after_write_ = false;
   std::chrono::steady_clock::time_point deadline_;
 };
 
@@ -110,6 +120,8 @@ class ConnectionLoop {
     uint64_t timed_out_requests = 0;  // 408s
     uint64_t idle_closed = 0;
     uint64_t refused_over_buffer = 0;  // 503s: too many request bytes held at once
+    uint64_t finished_by_loop = 0;     // responses the loop wrote the rest of (finish_writing)
+    uint64_t write_timed_out = 0;      // of those, closed for not reading within write_timeout
     size_t buffered_bytes = 0;
   };
 
@@ -135,12 +147,21 @@ class ConnectionLoop {
   // A connection back from a worker, for its next request (keep-alive).
   // After stop() it is closed.
   void resume(std::unique_ptr<Connection> connection);
+  // A connection whose response's `rest` the socket would not take now:
+  // the loop writes it as the client reads (write_timeout), then serves
+  // the connection's next request if `keep_alive`, else closes it. Call
+  // after release_request().
+  void finish_writing(std::unique_ptr<Connection> connection, std::string rest, bool keep_alive);
 
   Counters counters() const;
 
  private:
   void accept_all();
   void read_from(Connection& c);
+  void write_to(Connection& c);
+  // Reading `c` again after a response: its next request (pipelined bytes
+  // may hold it whole already), or a close if the client sent its last.
+  void await_next_request(Connection& c);
   // Parses what `c` has read: dispatches a whole request, refuses a bad
   // one. False when `c` left the loop (dispatched or closed).
   bool advance(Connection& c);
@@ -148,7 +169,8 @@ class ConnectionLoop {
   void linger(Connection& c, const std::string& response);
   void take_back_resumed();
   void sweep_deadlines();
-  void watch(std::unique_ptr<Connection> c);
+  void watch(std::unique_ptr<Connection> c, uint32_t events);
+  void rearm(Connection& c, uint32_t events);
   std::unique_ptr<Connection> unwatch(int fd);
   void close_connection(int fd);
   // Brings buffered_bytes_ up to date with what `c`'s parser holds.
@@ -169,6 +191,8 @@ class ConnectionLoop {
   std::atomic<uint64_t> timed_out_requests_{0};
   std::atomic<uint64_t> idle_closed_{0};
   std::atomic<uint64_t> refused_over_buffer_{0};
+  std::atomic<uint64_t> finished_by_loop_{0};
+  std::atomic<uint64_t> write_timed_out_{0};
   std::atomic<size_t> buffered_bytes_{0};  // written by the loop thread only
   // The loop thread's own: connections it reads, by descriptor.
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;

@@ -90,6 +90,10 @@ ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, cons
       for (int32_t id : out.tokens) valid = valid && id >= 0 && id < vocab;
       if (g.echo && valid) out.echo_text = tokenizer.decode(out.tokens);
     } else {
+      if (auto e = check_text_can_fit(prompt.text.size(), tokenizer.max_bytes_per_token(),
+                                      service.info().context_length, "prompt")) {
+        return request.prompts.size() == 1 ? *e : for_prompt(std::move(*e), g.prompts.size() - 1);
+      }
       out.tokens = tokenizer.encode(prompt.text, /*add_special=*/tokenizer.add_bos(), /*parse_special=*/true);
       if (g.echo) out.echo_text = std::move(prompt.text);
     }
@@ -108,6 +112,10 @@ ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceS
     messages.push_back(omnibus::ChatMessage{std::move(role), std::move(m.content)});
   }
   const std::string text = render_chat(service.chat_format(), messages, /*add_generation_prompt=*/true);
+  if (auto e = check_text_can_fit(text.size(), service.tokenizer().max_bytes_per_token(), service.info().context_length,
+                                  "messages")) {
+    return *e;
+  }
   PreparedGeneration g;
   g.chat = true;
   g.options = std::move(request.options);

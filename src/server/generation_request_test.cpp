@@ -4,6 +4,7 @@
 
 #include "server/fake_inference_service.h"
 #include "server/generation_request.h"
+#include "server/json_fields.h"
 
 namespace omnibus::server {
 namespace {
@@ -112,6 +113,35 @@ TEST(GenerationRequestTest, SubmitStatusesBecomeHttpErrors) {
   EXPECT_EQ(error_from_submit_status(Status::unsupported("x")).http_status, 503);
   EXPECT_EQ(error_from_submit_status(Status::internal("x")).http_status, 500);
   EXPECT_EQ(error_from_submit_status(Status::resource_exhausted("queue full")).message, "queue full");
+}
+
+TEST(GenerationRequestTest, TextsTooLongForTheContextAreRefusedUnread) {
+  EXPECT_FALSE(check_text_can_fit(400, 4, 100, "prompt").has_value());  // might be 100 tokens
+  const auto e = check_text_can_fit(404, 4, 100, "prompt");             // at least 101
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code, "context_length_exceeded");
+  EXPECT_NE(e->message.find("at least 101 tokens"), std::string::npos) << e->message;
+  EXPECT_FALSE(check_text_can_fit(0, 0, 0, "prompt").has_value());  // no division by zero
+
+  testing::FakeInferenceService service;
+  const size_t too_long =
+      static_cast<size_t>(service.info().context_length + 1) * service.tokenizer().max_bytes_per_token();
+  const std::string text(too_long, 'a');
+  auto completion = parse_completion_request(Json{{"prompt", Json::array({"Hi", text})}}.dump(), ApiLimits{});
+  ASSERT_TRUE(completion.is_ok());
+  auto refused = prepare_completion(std::move(completion).value(), service, 1);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.error().code, "context_length_exceeded");
+  EXPECT_EQ(refused.error().param, "prompt[1]");
+  EXPECT_NE(refused.error().message.find("bytes"), std::string::npos) << refused.error().message;
+
+  auto chat = parse_chat_request(Json{{"messages", Json::array({Json{{"role", "user"}, {"content", text}}})}}.dump(),
+                                 ApiLimits{});
+  ASSERT_TRUE(chat.is_ok());
+  auto refused_chat = prepare_chat(std::move(chat).value(), service, 1);
+  ASSERT_FALSE(refused_chat.is_ok());
+  EXPECT_EQ(refused_chat.error().code, "context_length_exceeded");
+  EXPECT_EQ(refused_chat.error().param, "messages");
 }
 
 }  // namespace

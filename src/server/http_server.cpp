@@ -83,6 +83,7 @@ ConnectionLimits connection_limits(const HttpServerOptions& options, size_t body
   limits.header_timeout = options.header_timeout;
   limits.body_timeout = options.body_timeout;
   limits.idle_timeout = options.idle_timeout;
+  limits.write_timeout = options.write_timeout;
   // Room for two of the largest bodies a route takes (a KV import blob).
   limits.max_buffered_bytes = std::max(options.max_buffered_request_bytes, 2 * body_limit);
   limits.parse.max_body_bytes = body_limit;
@@ -227,6 +228,25 @@ void HttpServer::Impl::handle_connection(std::unique_ptr<Connection> connection,
   framing.head_only = req.method == "HEAD";
   framing.http10 = req.version == "HTTP/1.0";
   SocketWriter writer(connection->fd(), options.write_timeout);
+  if (!is_streaming(res)) {
+    // What the socket does not take now the loop writes as the client
+    // reads: a client that pipelines requests and reads nothing must not
+    // hold this worker for the write timeout.
+    bool keep_alive = false;
+    std::string bytes = serialize_response(res, framing, keep_alive);
+    const std::optional<size_t> sent = writer.write_now(bytes);
+    loop.release_request(*connection);
+    busy_workers.fetch_sub(1);
+    if (!sent) return;  // gone: closed as `connection` goes
+    if (*sent < bytes.size()) {
+      bytes.erase(0, *sent);
+      return loop.finish_writing(std::move(connection), std::move(bytes), keep_alive);
+    }
+    if (keep_alive) loop.resume(std::move(connection));
+    return;
+  }
+  // A stream is written by this worker as its tokens come: it holds the
+  // worker for its generation anyway.
   const bool reusable = write_response(writer, res, framing);
   loop.release_request(*connection);
   busy_workers.fetch_sub(1);
@@ -369,6 +389,12 @@ void HttpServer::Impl::handle_metrics(Response& res) {
   w.counter("omnibus_http_buffer_refusals_total",
             "Requests refused with 503: too many request bytes held for all connections at once.",
             static_cast<double>(c.refused_over_buffer));
+  w.counter("omnibus_http_responses_finished_by_loop_total",
+            "Responses the client did not take at once, written by the connection loop as it read.",
+            static_cast<double>(c.finished_by_loop));
+  w.counter("omnibus_http_write_timeouts_total",
+            "Connections closed because the client did not read its response within the write timeout.",
+            static_cast<double>(c.write_timed_out));
   w.gauge("omnibus_http_buffered_request_bytes", "Request bytes held for connections still sending them.",
           static_cast<double>(c.buffered_bytes));
   w.gauge("omnibus_http_workers_busy", "HTTP worker threads handling a request.",
@@ -380,8 +406,9 @@ void HttpServer::Impl::handle_metrics(Response& res) {
 
 void HttpServer::Impl::handle_tokenize(const Request& req, Response& res, bool detokenize) {
   const Tokenizer& tokenizer = service.tokenizer();
-  ApiResult<std::string> body = detokenize ? handle_detokenize(req.body, tokenizer, options.limits)
-                                           : omnibus::server::handle_tokenize(req.body, tokenizer, options.limits);
+  ApiResult<std::string> body =
+      detokenize ? handle_detokenize(req.body, tokenizer, options.limits)
+                 : omnibus::server::handle_tokenize(req.body, tokenizer, options.limits, service.info().context_length);
   if (!body) return send_error(res, body.error());
   res.status = 200;
   res.set_content(body.value(), kJson);

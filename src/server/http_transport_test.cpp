@@ -326,5 +326,71 @@ TEST(HttpTransportTest, AResetClientsNonStreamingRequestIsCancelled) {
   EXPECT_TRUE(eventually([&] { return stream->cancelled(); }, milliseconds(1000)));
 }
 
+TEST(HttpTransportTest, APipeliningClientThatReadsNothingHoldsNoWorker) {
+  HttpServerOptions o;
+  o.http_threads = 1;  // one stalled write would stop everyone
+  ServerHarness h(o);
+  // /detokenize answers with the text of the ids sent: a large answer for
+  // each request, more in all than the sockets between us can buffer.
+  const Tokenizer& tokenizer = h.service().tokenizer();
+  int32_t longest = 0;
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.token_to_piece(id).size() > tokenizer.token_to_piece(longest).size()) longest = id;
+  }
+  constexpr int kIds = 200'000;
+  std::string ids;
+  for (int i = 0; i < kIds; ++i) ids += (i ? "," : "") + std::to_string(longest);
+  const std::string body = "{\"tokens\":[" + ids + "]}";
+  const std::string request =
+      "POST /detokenize HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  constexpr int kRequests = 40;
+  const size_t answer_bytes = kIds * tokenizer.token_to_piece(longest).size();
+  ASSERT_GT(answer_bytes * kRequests, size_t{24} << 20) << "too small to fill the socket buffers";
+
+  Client reader_of_nothing(h.port());
+  ASSERT_TRUE(reader_of_nothing.ok());
+  std::thread sender([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      if (!reader_of_nothing.send(request)) return;  // blocks while the server reads nothing more
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(1500));  // its answers fill the buffers and stall
+  const auto start = std::chrono::steady_clock::now();
+  HttpReply reply = h.get("/v1/models");
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(3000));  // not the 30 s write timeout
+
+  // Then it reads: every answer arrives, whole and in order.
+  std::string got;
+  size_t answers = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  char buf[1 << 16];
+  while (answers < kRequests && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{reader_of_nothing.fd_for_test(), POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const ssize_t n = ::recv(reader_of_nothing.fd_for_test(), buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+    // Count whole answers and drop them, so `got` stays small.
+    while (true) {
+      const size_t head_end = got.find("\r\n\r\n");
+      if (head_end == std::string::npos) break;
+      ASSERT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got.substr(0, 200);
+      const size_t length_at = got.find("Content-Length: ");
+      ASSERT_LT(length_at, head_end);
+      const size_t length = std::stoul(got.substr(length_at + 16));
+      if (got.size() < head_end + 4 + length) break;
+      EXPECT_GT(length, answer_bytes);
+      got.erase(0, head_end + 4 + length);
+      ++answers;
+    }
+  }
+  sender.join();
+  EXPECT_EQ(answers, static_cast<size_t>(kRequests));
+  const std::string metrics = h.get("/metrics").body;
+  EXPECT_EQ(metrics.find("omnibus_http_responses_finished_by_loop_total 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("omnibus_http_write_timeouts_total 0\n"), std::string::npos) << metrics;
+}
+
 }  // namespace
 }  // namespace omnibus::server::testing

@@ -345,4 +345,15 @@ std::optional<ApiError> validate_against_model(const GenerationOptions& options,
   return std::nullopt;
 }
 
+std::optional<ApiError> check_text_can_fit(size_t text_bytes, size_t max_bytes_per_token, int64_t context_length,
+                                           std::string_view param) {
+  const uint64_t at_least = text_bytes / std::max<size_t>(1, max_bytes_per_token);
+  if (at_least <= static_cast<uint64_t>(std::max<int64_t>(0, context_length))) return std::nullopt;
+  return ApiError::invalid(std::string(param),
+                           fmt::format("this model's maximum context length is {} tokens; the text is {} bytes, "
+                                       "which is at least {} tokens",
+                                       context_length, text_bytes, at_least),
+                           "context_length_exceeded");
+}
+
 }  // namespace omnibus::server

@@ -105,4 +105,13 @@ struct ModelLimits {
 std::optional<ApiError> validate_against_model(const GenerationOptions& options,
                                                std::span<const int32_t> prompt_tokens, const ModelLimits& model);
 
+// Refuses, before it is tokenized, a text of `text_bytes` bytes that is at
+// least text_bytes / max_bytes_per_token tokens (Tokenizer::
+// max_bytes_per_token) and so more than the context could hold: tokenizing
+// costs tens of times a text's size in memory and time, and a client could
+// otherwise make every worker tokenize megabytes only to be refused.
+// nullopt when the text may fit (the token count decides after tokenizing).
+std::optional<ApiError> check_text_can_fit(size_t text_bytes, size_t max_bytes_per_token, int64_t context_length,
+                                           std::string_view param);
+
 }  // namespace omnibus::server

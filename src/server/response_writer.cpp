@@ -78,6 +78,30 @@ bool SocketWriter::write(std::string_view bytes) {
   return !failed_;
 }
 
+std::optional<size_t> send_without_waiting(int fd, std::string_view bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return sent;
+}
+
+std::optional<size_t> SocketWriter::write_now(std::string_view bytes) {
+  if (failed_) return std::nullopt;
+  const std::optional<size_t> sent = send_without_waiting(fd_, bytes);
+  failed_ = !sent.has_value();
+  return sent;
+}
+
 bool SocketWriter::alive() {
   if (failed_) return false;
   pollfd p{fd_, 0, 0};  // POLLERR and POLLHUP are reported whatever is asked
@@ -104,6 +128,17 @@ std::string response_head(const httplib::Response& res, bool chunked, bool& keep
 std::string serialize_closing_response(const httplib::Response& res) {
   bool keep_alive = false;
   return response_head(res, /*chunked=*/false, keep_alive) + res.body;
+}
+
+bool is_streaming(const httplib::Response& res) {
+  return static_cast<bool>(res.content_provider_) && res.is_chunked_content_provider_;
+}
+
+std::string serialize_response(const httplib::Response& res, const ResponseFraming& framing, bool& keep_alive) {
+  keep_alive = framing.keep_alive;
+  std::string bytes = response_head(res, /*chunked=*/false, keep_alive);
+  if (!framing.head_only) bytes += res.body;  // HEAD: the headers a GET would get
+  return bytes;
 }
 
 bool write_response(SocketWriter& out, httplib::Response& res, const ResponseFraming& framing) {

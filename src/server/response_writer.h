@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,12 +26,20 @@ class SocketWriter {
   bool write(std::string_view bytes);
   // False once a write failed or the socket reports an error or hang-up.
   bool alive();
+  // As much of `bytes` as the socket takes now, without waiting: the count
+  // sent, or nullopt (and every later call fails) when the client is gone.
+  std::optional<size_t> write_now(std::string_view bytes);
 
  private:
   int fd_;
   std::chrono::milliseconds stall_timeout_;
   bool failed_ = false;
 };
+
+// As much of `bytes` as the socket `fd` takes now, without waiting: the
+// count sent (less than all when its buffer is full), or nullopt when the
+// client is gone (a reset, a closed socket).
+std::optional<size_t> send_without_waiting(int fd, std::string_view bytes);
 
 // The reason phrase of an HTTP status ("Not Found"); "Unknown" for others.
 const char* reason_phrase(int status);
@@ -46,6 +55,14 @@ struct ResponseFraming {
   bool http10 = false;     // an HTTP/1.0 client: a stream is close-delimited, not chunked
 };
 bool write_response(SocketWriter& out, httplib::Response& res, const ResponseFraming& framing);
+
+// Whether `res` is a stream (a chunked content provider), which only
+// write_response() can send.
+bool is_streaming(const httplib::Response& res);
+// A whole response that is not a stream, as bytes: the head, then the body
+// unless framing.head_only. `keep_alive` comes out as the head says it
+// (framing.keep_alive, unless the handler asked to close).
+std::string serialize_response(const httplib::Response& res, const ResponseFraming& framing, bool& keep_alive);
 
 // The status line and headers of `res` (Content-Length, or chunked; the
 // Connection header from `keep_alive`, which a handler's "Connection:

@@ -13,7 +13,8 @@ namespace {
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-ApiResult<std::string> tokenize_impl(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+ApiResult<std::string> tokenize_impl(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                     int64_t context_length) {
   ApiResult<Json> doc = parse_json_object(body, limits.max_json_depth, limits.max_body_bytes);
   if (!doc) return doc.error();
   const Json& obj = doc.value();
@@ -25,8 +26,11 @@ ApiResult<std::string> tokenize_impl(std::string_view body, const Tokenizer& tok
   bool parse_special = true;
   OMNIBUS_API_RETURN_IF_ERROR(read_bool(obj, "add_special", add_special));
   OMNIBUS_API_RETURN_IF_ERROR(read_bool(obj, "parse_special", parse_special));
-  const std::vector<int32_t> ids = tokenizer.encode(obj.at("content").get_ref<const std::string&>(), add_special,
-                                                    parse_special);
+  const std::string& content = obj.at("content").get_ref<const std::string&>();
+  if (auto e = check_text_can_fit(content.size(), tokenizer.max_bytes_per_token(), context_length, "content")) {
+    return *e;
+  }
+  const std::vector<int32_t> ids = tokenizer.encode(content, add_special, parse_special);
   return dump(Json{{"tokens", ids}});
 }
 
@@ -60,9 +64,10 @@ ApiError unexpected(const std::exception& ex) {
 
 }  // namespace
 
-ApiResult<std::string> handle_tokenize(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits) {
+ApiResult<std::string> handle_tokenize(std::string_view body, const Tokenizer& tokenizer, const ApiLimits& limits,
+                                       int64_t context_length) {
   try {
-    return tokenize_impl(body, tokenizer, limits);
+    return tokenize_impl(body, tokenizer, limits, context_length);
   } catch (const std::exception& ex) {
     return unexpected(ex);
   }

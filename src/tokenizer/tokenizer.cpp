@@ -87,6 +87,7 @@ Status Tokenizer::build(VocabData vocab) {
   for (size_t i = 0; i < n; ++i) {
     std::string& text = vocab.tokens[i];
     if (text.empty()) text = "[EMPTY_" + std::to_string(i) + "]";  // as llama.cpp does
+    max_bytes_per_token_ = std::max(max_bytes_per_token_, text.size());
     const auto [it, inserted] = token_ids_.emplace(text, static_cast<int32_t>(i));
     if (!inserted) {
       return Status::corrupt("tokens " + std::to_string(it->second) + " and " + std::to_string(i) +

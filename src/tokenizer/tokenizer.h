@@ -75,6 +75,16 @@ class Tokenizer {
 
   const VocabData& vocab() const { return vocab_; }
 
+  // The most input bytes one token can stand for (at least 4: an unknown
+  // character becomes one token). A text of B bytes is at least
+  // B / max_bytes_per_token() tokens, which lets a caller refuse a text too
+  // long for the context without tokenizing it. A token's stored text is
+  // never shorter than the input it covers: byte-level BPE stores each
+  // input byte as one or two UTF-8 bytes, SentencePiece a space as the
+  // 3-byte U+2581, byte tokens as "<0xAB>", and neither tokenizer drops
+  // input bytes.
+  size_t max_bytes_per_token() const { return max_bytes_per_token_; }
+
  private:
   Tokenizer() = default;
   Status build(VocabData vocab);
@@ -93,6 +103,7 @@ class Tokenizer {
   std::vector<uint8_t> attributes_;              // per token, kAttr* bits
   std::vector<int32_t> specials_;                // control, user-defined, unknown; longest first
   std::vector<int32_t> user_defined_specials_;   // the subset matched without parse_special
+  size_t max_bytes_per_token_ = 4;
 };
 
 }  // namespace omnibus

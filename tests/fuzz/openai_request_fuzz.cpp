@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (g) (void)make_engine_requests(g.value(), "fuzz");
       break;
     }
-    case 2: (void)handle_tokenize(body, service->tokenizer(), limits); break;
+    case 2: (void)handle_tokenize(body, service->tokenizer(), limits, service->info().context_length); break;
     default: (void)handle_detokenize(body, service->tokenizer(), limits); break;
   }
   return 0;

@@ -142,6 +142,22 @@ def test_prompt_alone_exceeds_context(srv):
     assert str(CTX) in err["message"], err
 
 
+@pytest.mark.parametrize("path,field", [(CMPL, "prompt"), (CHAT, "messages"), ("/tokenize", "content")])
+def test_megabytes_of_text_are_refused_unread(srv, reference, path, field):
+    # 6 MB of one letter: tokenizing it would take seconds and hundreds of
+    # MB; the server refuses it from its length (no token covers more than
+    # the vocabulary's longest text) and stays quick for everyone else.
+    text = "a" * (6 << 20)
+    body = {"model": MODEL_ID, "prompt": text, "max_tokens": 1} if path == CMPL else \
+        {"model": MODEL_ID, "messages": [{"role": "user", "content": text}]} if path == CHAT else {"content": text}
+    r = u.post(srv.base_url, path, body)
+    err = u.assert_openai_error(r, 400)
+    assert err["code"] == "context_length_exceeded", err
+    assert err["param"] == field, err
+    assert "bytes" in err["message"] and str(CTX) in err["message"], err
+    check_still_serving(srv.base_url, reference)
+
+
 @pytest.mark.parametrize("path", [CMPL, CHAT])
 def test_unknown_model_is_404(srv, path):
     body = cmpl(model="gpt-4-turbo") if path == CMPL else chat(model="gpt-4-turbo")
