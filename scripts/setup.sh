@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBIAN_PACKAGES=(cmake ninja-build g++ clang pkg-config
+# clang builds the sanitizer and fuzz stages (its runtimes: libclang-rt-dev);
+# clang-format checks changed lines (scripts/ci_lint.sh).
+DEBIAN_PACKAGES=(cmake ninja-build g++ clang libclang-rt-dev clang-format pkg-config
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libxxhash-dev libpcre2-dev libgtest-dev libbenchmark-dev unzip qemu-user)
 PYTHON_PACKAGES=(numpy gguf pytest openai)

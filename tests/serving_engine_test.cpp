@@ -365,8 +365,10 @@ TEST_F(ServingEngineTest, KvHandoverRefusesBlobsThatDoNotFit) {
   spec.vocab = kVocab;
   spec.tied_output = false;
   spec.seed = 2;  // same shapes, other weights
-  model_bytes_ = testing::make_tiny_model_bytes(spec);
-  model_ = testing::load_tiny_model(model_bytes_);
+  // Not into model_bytes_: `source` and `same` still read their weights from
+  // there (ASan found the use after free).
+  const std::vector<uint8_t> other_model_bytes = testing::make_tiny_model_bytes(spec);
+  model_ = testing::load_tiny_model(other_model_bytes);
   EXPECT_NE(refused(*make_engine(o), blob).find("another model"), std::string::npos);
   // Nothing was imported by any refusal.
   const Output after = collect(**same->submit(greedy(prompt, 2)));
