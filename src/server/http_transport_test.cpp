@@ -339,7 +339,10 @@ TEST(HttpTransportTest, APipeliningClientThatReadsNothingHoldsNoWorker) {
   }
   constexpr int kIds = 200'000;
   std::string ids;
-  for (int i = 0; i < kIds; ++i) ids += (i ? "," : "") + std::to_string(longest);
+  for (int i = 0; i < kIds; ++i) {
+    if (i > 0) ids += ',';
+    ids += std::to_string(longest);
+  }
   const std::string body = "{\"tokens\":[" + ids + "]}";
   const std::string request =
       "POST /detokenize HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
