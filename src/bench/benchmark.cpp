@@ -122,7 +122,10 @@ std::string format_outcome(const BenchOutcome& outcome, const BenchConfig& confi
                                 workload_kind_name(config.workload.kind),
                                 config.client.api == Api::kChat ? "chat" : "completions",
                                 config.client.stream ? ", streaming" : ", not streaming");
-  for (const BenchRun& run : outcome.runs) out += "\n" + format_summary(run.summary, config.slo);
+  for (const BenchRun& run : outcome.runs) {
+    out += '\n';  // not "\n" + string: GCC 12 misfires -Wrestrict on that
+    out += format_summary(run.summary, config.slo);
+  }
   if (config.sweep_rates.empty()) return out;
   out += fmt::format("\nsweep (SLO {}):\n  {:>8} {:>10} {:>10} {:>10} {:>12} {:>12}\n", config.slo.describe(), "rate",
                      "req/s", "goodput", "SLO met", "TTFT p90 ms", "TPOT p90 ms");

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "base/cpu_features.h"
+#include "kernels/kernel_table.h"
 
 namespace omnibus {
 
@@ -16,8 +16,8 @@ int hadamard_key_block(int head_dim) {
 int hadamard_value_block(int head_dim) { return head_dim > 0 && head_dim % 64 == 0 ? 64 : 0; }
 
 void hadamard_blocks(float* x, int64_t count, int n) {
-  static const bool use_avx2 = cpu_features().has_avx2_fma();
-  if (use_avx2 && n % 8 == 0) return avx2::hadamard_blocks(x, count, n);
+  const KernelTable& k = kernels();
+  if (n % k.hadamard_lanes == 0) return k.hadamard_blocks(x, count, n);
   ref::hadamard_blocks(x, count, n);
 }
 

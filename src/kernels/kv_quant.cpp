@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/cpu_features.h"
+#include "kernels/kernel_table.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
@@ -83,9 +83,7 @@ void pack_value_q4(const uint8_t* codes, int head_dim, uint8_t* dst) {
 
 void quantize_kv_q8(const float* x, int64_t n, int8_t* codes, int64_t code_stride, uint16_t* scales,
                     int64_t scale_stride) {
-  static const bool use_avx2 = cpu_features().has_avx2_fma();
-  if (use_avx2) return avx2::quantize_kv_q8(x, n, codes, code_stride, scales, scale_stride);
-  ref::quantize_kv_q8(x, n, codes, code_stride, scales, scale_stride);
+  kernels().quantize_kv_q8(x, n, codes, code_stride, scales, scale_stride);
 }
 
 }  // namespace omnibus

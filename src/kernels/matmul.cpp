@@ -1,12 +1,12 @@
-// matmul(): picks the SIMD path once and splits the weight rows across the
-// thread pool. Splitting by weight rows keeps batch invariance trivial: every
+// matmul(): runs the kernel table's row workers (kernels/kernel_table.h)
+// and splits the weight rows across the thread pool. Splitting by weight rows keeps batch invariance trivial: every
 // output is computed whole by one thread, in an order fixed by the kernel.
 #include "kernels/matmul.h"
 
 #include <algorithm>
 #include <atomic>
 
-#include "base/cpu_features.h"
+#include "kernels/kernel_table.h"
 #include "kernels/matmul_internal.h"
 
 namespace omnibus {
@@ -18,9 +18,6 @@ constexpr int64_t kRowUnit = 16;
 
 // Below this many multiply-adds a job is not worth waking the pool for.
 constexpr int64_t kMinParallelWork = 1 << 16;
-
-using RowsFn = void (*)(const matmul_detail::MatmulArgs&, int64_t, int64_t);
-using QuantizeRowsFn = void (*)(DType, const float*, int64_t, int64_t, matmul_detail::QuantizedX*);
 
 // Batches of at least this many x rows are quantized by all threads, each
 // a range of rows (one more pool job). In a 512-token prefill, quantizing
@@ -40,46 +37,27 @@ constexpr int64_t kDynamicSplitRows = 16;
 // part of the whole, few enough that the counter stays off the profile.
 constexpr int64_t kChunksPerThread = 8;
 
-// The row worker and quantizer of this CPU's path, picked once.
-RowsFn rows_fn() {
-  static const RowsFn fn = cpu_features().has_avx2_fma() ? matmul_detail::rows_avx2 : matmul_detail::rows_scalar;
-  return fn;
-}
-
-QuantizeRowsFn quantize_rows_fn() {
-  static const QuantizeRowsFn fn =
-      cpu_features().has_avx2_fma() ? matmul_detail::quantize_x_rows_avx2 : matmul_detail::quantize_x_rows;
-  return fn;
-}
-
 }  // namespace
 
-const char* matmul_path_name() {
-  if (!cpu_features().has_avx2_fma()) return "scalar";
-  if (matmul_detail::use_avx512vnni_kernels())
-    return matmul_detail::use_avxvnni_kernels() ? "avx2+fma+avx-vnni+avx512-vnni" : "avx2+fma+avx512-vnni";
-  return matmul_detail::use_avxvnni_kernels() ? "avx2+fma+avx-vnni" : "avx2+fma";
-}
+const char* matmul_path_name() { return kernels().name; }
 
 namespace matmul_detail {
 
-bool use_avxvnni_kernels() { return kAvxVnniBuilt && cpu_features().avx_vnni; }
-bool use_avx512vnni_kernels() { return kAvx512VnniBuilt && cpu_features().avx512_vnni; }
-
-#if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
-// Never called (use_avx512vnni_kernels() is false); keeps the link whole.
-void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  rows_scalar(a, row_begin, row_end);
+void run_rows(const KernelTable& table, const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+  switch (a.w->dtype) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16: return table.rows_float(a, row_begin, row_end);
+    default: break;
+  }
+  if (a.qx == nullptr) return rows_scalar(a, row_begin, row_end);  // types without a kernel
+  if (a.w->layout == WeightLayout::kInterleaved8) {
+    // A table without interleaved kernels never interleaves at load
+    // (can_interleave8); the reference reads any layout.
+    return (table.rows_interleaved != nullptr ? table.rows_interleaved : rows_scalar)(a, row_begin, row_end);
+  }
+  table.rows_q8(a, row_begin, row_end);
 }
-#endif
-
-#if defined(OMNIBUS_NO_AVXVNNI_BUILD)
-// Never called (use_avxvnni_kernels() is false); keeps the link whole.
-void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
-  rows_scalar(a, row_begin, row_end);
-}
-void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end) { rows_scalar(a, row_begin, row_end); }
-#endif
 
 }  // namespace matmul_detail
 
@@ -129,7 +107,7 @@ void run_units(std::span<const MatmulTarget> targets, const float* x, const matm
     const int64_t b = std::max(unit_begin, offset), e = std::min(unit_end, offset + units);
     if (b < e) {
       const matmul_detail::MatmulArgs args{t.w, x, qx, n_x, t.y};
-      rows_fn()(args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
+      matmul_detail::run_rows(kernels(), args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
     }
     offset += units;
   }
@@ -154,10 +132,10 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
     if (pool != nullptr && pool->size() > 1 && n_x >= kParallelQuantizeRows) {
       matmul_detail::QuantizedX* into = &qx;  // the calling thread's, named here (see below)
       pool->run([&](int index, int count) {
-        quantize_rows_fn()(quant_type, x, n_x * index / count, n_x * (index + 1) / count, into);
+        kernels().quantize_x_rows(quant_type, x, n_x * index / count, n_x * (index + 1) / count, into);
       });
     } else {
-      quantize_rows_fn()(quant_type, x, 0, n_x, &qx);
+      kernels().quantize_x_rows(quant_type, x, 0, n_x, &qx);
     }
   }
   // Taken here, on the calling thread: inside the lambda `qx` would name the
@@ -222,7 +200,7 @@ void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t
   if (int8_input(*targets[0].w)) {
     matmul_detail::QuantizedX& own = scratch->qx();
     matmul_detail::shape_quantized_x(quant_type, n_x, targets[0].w->cols, &own);
-    quantize_rows_fn()(quant_type, x, 0, n_x, &own);
+    kernels().quantize_x_rows(quant_type, x, 0, n_x, &own);
     qx = &own;
   }
   if (split == ShareSplit::kAcrossTargets) {
@@ -232,7 +210,7 @@ void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t
   }
   for (const MatmulTarget& t : targets) {
     const auto [begin, end] = matmul_share_rows(t.w->rows, thread, threads);
-    if (begin < end) rows_fn()(matmul_detail::MatmulArgs{t.w, x, qx, n_x, t.y}, begin, end);
+    if (begin < end) matmul_detail::run_rows(kernels(), matmul_detail::MatmulArgs{t.w, x, qx, n_x, t.y}, begin, end);
   }
 }
 

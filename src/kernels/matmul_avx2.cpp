@@ -1,7 +1,7 @@
-// AVX2+FMA matmul for float weights (F32, F16, BF16), and the dispatch of
-// quantized weights to the int8 kernels (matmul_q8_avx2.cpp). Compiled with
-// -mavx2 -mfma -mf16c; reached only through rows_avx2() after a run-time
-// CPU check.
+// AVX2+FMA matmul for float weights (F32, F16, BF16); quantized weights
+// take the int8 kernels (matmul_q8_avx2.cpp). Compiled with -mavx2 -mfma
+// -mf16c; reached only through the kernel table (kernels/kernel_table.h)
+// after a run-time CPU check.
 //
 // The order of arithmetic, which every float kernel here follows for every
 // output y[r][o] (this is what makes results batch-invariant):
@@ -196,22 +196,14 @@ void rows_typed(const WeightMatrix& w, const float* x, int64_t n_x, float* y, in
 
 }  // namespace
 
-void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
+void rows_avx2_float(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   const WeightMatrix& w = *a.w;
   switch (w.dtype) {
     case DType::kF32: return rows_typed<DecodeF32>(w, a.x, a.n_x, a.y, row_begin, row_end);
     case DType::kF16: return rows_typed<DecodeF16>(w, a.x, a.n_x, a.y, row_begin, row_end);
     case DType::kBF16: return rows_typed<DecodeBF16>(w, a.x, a.n_x, a.y, row_begin, row_end);
-    default: break;
+    default: rows_scalar(a, row_begin, row_end);  // not float weights: run_rows never sends them here
   }
-  if (a.qx != nullptr && w.layout == WeightLayout::kInterleaved8) {
-    if (use_avx512vnni_kernels()) return rows_avx512vnni_interleaved(a, row_begin, row_end);
-    return use_avxvnni_kernels() ? rows_avxvnni_interleaved(a, row_begin, row_end)
-                                 : rows_avx2_interleaved(a, row_begin, row_end);
-  }
-  if (a.qx != nullptr)
-    return use_avxvnni_kernels() ? rows_avxvnni_q8(a, row_begin, row_end) : rows_avx2_q8(a, row_begin, row_end);
-  rows_scalar(a, row_begin, row_end);  // types without a kernel
 }
 
 }  // namespace omnibus::matmul_detail

@@ -1,6 +1,6 @@
 // AVX2 int8 kernels for weights in the interleaved layout; the kernels are
 // in matmul_interleaved_kernels.h. Compiled with -mavx2 -mfma -mf16c;
-// reached only through rows_avx2() after a run-time CPU check.
+// reached only through the kernel table (kernels/kernel_table.h) after a run-time CPU check.
 #include "kernels/matmul_interleaved_kernels.h"
 
 namespace omnibus::matmul_detail {

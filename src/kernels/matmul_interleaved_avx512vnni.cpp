@@ -4,8 +4,8 @@
 // matmul_interleaved_pair_tiles.h), everything else the 256-bit kernels with
 // the EVEX form of vpdpbusd (so CPUs with AVX-512 VNNI but no AVX-VNNI,
 // Ice Lake and Zen 4, take it too). Compiled with the *_avx512vnni.cpp flags
-// (CMakeLists.txt); reached only through rows_avx2() when
-// use_avx512vnni_kernels(). Same outputs, bit for bit, as the other builds.
+// (CMakeLists.txt); reached only through the avx512-vnni kernel table
+// (kernels/kernel_table.h). Same outputs, bit for bit, as the other builds.
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off
 // source and warn that it "may be used uninitialized" (a known false
 // positive, as in attention_avx512_kernels.h).

@@ -1,6 +1,6 @@
 // The interleaved-layout int8 kernels built with AVX-VNNI (vpdpbusd); the
 // kernels are in matmul_interleaved_kernels.h. Compiled with -mavx2 -mfma
-// -mf16c -mavxvnni; reached only through rows_avx2() when the CPU has
+// -mf16c -mavxvnni; reached only through the kernel table (kernels/kernel_table.h) when the CPU has
 // AVX-VNNI (cpu_features().avx_vnni). Same outputs, bit for bit, as
 // rows_avx2_interleaved.
 #include "kernels/matmul_interleaved_kernels.h"

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 
 namespace omnibus::matmul_detail {
@@ -69,8 +70,9 @@ struct MatmulArgs {
 // [row_begin, row_end); an output's value never depends on the range it was
 // computed in, which is what lets matmul() split rows across threads.
 void rows_scalar(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
-// AVX2+FMA+F16C; only call after checking cpu_features().has_avx2_fma().
-void rows_avx2(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// AVX2+FMA+F16C for float weights (F32, F16, BF16); only call after
+// checking cpu_features().has_avx2_fma().
+void rows_avx2_float(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The int8 kernels behind rows_avx2 for quantized weights.
 void rows_avx2_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The same for weights in WeightLayout::kInterleaved8 (Q4_0, Q4_1, Q5_0,
@@ -82,23 +84,23 @@ void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_e
 void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The interleaved kernels with AVX-512 VNNI batches (bit-identical); only
-// call where use_avx512vnni_kernels().
+// call from the avx512-vnni kernel table.
 void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 #if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
 inline constexpr bool kAvx512VnniBuilt = false;
 #else
 inline constexpr bool kAvx512VnniBuilt = true;
 #endif
-// Whether the interleaved kernels run their AVX-512 VNNI build.
-bool use_avx512vnni_kernels();
 #if defined(OMNIBUS_NO_AVXVNNI_BUILD)
 inline constexpr bool kAvxVnniBuilt = false;
 #else
 inline constexpr bool kAvxVnniBuilt = true;
 #endif
-// Whether the int8 kernels (interleaved and row layouts) run their AVX-VNNI
-// build on this CPU.
-bool use_avxvnni_kernels();
+
+// Rows [row_begin, row_end) with `table`'s kernels: its float, row-layout
+// int8 or interleaved int8 worker by the weights' type and layout (what
+// matmul() runs with kernels(); tests run every table the CPU can).
+void run_rows(const KernelTable& table, const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 
 // One output of the int8 math, in double precision: the reference.
 double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r);

@@ -71,11 +71,9 @@ TEST_P(Invariance, ArbitraryRowSplitsDoNotChangeBits) {
   const int64_t cols = cols_for(t);
   const auto w = random_weights(t, kRows, cols, 79);
   const auto x = random_floats(kXRows * cols, 80);
-  using testing_util::RowsFn;
   using testing_util::run_rows;
-  std::vector<RowsFn> fns = {matmul_detail::rows_scalar};
-  if (cpu_features().has_avx2_fma()) fns.push_back(matmul_detail::rows_avx2);
-  for (RowsFn fn : fns) {
+  for (const KernelTable* table : testing_util::runnable_tables()) {
+    const KernelTable& fn = *table;
     for (int64_t n_x : {int64_t{1}, int64_t{2}, kXRows}) {
       std::vector<float> whole(static_cast<size_t>(n_x * kRows)), split(whole.size(), -1.0f);
       run_rows(fn, w.view, x.data(), n_x, whole.data(), 0, kRows);

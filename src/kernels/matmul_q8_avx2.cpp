@@ -1,5 +1,5 @@
 // The row-layout int8 kernels (matmul_q8_kernels.h) built for AVX2+FMA+F16C;
-// reached only through rows_avx2() after a run-time CPU check.
+// reached only through the kernel table (kernels/kernel_table.h) after a run-time CPU check.
 #include "kernels/matmul_q8_kernels.h"
 
 namespace omnibus::matmul_detail {

@@ -1,5 +1,5 @@
 // The row-layout int8 kernels (matmul_q8_kernels.h) built with AVX-VNNI
-// (vpdpbusd, vpdpwssd); reached only through rows_avx2() when the CPU has
+// (vpdpbusd, vpdpwssd); reached only through the kernel table (kernels/kernel_table.h) when the CPU has
 // AVX-VNNI. Same outputs, bit for bit, as rows_avx2_q8.
 #include "kernels/matmul_q8_kernels.h"
 

@@ -2,7 +2,7 @@
 // activations (see matmul_internal.h), included by one source file per
 // instruction set: matmul_q8_avx2.cpp (-mavx2 -mfma -mf16c) and
 // matmul_q8_avxvnni.cpp (the same plus -mavxvnni), reached only through
-// rows_avx2() after a run-time CPU check. Internal linkage, as
+// the kernel table after a run-time CPU check. Internal linkage, as
 // matmul_interleaved_kernels.h: each file keeps its own copy. With
 // AVX-VNNI the exact integer sums come from vpdpbusd (legacy blocks: four
 // u8 x s8 products per int32 lane) and vpdpwssd (K blocks: the int16 pair

@@ -20,17 +20,18 @@ using testing_util::abs_products;
 using testing_util::random_floats;
 using testing_util::random_weights;
 
-using testing_util::RowsFn;
 using testing_util::run_rows;
 
 struct Path {
   const char* name;
-  RowsFn fn;
+  const KernelTable* table;
 };
 
+// Every kernel table this CPU runs (an AVX-512 machine runs the avx2 and
+// avx-vnni tables too).
 std::vector<Path> paths() {
-  std::vector<Path> p = {{"scalar", matmul_detail::rows_scalar}};
-  if (cpu_features().has_avx2_fma()) p.push_back({"avx2", matmul_detail::rows_avx2});
+  std::vector<Path> p;
+  for (const KernelTable* t : testing_util::runnable_tables()) p.push_back({t->name, t});
   return p;
 }
 
@@ -48,7 +49,7 @@ bool check_shape(const Path& path, DType t, int64_t rows, int64_t cols, int64_t 
   const auto x = random_floats(n_x * cols, static_cast<uint32_t>(n_x + cols));
   std::vector<float> want(static_cast<size_t>(n_x * rows)), got(want.size(), NAN);
   matmul_ref(w.view, x.data(), n_x, want.data());
-  run_rows(path.fn, w.view, x.data(), n_x, got.data(), 0, rows);
+  run_rows(*path.table, w.view, x.data(), n_x, got.data(), 0, rows);
   const auto scale = abs_products(w.view, x.data(), n_x);
   for (size_t i = 0; i < want.size(); ++i) {
     const double tol = 1e-4 * scale[i] + 1e-6;
@@ -128,14 +129,8 @@ TEST(Matmul, Int8ActivationErrorWithinQuantizationBound) {
 }
 
 TEST(Matmul, PathName) {
-  const std::string name = matmul_path_name();
-  const char* want = !cpu_features().has_avx2_fma()          ? "scalar"
-                     : matmul_detail::use_avx512vnni_kernels() && matmul_detail::use_avxvnni_kernels()
-                         ? "avx2+fma+avx-vnni+avx512-vnni"
-                     : matmul_detail::use_avx512vnni_kernels() ? "avx2+fma+avx512-vnni"
-                     : matmul_detail::use_avxvnni_kernels()    ? "avx2+fma+avx-vnni"
-                                                               : "avx2+fma";
-  EXPECT_EQ(name, want);
+  EXPECT_STREQ(matmul_path_name(), select_kernel_table(cpu_features()).name);
+  EXPECT_EQ(&kernels(), &select_kernel_table(cpu_features()));
 }
 
 TEST(Matmul, PaddedRowsAndEmptyInputs) {

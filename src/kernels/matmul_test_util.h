@@ -61,16 +61,23 @@ inline std::vector<double> abs_products(const WeightMatrix& w, const float* x, i
   return out;
 }
 
-using RowsFn = void (*)(const matmul_detail::MatmulArgs&, int64_t, int64_t);
-
-// Runs one path's row worker over weight rows [begin, end), preparing the
+// Runs `table`'s row workers over weight rows [begin, end), preparing the
 // int8 activations as matmul() does.
-inline void run_rows(RowsFn fn, const WeightMatrix& w, const float* x, int64_t n_x, float* y, int64_t begin,
-                     int64_t end) {
+inline void run_rows(const KernelTable& table, const WeightMatrix& w, const float* x, int64_t n_x, float* y,
+                     int64_t begin, int64_t end) {
   matmul_detail::QuantizedX qx;
   const bool int8 = matmul_detail::act_format(w.dtype) != matmul_detail::ActFormat::kFloat;
   if (int8) matmul_detail::quantize_x(w.dtype, x, n_x, w.cols, &qx);
-  fn(matmul_detail::MatmulArgs{&w, x, int8 ? &qx : nullptr, n_x, y}, begin, end);
+  matmul_detail::run_rows(table, matmul_detail::MatmulArgs{&w, x, int8 ? &qx : nullptr, n_x, y}, begin, end);
+}
+
+// The compiled kernel tables this CPU can run, best first (scalar last).
+inline std::vector<const KernelTable*> runnable_tables() {
+  std::vector<const KernelTable*> out;
+  for (const KernelTable* t : compiled_kernel_tables()) {
+    if (t->runs_on(cpu_features())) out.push_back(t);
+  }
+  return out;
 }
 
 }  // namespace omnibus::testing_util

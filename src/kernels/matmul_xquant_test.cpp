@@ -86,7 +86,8 @@ namespace {
 // for every type, tile shape (1-8 x rows, ragged weight-row counts) and
 // block count. Skipped, and says so, without AVX-VNNI.
 TEST(MatmulVnniTest, RowKernelsBitIdenticalToAvx2) {
-  if (!matmul_detail::use_avxvnni_kernels()) GTEST_SKIP() << "no AVX-VNNI on this CPU (or not built)";
+  const KernelTable* vnni = find_kernel_table("avx-vnni");
+  if (vnni == nullptr || !vnni->runs_on(cpu_features())) GTEST_SKIP() << "no AVX-VNNI on this CPU (or not built)";
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K,
                   DType::kQ6_K}) {
     for (int64_t rows : {1, 5, 13}) {

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "base/cpu_features.h"
+#include "kernels/kernel_table.h"
 #include "kernels/matmul_internal.h"
 #include "tensor/dtype.h"
 #include "tensor/quant_blocks.h"
@@ -95,7 +95,7 @@ size_t packed_row_bytes(const WeightMatrix& w) {
 }  // namespace
 
 bool can_interleave8(DType t) {
-  if (!cpu_features().has_avx2_fma()) return false;
+  if (kernels().rows_interleaved == nullptr) return false;  // this CPU's table reads row layout only
   if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K)
     return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
   if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;

@@ -1,0 +1,129 @@
+// The tables themselves: constant data (taking a function's address runs
+// none of its instructions, so this file is compiled for baseline x86-64).
+#include "kernels/kernel_table.h"
+
+#include <array>
+
+#include "kernels/hadamard.h"
+#include "kernels/kv_quant.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/ops.h"
+
+namespace omnibus {
+namespace {
+
+namespace md = matmul_detail;
+
+bool any_cpu(const CpuFeatures&) { return true; }
+bool avx2_cpu(const CpuFeatures& c) { return c.has_avx2_fma(); }
+bool avxvnni_cpu(const CpuFeatures& c) { return c.has_avx2_fma() && c.avx_vnni; }
+bool avx512_cpu(const CpuFeatures& c) { return c.has_avx2_fma() && c.avx512f && c.avx512bw; }
+bool avx512vnni_cpu(const CpuFeatures& c) { return avx512_cpu(c) && c.avx512_vnni; }
+
+constexpr KernelTable kScalar{
+    .isa = Isa::kScalar,
+    .name = "scalar",
+    .runs_on = any_cpu,
+    .rows_float = md::rows_scalar,
+    .rows_q8 = md::rows_scalar,
+    .rows_interleaved = nullptr,  // no interleaved copy: the reference reads row layout
+    .quantize_x_rows = md::quantize_x_rows,
+    .rms_norm = ref::rms_norm,
+    .swiglu = ref::swiglu,
+    .geglu = ref::geglu,
+    .dot_f32 = ref::dot_f32,
+    .axpy_f32 = ref::axpy_f32,
+    .f32_to_f16_row = ref::f32_to_f16_row,
+    .quantize_kv_q8 = ref::quantize_kv_q8,
+    .hadamard_blocks = ref::hadamard_blocks,
+    .hadamard_lanes = 1,
+};
+
+// The AVX2+FMA+F16C kernels every SIMD table starts from.
+constexpr KernelTable kAvx2{
+    .isa = Isa::kAvx2,
+    .name = "avx2",
+    .runs_on = avx2_cpu,
+    .rows_float = md::rows_avx2_float,
+    .rows_q8 = md::rows_avx2_q8,
+    .rows_interleaved = md::rows_avx2_interleaved,
+    .quantize_x_rows = md::quantize_x_rows_avx2,
+    .rms_norm = avx2::rms_norm,
+    .swiglu = avx2::swiglu,
+    .geglu = avx2::geglu,
+    .dot_f32 = avx2::dot_f32,
+    .axpy_f32 = avx2::axpy_f32,
+    .f32_to_f16_row = avx2::f32_to_f16_row,
+    .quantize_kv_q8 = avx2::quantize_kv_q8,
+    .hadamard_blocks = avx2::hadamard_blocks,
+    .hadamard_lanes = 8,
+};
+
+constexpr KernelTable with(KernelTable t, Isa isa, const char* name, bool (*runs_on)(const CpuFeatures&)) {
+  t.isa = isa;
+  t.name = name;
+  t.runs_on = runs_on;
+  return t;
+}
+
+#if !defined(OMNIBUS_NO_AVXVNNI_BUILD)
+constexpr KernelTable avxvnni_table() {
+  KernelTable t = with(kAvx2, Isa::kAvxVnni, "avx-vnni", avxvnni_cpu);
+  t.rows_q8 = md::rows_avxvnni_q8;
+  t.rows_interleaved = md::rows_avxvnni_interleaved;
+  return t;
+}
+constexpr KernelTable kAvxVnni = avxvnni_table();
+#endif
+
+// The matmul kernels have no AVX-512 build of their own: AVX2's (its
+// attention kernels differ, kernels/attention.cpp).
+constexpr KernelTable kAvx512 = with(kAvx2, Isa::kAvx512, "avx512", avx512_cpu);
+
+#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
+// Row-layout int8 matrices take AVX2's kernels here (only Q5_1 and
+// --no-interleave use them): a CPU with both VNNI kinds ran them on the
+// AVX-VNNI build before this table, the same bits.
+constexpr KernelTable avx512vnni_table() {
+  KernelTable t = with(kAvx2, Isa::kAvx512Vnni, "avx512-vnni", avx512vnni_cpu);
+  t.rows_interleaved = md::rows_avx512vnni_interleaved;
+  return t;
+}
+constexpr KernelTable kAvx512Vnni = avx512vnni_table();
+#endif
+
+constexpr auto kTables = std::to_array<const KernelTable*>({
+#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
+  &kAvx512Vnni,
+#endif
+      &kAvx512,
+#if !defined(OMNIBUS_NO_AVXVNNI_BUILD)
+      &kAvxVnni,
+#endif
+      &kAvx2, &kScalar,
+});
+
+}  // namespace
+
+std::span<const KernelTable* const> compiled_kernel_tables() { return kTables; }
+
+const KernelTable& select_kernel_table(const CpuFeatures& cpu) {
+  for (const KernelTable* t : kTables) {
+    if (t->runs_on(cpu)) return *t;
+  }
+  return kScalar;
+}
+
+const KernelTable* find_kernel_table(std::string_view name) {
+  for (const KernelTable* t : kTables) {
+    if (name == t->name) return t;
+  }
+  return nullptr;
+}
+
+const KernelTable& kernels() {
+  static const KernelTable& chosen = select_kernel_table(cpu_features());
+  return chosen;
+}
+
+}  // namespace omnibus

@@ -1,0 +1,82 @@
+// The kernel table: one struct of function pointers per instruction set,
+// one of them chosen once at start from the CPU's features (the single
+// process-wide global shared/STYLE.md allows). Code outside the per-ISA
+// files calls kernels through it instead of asking the CPU itself.
+//
+// Tables, best first: avx512-vnni, avx512, avx-vnni, avx2, scalar (NEON
+// will join for ARM). A table whose files the compiler could not build
+// (OMNIBUS_NO_<SET>_BUILD) is not compiled in. Every SIMD table gives the
+// same bits as the avx2 table (the kernels fix one reduction order); the
+// scalar table is the reference, within tolerance of them.
+//
+// This step of issue 36 (docs/design/backend-seam.md) holds matmul, the
+// small ops, KV-cache quantization and the Hadamard rotation; attention
+// still picks its own path (kernels/attention.cpp) until the next step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "base/cpu_features.h"
+#include "tensor/dtype.h"
+
+namespace omnibus {
+
+namespace matmul_detail {
+struct MatmulArgs;
+struct QuantizedX;
+}  // namespace matmul_detail
+
+enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni };
+
+struct KernelTable {
+  using RowsFn = void (*)(const matmul_detail::MatmulArgs&, int64_t row_begin, int64_t row_end);
+  using QuantizeRowsFn = void (*)(DType, const float* x, int64_t begin, int64_t end, matmul_detail::QuantizedX*);
+
+  Isa isa;
+  const char* name;  // "scalar", "avx2", "avx-vnni", "avx512", "avx512-vnni"
+  // Whether this CPU has the features the table's files were compiled for.
+  bool (*runs_on)(const CpuFeatures&);
+
+  // matmul (kernels/matmul_internal.h): float weights; quantized weights in
+  // row layout; quantized weights in WeightLayout::kInterleaved8 (null:
+  // this table has no interleaved kernels, so weights keep row layout).
+  RowsFn rows_float;
+  RowsFn rows_q8;
+  RowsFn rows_interleaved;
+  QuantizeRowsFn quantize_x_rows;
+
+  // kernels/ops.h
+  void (*rms_norm)(const float* x, const float* weight, float* y, int64_t n, float eps);
+  void (*swiglu)(float* gate, const float* up, int64_t n);
+  void (*geglu)(float* gate, const float* up, int64_t n);
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*axpy_f32)(float alpha, const float* x, float* y, int64_t n);
+  void (*f32_to_f16_row)(const float* x, uint16_t* y, int64_t n);
+
+  // kernels/kv_quant.h
+  void (*quantize_kv_q8)(const float* x, int64_t n, int8_t* codes, int64_t code_stride, uint16_t* scales,
+                         int64_t scale_stride);
+  // kernels/hadamard.h; for block sizes n that are a multiple of
+  // hadamard_lanes (the wrapper takes the reference for others).
+  void (*hadamard_blocks)(float* x, int64_t count, int n);
+  int hadamard_lanes;
+};
+
+// The table of this process, chosen at its first call from cpu_features()
+// (whose OMNIBUS_FORCE_SCALAR, OMNIBUS_NO_AVX512 and OMNIBUS_NO_VNNI
+// variables hide features); never changes after.
+const KernelTable& kernels();
+
+// Every table compiled into this binary, best first; the CPU may not run
+// all of them.
+std::span<const KernelTable* const> compiled_kernel_tables();
+
+// The best compiled table that runs on `cpu` (the scalar one at worst).
+const KernelTable& select_kernel_table(const CpuFeatures& cpu);
+
+// The compiled table called `name`, or null.
+const KernelTable* find_kernel_table(std::string_view name);
+
+}  // namespace omnibus
