@@ -376,16 +376,12 @@ void ConnectionLoop::write_to(Connection& c) {
   c.outgoing_.erase(0, *sent);
   if (!c.outgoing_.empty()) return;  // the next EPOLLOUT
   c.outgoing_.shrink_to_fit();
-  if (c.close_after_write_) {
-    // As a refusal closes: the client reads the answer, not a reset.
-    ::shutdown(c.fd(), SHUT_WR);
-    c.phase_ = Connection::Phase::kLinger;
-    c.deadline_ = Clock::now() + kLingerTime;
-    rearm(c, EPOLLIN | EPOLLRDHUP);
-    return;
-  }
+  const int fd = c.fd();
   rearm(c, EPOLLIN | EPOLLRDHUP);
-  if (connections_.count(c.fd())) await_next_request(c);
+  if (!connections_.count(fd)) return;  // could not be rearmed: closed, `c` is gone
+  // As a refusal closes: the client reads the answer, not a reset.
+  if (c.close_after_write_) return close_gracefully(c);
+  await_next_request(c);
 }
 
 void ConnectionLoop::await_next_request(Connection& c) {
@@ -402,6 +398,10 @@ void ConnectionLoop::refuse(Connection& c, int status, const std::string& messag
 
 void ConnectionLoop::linger(Connection& c, const std::string& response) {
   send_now(c.fd(), response);
+  close_gracefully(c);
+}
+
+void ConnectionLoop::close_gracefully(Connection& c) {
   ::shutdown(c.fd(), SHUT_WR);
   c.phase_ = Connection::Phase::kLinger;
   c.pending_.clear();

@@ -167,6 +167,9 @@ class ConnectionLoop {
   bool advance(Connection& c);
   void refuse(Connection& c, int status, const std::string& message, const ParsedHttpRequest* head);
   void linger(Connection& c, const std::string& response);
+  // Shuts the sending side and drains what the client still sends for a
+  // moment (kLinger), so it reads the answer already sent, not a reset.
+  void close_gracefully(Connection& c);
   void take_back_resumed();
   void sweep_deadlines();
   void watch(std::unique_ptr<Connection> c, uint32_t events);

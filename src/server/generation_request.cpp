@@ -76,7 +76,8 @@ ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, cons
     return ApiError::invalid("echo", "'echo' together with 'logprobs' is not supported", "unsupported_value");
   }
   const Tokenizer& tokenizer = service.tokenizer();
-  const int32_t vocab = service.info().vocab_size;
+  const ServiceInfo info = service.info();
+  const int32_t vocab = info.vocab_size;
   PreparedGeneration g;
   g.options = std::move(request.options);
   g.echo = request.echo;
@@ -90,8 +91,8 @@ ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, cons
       for (int32_t id : out.tokens) valid = valid && id >= 0 && id < vocab;
       if (g.echo && valid) out.echo_text = tokenizer.decode(out.tokens);
     } else {
-      if (auto e = check_text_can_fit(prompt.text.size(), tokenizer.max_bytes_per_token(),
-                                      service.info().context_length, "prompt")) {
+      if (auto e =
+              check_text_can_fit(prompt.text.size(), tokenizer.max_bytes_per_token(), info.context_length, "prompt")) {
         return request.prompts.size() == 1 ? *e : for_prompt(std::move(*e), g.prompts.size() - 1);
       }
       out.tokens = tokenizer.encode(prompt.text, /*add_special=*/tokenizer.add_bos(), /*parse_special=*/true);
