@@ -89,8 +89,9 @@ class ForwardTest : public ::testing::TestWithParam<Case> {};
 // values. When one lands within float error of a rounding boundary, the
 // engine and the reference round it apart by one step, and that flip moves
 // the logits by up to about 1% of their scale: measured over token seeds
-// 1-16 for every case here (2026-12-02), the error was either float rounding
-// (at most 1.2e-4 of max|logit|) or a flip (8e-4 to 8.4e-3), a flip in
+// 1-16 for every case here, the error was either float rounding (at most
+// 1.2e-4 of max|logit|) or a flip (8e-4 to 8.4e-3; docs/findings/
+// tiny-reference-flips-on-activation-rounding.md), a flip in
 // up to 7 of 16 seeds of a case, with the same kernels as before and after
 // a change of summation order alike. So each case runs five token
 // sequences: every one within 2e-2 of the logit scale, and at least one

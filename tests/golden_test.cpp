@@ -180,9 +180,9 @@ TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithBf16KvCacheAgreesWithLlamaCpp) {
 // rounding boundary, so float noise the f16 cache shrugs off flips codes:
 // llama.cpp's own q4_0 logits agree with its f16 ones at 88% of SmolLM2's
 // positions, and omnibus's with llama.cpp's q4_0 ones at 87.5% with flips
-// at top-2 gaps up to 1.97 (2026-12-03; docs/correctness.md). SmolLM2's
+// at top-2 gaps up to 1.97 (docs/correctness.md). SmolLM2's
 // bars: every position from a gap of 2.5, 95% from 0.5, 85% overall.
-// Gemma 3 (2026-12-03): 81.5% of the positions agree, 96.5% of those at
+// Gemma 3: 81.5% of the positions agree, 96.5% of those at
 // gaps >= 1.25, with flips at gaps up to 6.9 (two in 02_code_python, at
 // positions where llama.cpp's f16 logits agree with its q4_0 ones; our q4_0
 // logits agree with llama.cpp's f16 ones at 84.0% of the positions, its q4_0

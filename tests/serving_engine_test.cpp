@@ -448,7 +448,7 @@ TEST_F(ServingEngineTest, CancelledStreamsFreeEveryBlock) {
   for (int i = 0; i < 20; ++i) streams.push_back(*engine->submit(greedy({1, 2, 3, i}, 400)));
   // Cancel once every stream is running (has sent its first event), not
   // after a fixed sleep: with a fast enough step, 20 ms let streams finish
-  // their 400 tokens first (seen once under ctest -j2, 2026-12-03).
+  // their 400 tokens first (seen once under ctest -j2).
   for (auto& s : streams) {
     std::vector<StreamEvent> first;
     for (int waited = 0; first.empty() && waited < 600; ++waited) s->wait(first, 100ms);

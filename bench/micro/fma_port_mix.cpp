@@ -2,10 +2,11 @@
 // of twelve independent `vfmadd231ps` with other independent instructions
 // beside it (inline asm, no dependences between them), in cycles an
 // iteration at the clock measured by a dependent add chain. The case that
-// matters for the attention's value loop (docs/profiling.md, "Twenty-first
-// session"): its per-position mix with the weights broadcast by
-// `vbroadcastss` from memory, against the same mix with the broadcasts
-// folded into the FMAs' `{1to16}` memory operands (fmadd_broadcast in
+// matters for the attention's value loop
+// (docs/findings/zen4-broadcast-from-memory-costs-a-pipe.md): its
+// per-position mix with the weights broadcast by `vbroadcastss` from
+// memory, against the same mix with the broadcasts folded into the FMAs'
+// `{1to16}` memory operands (fmadd_broadcast in
 // src/kernels/attention_avx512_kernels.h).
 //
 // The registers' contents do not matter (no instruction here has
