@@ -74,6 +74,23 @@ def test_scalar_path_runs_and_agrees_on_greedy_text():
     assert "Paris" in r.stdout
 
 
+def test_kernel_table_chosen_by_name_and_refused_when_unknown():
+    """OMNIBUS_KERNELS picks a kernel table by name; a name this build does
+    not have is refused before anything runs, naming the tables it could take."""
+    args = [BIN, "run", "-m", MODEL, "-p", "The capital of France is", "-n", "4", "--temp", "0", "--verbose", "-t", "2"]
+    r = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMNIBUS_KERNELS="scalar"),
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "matmul kernels: scalar; attention kernels: scalar" in r.stderr
+    assert "Paris" in r.stdout
+    r = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, OMNIBUS_KERNELS="no-such-table"),
+                       timeout=300)
+    assert r.returncode != 0
+    assert "OMNIBUS_KERNELS=no-such-table: not a kernel table of this build" in r.stderr
+    assert "this CPU runs:" in r.stderr and "scalar" in r.stderr
+    assert r.stdout == ""
+
+
 @pytest.mark.skipif(shutil.which("qemu-x86_64") is None and not REQUIRE, reason="qemu-user is not installed")
 @pytest.mark.skipif(os.environ.get("OMNIBUS_SANITIZED") == "1",
                     reason="an ASan binary cannot map its shadow memory under qemu-user; the plain build runs this")

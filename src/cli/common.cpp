@@ -14,7 +14,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "kernels/attention.h"
-#include "kernels/matmul.h"
+#include "kernels/kernel_table.h"
 #include "tokenizer/vocab_from_gguf.h"
 
 namespace omnibus::cli {
@@ -66,6 +66,8 @@ int resolve_threads(int requested) {
 Result<LoadedModel> load_model(const ModelOptions& options) {
   if (options.verbose) set_log_level(LogLevel::kInfo);
   const std::string path = options.model_path.empty() ? default_model_path() : options.model_path;
+  // Before anything runs a kernel: a table the CPU cannot run would crash it.
+  if (Status kernels_ok = kernel_choice_status(); !kernels_ok.is_ok()) return kernels_ok;
   Stopwatch clock;
   LoadedModel out;
   auto model = Model::load(path, ModelLoadOptions{.interleave = options.interleave});
@@ -86,7 +88,7 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   log_info("loaded {} ({}, {} layers, {} embd, {} heads / {} kv heads, vocab {}) in {:.0f} ms", path,
            c.architecture, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.vocab_size, out.load_seconds * 1e3);
   log_info("CPU features: {}; matmul kernels: {}; attention kernels: {} ({} cache)", cpu_features().describe(),
-           matmul_path_name(), attention_path_name(c.head_dim, options.kv_type), kv_cache_type_name(options.kv_type));
+           kernels().name, attention_path_name(c.head_dim, options.kv_type), kv_cache_type_name(options.kv_type));
   log_info("weights repacked into the interleaved layout: {:.1f} MiB{}", out.model->repacked_bytes() / 1048576.0,
            options.interleave ? "" : " (--no-interleave)");
   return out;

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "base/cpu_features.h"
 #include "kernels/attention_q4.h"
+#include "kernels/kernel_table.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
@@ -17,68 +17,36 @@ void attention_row(const AttentionShape& s, const float* q, const uint16_t* k, c
   attention_row_paged(s, q, std::span(&whole, 1), row_stride, scores, out, head_begin, head_end);
 }
 
-#ifdef OMNIBUS_NO_AVX512_BUILD
-constexpr bool kAvx512Built = false;
-namespace avx512 {
-// Never called (avx512_attention_usable is false); keeps the link whole.
-void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
-                     const ChunkAhead& ahead) {
-  avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
-}
-void attention_chunk_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
-                          int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
-                          const AttentionPartial& out1, int head_begin, int head_end) {
-  avx2::attention_chunk_pair(s, q0, q1, runs, count0, row_stride, scores, out0, out1, head_begin, head_end);
-}
-}  // namespace avx512
-#else
-constexpr bool kAvx512Built = true;
-#endif
-
-#ifdef OMNIBUS_NO_AVX512VNNI_BUILD
-constexpr bool kAvx512VnniBuilt = false;
-namespace avx512vnni {
-// Never called (avx512vnni_attention_usable is false); keeps the link whole.
-void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
-                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
-                     const ChunkAhead& ahead) {
-  avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
-}
-}  // namespace avx512vnni
-#else
-constexpr bool kAvx512VnniBuilt = true;
-#endif
-
 namespace {
 
-// What a SIMD path's head_dim must be a multiple of: its vectors of
+// What a SIMD table's head_dim must be a multiple of: its vectors of
 // `lanes` floats, or the quantized caches' groups.
 int head_dim_unit(KvCacheType type, int lanes) {
   return type == KvCacheType::kQ8_0 || type == KvCacheType::kQ4_0 ? kKvQ8Group : lanes;
 }
 
-// The AVX2 attention_chunk's conditions (attention.h): the CPU, and a
-// head_dim in whole vectors (q8_0: whole groups) that fits its Q buffer.
-bool avx2_attention_usable(const AttentionShape& s) {
-  static const bool cpu = cpu_features().has_avx2_fma();
+// Whether `t`'s own attention kernels take the shape (kernel_table.h).
+bool takes(const KernelTable& t, const AttentionShape& s) {
+  if (t.attention_lanes == 0) return true;
   // q4_0: only the paged layout (transposed K, KV heads apart), as the store keeps it.
   if (s.kv_type == KvCacheType::kQ4_0 && (s.k_dim_stride == 0 || s.kv_head_stride == 0)) return false;
-  return cpu && s.head_dim % head_dim_unit(s.kv_type, 8) == 0 && s.head_dim <= kMaxHeadDim;
+  return s.head_dim % head_dim_unit(s.kv_type, t.attention_lanes) == 0 && s.head_dim <= kMaxHeadDim;
 }
 
 }  // namespace
 
-bool avx512_attention_usable(const AttentionShape& s) {
-  static const bool cpu =
-      kAvx512Built && cpu_features().avx512f && cpu_features().avx512bw && cpu_features().has_avx2_fma();
-  if (s.kv_type == KvCacheType::kQ4_0 && (s.k_dim_stride == 0 || s.kv_head_stride == 0)) return false;
-  return cpu && s.head_dim % head_dim_unit(s.kv_type, 16) == 0 && s.head_dim <= kMaxHeadDim;
-}
-
-bool avx512vnni_attention_usable(const AttentionShape& s) {
-  static const bool cpu = kAvx512VnniBuilt && cpu_features().avx512_vnni;
-  return cpu && s.kv_type == KvCacheType::kQ4_0 && avx512_attention_usable(s);
+ResolvedAttention resolve_attention(const KernelTable& table, const AttentionShape& s) {
+  const KernelTable* t = &table;
+  while (!takes(*t, s)) t = t->attention_fallback;
+  const bool q4 = s.kv_type == KvCacheType::kQ4_0;
+  // Pairs need transposed K and, for 16-bit caches, whole 16-float value
+  // slices; the AVX2 pair kernels' slices would split a q4_0 group's
+  // nibble halves, so only tables with attention_pairs_q4 pair q4_0 rows
+  // (single rows elsewhere, with the same bits).
+  const bool pairs = t->attention_chunk_pair != nullptr && s.k_dim_stride != 0 &&
+                     s.head_dim % (s.kv_type == KvCacheType::kQ8_0 || q4 ? kKvQ8Group : 16) == 0 &&
+                     (!q4 || t->attention_pairs_q4);
+  return {t->name, q4 ? t->attention_chunk_q4 : t->attention_chunk, pairs ? t->attention_chunk_pair : nullptr};
 }
 
 const char* attention_path_name(int head_dim, KvCacheType kv_type) {
@@ -86,23 +54,13 @@ const char* attention_path_name(int head_dim, KvCacheType kv_type) {
   s.head_dim = head_dim;
   s.kv_type = kv_type;
   s.kv_head_stride = s.k_dim_stride = 1;  // the paged store's layout (q4_0 needs it)
-  if (avx512vnni_attention_usable(s)) return "avx512f+avx512-vnni";
-  if (avx512_attention_usable(s)) return "avx512f";
-  return avx2_attention_usable(s) ? "avx2+fma" : "scalar";
+  return resolve_attention(kernels(), s).name;
 }
 
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
                      const ChunkAhead& ahead) {
-  if (avx512vnni_attention_usable(s)) {
-    avx512vnni::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
-  } else if (avx512_attention_usable(s)) {
-    avx512::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
-  } else if (avx2_attention_usable(s)) {
-    avx2::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
-  } else {
-    ref::attention_chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
-  }
+  resolve_attention(kernels(), s).chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
 }
 
 void attention_merge(int head_dim, int heads, const AttentionPartial& next, const AttentionPartial& state) {
@@ -201,10 +159,8 @@ struct RowPairState {
   AttentionPartial next(int row) { return {next_acc[row], next_max[row], next_sum[row]}; }
 };
 
-// The pair kernel of this CPU's path (attention_pairs_supported).
-AttentionChunkPairFn pair_chunk_fn(const AttentionShape& s) {
-  return avx512_attention_usable(s) ? avx512::attention_chunk_pair : avx2::attention_chunk_pair;
-}
+// The pair kernel of this process's table (attention_pairs_supported).
+AttentionChunkPairFn pair_chunk_fn(const AttentionShape& s) { return resolve_attention(kernels(), s).pair; }
 
 }  // namespace
 
@@ -253,15 +209,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
   }
 }
 
-bool attention_pairs_supported(const AttentionShape& s) {
-  static const bool use_avx2 = cpu_features().has_avx2_fma();
-  // q4_0: the AVX-512 pair kernels only (the AVX2 ones' 16-float value
-  // slices would split a group's nibble halves); single rows elsewhere,
-  // with the same bits.
-  if (s.kv_type == KvCacheType::kQ4_0) return s.k_dim_stride != 0 && avx512_attention_usable(s);
-  return use_avx2 && s.k_dim_stride != 0 && s.head_dim <= kMaxHeadDim &&
-         s.head_dim % (s.kv_type == KvCacheType::kQ8_0 ? kKvQ8Group : 16) == 0;
-}
+bool attention_pairs_supported(const AttentionShape& s) { return pair_chunk_fn(s) != nullptr; }
 
 void attention_row_pair_paged(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
                               int64_t row_stride, float* scores, float* out0, float* out1, int head_begin,

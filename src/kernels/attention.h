@@ -14,9 +14,10 @@
 // positions is one chunk: the plain two-pass softmax (on the AVX2 path the
 // same bits as before chunking; the reference now divides by the sum once
 // at the end instead of scaling each weight).
-// A scalar reference and an AVX2+FMA version of attention_chunk
-// (attention_avx2.cpp: vectorised scores, exp and value sums; head_dim a
-// multiple of 8) are picked once from the CPU's features.
+// A scalar reference and SIMD versions of attention_chunk (AVX2+FMA in
+// attention_avx2.cpp: vectorised scores, exp and value sums; AVX-512) are
+// reached through the process's kernel table (kernels/kernel_table.h),
+// which names the one for each shape (resolve_attention).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,8 @@
 #include "kernels/kv_quant.h"
 
 namespace omnibus {
+
+struct KernelTable;
 
 struct AttentionShape {
   int n_head = 0;
@@ -240,8 +243,10 @@ void attention_chunk(const AttentionShape& shape, const float* q, std::span<cons
 // The AVX2 path's limit on head_dim (Q is copied to a stack buffer).
 inline constexpr int kMaxHeadDim = 256;
 
-// Only call when cpu_features().has_avx2_fma(), head_dim % 8 == 0 and
-// head_dim <= kMaxHeadDim.
+// The per-ISA kernels the tables in kernel_table.cpp hold; call them only
+// through a table (resolve_attention), which knows the CPU and shapes they
+// need. AVX2+FMA: head_dim % 8 == 0 (q8_0, q4_0: % 32) and head_dim <=
+// kMaxHeadDim.
 namespace avx2 {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
@@ -256,7 +261,7 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
 
 // The AVX-512F versions of avx2::attention_chunk and attention_chunk_pair
 // (attention_avx512.cpp, attention_pair_avx512.cpp): the same bits, wider
-// inner loops. Only call when avx512_attention_usable(s).
+// inner loops; head_dim % 16 == 0 (q8_0, q4_0: % 32).
 namespace avx512 {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
@@ -265,22 +270,24 @@ void attention_chunk_pair(const AttentionShape& shape, const float* q0, const fl
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
                           const AttentionPartial& out1, int head_begin, int head_end);
 }  // namespace avx512
-// The same built with AVX-512 VNNI (the q4_0 cache's scores; same bits),
-// where avx512vnni_attention_usable.
+// The same built with AVX-512 VNNI (the q4_0 cache's scores; same bits).
 namespace avx512vnni {
 void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
                      const ChunkAhead& ahead = {});
 }  // namespace avx512vnni
-// True where this build has the AVX-512 kernels, the CPU runs them
-// (cpu_features().avx512f) and the shape suits them (head_dim a multiple of
-// 16 up to kMaxHeadDim; q8_0: of 32).
-bool avx512_attention_usable(const AttentionShape& shape);
-// avx512_attention_usable, a q4_0 cache (the only one whose kernels change
-// with VNNI), a build with the VNNI kernels and a CPU with AVX-512 VNNI.
-bool avx512vnni_attention_usable(const AttentionShape& shape);
-// The attention path a model with this head size and cache type takes on
-// this CPU: "avx512f", "avx2+fma" or "scalar" (for --verbose).
+// The kernels one table (kernels/kernel_table.h) runs a shape with: the
+// table's own, or those of the first table down its attention_fallback
+// chain that takes the shape (the scalar table takes every shape). pair is
+// null where the shape has no pair kernel (attention_pairs_supported).
+struct ResolvedAttention {
+  const char* name;  // the table whose kernels these are
+  AttentionChunkFn chunk;
+  AttentionChunkPairFn pair;
+};
+ResolvedAttention resolve_attention(const KernelTable& table, const AttentionShape& shape);
+// The table whose attention kernels a model with this head size and cache
+// type runs in this process (kernels()), for --verbose.
 const char* attention_path_name(int head_dim, KvCacheType kv_type);
 
 }  // namespace omnibus

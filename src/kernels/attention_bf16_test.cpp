@@ -21,11 +21,7 @@ namespace {
 
 using namespace attention_test_util;
 
-std::vector<std::pair<const char*, PagedFn>> paths() {
-  std::vector<std::pair<const char*, PagedFn>> p = {{"ref", ref_row}};
-  if (cpu_features().has_avx2_fma()) p.push_back({"avx2", avx2_row});
-  return p;
-}
+std::vector<std::pair<const char*, PagedFn>> paths() { return attention_paths(); }
 
 std::vector<uint16_t> random_bf16(int64_t n, uint32_t seed) { return as_bf16(random_halves(n, seed)); }
 
@@ -107,20 +103,24 @@ TEST(AttentionBf16Test, ExactOnTheCachedValues) {
   }
 }
 
-TEST(AttentionBf16Test, Avx2MatchesReference) {
-  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-  for (int head_dim : {24, 64, 128}) {
-    for (int64_t n_kv : {1, 16, 33, 1000}) {
-      AttentionShape shape = bf16_shape(9, 3, head_dim);
-      const auto q = random_floats(9 * head_dim, 801 + n_kv);
-      const auto k = random_bf16(n_kv * 3 * head_dim, 802 + n_kv), v = random_bf16(n_kv * 3 * head_dim, 803 + n_kv);
-      std::vector<uint16_t> ks, vs;
-      const auto runs = transposed_blocks(k, v, shape, n_kv, 16, ks, vs);
-      std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
-      ref_row(shape, q.data(), runs, head_dim, scores.data(), want.data(), 0, 9);
-      avx2_row(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 9);
-      for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-3f) << "head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+TEST(AttentionBf16Test, EveryTableMatchesReference) {
+  const auto tables = testing_util::runnable_simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "this CPU runs no SIMD kernel table";
+  for (const KernelTable* t : tables) {
+    SCOPED_TRACE(t->name);
+    for (int head_dim : {24, 64, 128}) {
+      for (int64_t n_kv : {1, 16, 33, 1000}) {
+        AttentionShape shape = bf16_shape(9, 3, head_dim);
+        const auto q = random_floats(9 * head_dim, 801 + n_kv);
+        const auto k = random_bf16(n_kv * 3 * head_dim, 802 + n_kv), v = random_bf16(n_kv * 3 * head_dim, 803 + n_kv);
+        std::vector<uint16_t> ks, vs;
+        const auto runs = transposed_blocks(k, v, shape, n_kv, 16, ks, vs);
+        std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
+        ref_row(shape, q.data(), runs, head_dim, scores.data(), want.data(), 0, 9);
+        table_row(t)(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 9);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-3f) << "head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+      }
     }
   }
 }

@@ -22,14 +22,7 @@ using namespace attention_test_util;
 
 // The reference, and the SIMD paths this CPU and build run for q4_0 (the
 // paged layout, as q4_blocks gives it).
-std::vector<std::pair<const char*, PagedFn>> paths() {
-  std::vector<std::pair<const char*, PagedFn>> p = {{"ref", ref_row}};
-  AttentionShape paged{9, 3, 64, 0.125f, 64 * 16, 16, KvCacheType::kQ4_0};
-  if (cpu_features().has_avx2_fma()) p.push_back({"avx2", avx2_row});
-  if (avx512_attention_usable(paged)) p.push_back({"avx512", avx512_row});
-  if (avx512vnni_attention_usable(paged)) p.push_back({"avx512vnni", avx512vnni_row});
-  return p;
-}
+std::vector<std::pair<const char*, PagedFn>> paths() { return attention_paths(); }
 
 TEST(KvQuantQ4Test, FollowsGgmlRule) {
   std::vector<float> x(64, 0.0f);

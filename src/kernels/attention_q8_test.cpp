@@ -19,11 +19,7 @@ namespace {
 
 using namespace attention_test_util;
 
-std::vector<std::pair<const char*, PagedFn>> paths() {
-  std::vector<std::pair<const char*, PagedFn>> p = {{"ref", ref_row}};
-  if (cpu_features().has_avx2_fma()) p.push_back({"avx2", avx2_row});
-  return p;
-}
+std::vector<std::pair<const char*, PagedFn>> paths() { return attention_paths(); }
 
 // What the cache holds for f16 rows of n_head_kv vectors of head_dim: each
 // vector quantized and widened back.
@@ -80,20 +76,25 @@ TEST(AttentionQ8Test, ExactOnTheCachedValuesAndCloseToF16) {
   }
 }
 
-TEST(AttentionQ8Test, Avx2MatchesReference) {
-  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-  for (int head_dim : {32, 64, 96, 128}) {
-    for (int64_t n_kv : {1, 16, 33, 1000}) {
-      AttentionShape shape{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
-      const auto q = random_floats(9 * head_dim, 401 + n_kv);
-      const auto k = random_halves(n_kv * 3 * head_dim, 402 + n_kv), v = random_halves(n_kv * 3 * head_dim, 403 + n_kv);
-      Q8Store store;
-      const auto runs = q8_blocks(k, v, shape, n_kv, 16, store);
-      std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
-      ref_row(shape, q.data(), runs, head_dim, scores.data(), want.data(), 0, 9);
-      avx2_row(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 9);
-      for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-3f) << "head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+TEST(AttentionQ8Test, EveryTableMatchesReference) {
+  const auto tables = testing_util::runnable_simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "this CPU runs no SIMD kernel table";
+  for (const KernelTable* t : tables) {
+    SCOPED_TRACE(t->name);
+    for (int head_dim : {32, 64, 96, 128}) {
+      for (int64_t n_kv : {1, 16, 33, 1000}) {
+        AttentionShape shape{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+        const auto q = random_floats(9 * head_dim, 401 + n_kv);
+        const auto k = random_halves(n_kv * 3 * head_dim, 402 + n_kv),
+                   v = random_halves(n_kv * 3 * head_dim, 403 + n_kv);
+        Q8Store store;
+        const auto runs = q8_blocks(k, v, shape, n_kv, 16, store);
+        std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
+        ref_row(shape, q.data(), runs, head_dim, scores.data(), want.data(), 0, 9);
+        table_row(t)(shape, q.data(), runs, head_dim, scores.data(), got.data(), 0, 9);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 2e-3f) << "head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+      }
     }
   }
 }
@@ -138,35 +139,40 @@ TEST(KvQuantTest, NonFiniteInputGivesDefinedCodes) {
   uint16_t ref_scale = 0, avx2_scale = 0;
   ref::quantize_kv_q8(x.data(), 32, ref_codes.data(), 1, &ref_scale, 1);
   EXPECT_EQ(f32_to_f16(1.0f / 127), ref_scale);
-  if (!cpu_features().has_avx2_fma()) return;
-  avx2::quantize_kv_q8(x.data(), 32, avx2_codes.data(), 1, &avx2_scale, 1);
-  EXPECT_EQ(ref_scale, avx2_scale);
-  EXPECT_EQ(ref_codes, avx2_codes);
+  for (const KernelTable* t : testing_util::runnable_simd_tables()) {
+    t->quantize_kv_q8(x.data(), 32, avx2_codes.data(), 1, &avx2_scale, 1);
+    EXPECT_EQ(ref_scale, avx2_scale) << t->name;
+    EXPECT_EQ(ref_codes, avx2_codes) << t->name;
+  }
 }
 
-// The AVX2 quantizer writes the scalar one's bytes (so the cache's contents
-// do not depend on the CPU path), contiguous and strided.
-TEST(KvQuantTest, Avx2MatchesScalarBytes) {
-  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-  for (float spread : {1e-3f, 1.0f, 300.0f}) {
-    auto x = random_floats(256, 11);
-    for (float& v : x) v *= spread;
-    // Group 0 gets scale 1 * spread: at spread 1, 2.5 and -3.5 are exact
-    // ties (nearest even: 2 and -4).
-    for (int i = 0; i < kKvQ8Group; ++i) x[i] = std::fmod(x[i], 2.0f);
-    x[0] = 127 * spread;
-    x[1] = 2.5f * spread;
-    x[2] = -3.5f * spread;
-    for (int64_t stride : {1, 7}) {
-      std::vector<int8_t> want(256 * stride, 3), got(256 * stride, 3);
-      std::vector<uint16_t> want_scales(8 * stride, 1), got_scales(8 * stride, 1);
-      ref::quantize_kv_q8(x.data(), 256, want.data(), stride, want_scales.data(), stride);
-      avx2::quantize_kv_q8(x.data(), 256, got.data(), stride, got_scales.data(), stride);
-      EXPECT_EQ(want, got) << "spread " << spread << " stride " << stride;
-      EXPECT_EQ(want_scales, got_scales) << "spread " << spread << " stride " << stride;
-      if (spread == 1.0f) {
-        EXPECT_EQ(2, got[1 * stride]) << "stride " << stride;
-        EXPECT_EQ(-4, got[2 * stride]) << "stride " << stride;
+// Every SIMD table's quantizer writes the scalar one's bytes (so the
+// cache's contents do not depend on the CPU), contiguous and strided.
+TEST(KvQuantTest, EveryTableMatchesScalarBytes) {
+  const auto tables = testing_util::runnable_simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "this CPU runs no SIMD kernel table";
+  for (const KernelTable* t : tables) {
+    SCOPED_TRACE(t->name);
+    for (float spread : {1e-3f, 1.0f, 300.0f}) {
+      auto x = random_floats(256, 11);
+      for (float& v : x) v *= spread;
+      // Group 0 gets scale 1 * spread: at spread 1, 2.5 and -3.5 are exact
+      // ties (nearest even: 2 and -4).
+      for (int i = 0; i < kKvQ8Group; ++i) x[i] = std::fmod(x[i], 2.0f);
+      x[0] = 127 * spread;
+      x[1] = 2.5f * spread;
+      x[2] = -3.5f * spread;
+      for (int64_t stride : {1, 7}) {
+        std::vector<int8_t> want(256 * stride, 3), got(256 * stride, 3);
+        std::vector<uint16_t> want_scales(8 * stride, 1), got_scales(8 * stride, 1);
+        ref::quantize_kv_q8(x.data(), 256, want.data(), stride, want_scales.data(), stride);
+        t->quantize_kv_q8(x.data(), 256, got.data(), stride, got_scales.data(), stride);
+        EXPECT_EQ(want, got) << "spread " << spread << " stride " << stride;
+        EXPECT_EQ(want_scales, got_scales) << "spread " << spread << " stride " << stride;
+        if (spread == 1.0f) {
+          EXPECT_EQ(2, got[1 * stride]) << "stride " << stride;
+          EXPECT_EQ(-4, got[2 * stride]) << "stride " << stride;
+        }
       }
     }
   }

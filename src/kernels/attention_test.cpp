@@ -82,8 +82,7 @@ TEST(AttentionPagedTest, EmptyRunsAreSkipped) {
 
 // Every implementation with the same paged layout invariance.
 TEST(AttentionPagedTest, EachPathIsBitIdenticalAcrossBlockLayouts) {
-  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref_row}};
-  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2_row});
+  const auto paths = attention_paths();
   for (const auto& [name, fn] : paths) {
     for (int head_dim : {8, 64, 128}) {
       const AttentionShape shape{6, 2, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
@@ -140,8 +139,7 @@ std::vector<KvRun> head_major(const std::vector<uint16_t>& keys, const std::vect
 // positions are cut into blocks, on every path, and agrees with row-major K
 // to rounding.
 TEST(AttentionPagedTest, TransposedKeysAreBitIdenticalAcrossBlockLayouts) {
-  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref_row}};
-  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2_row});
+  const auto paths = attention_paths();
   for (const auto& [name, fn] : paths) {
     for (int64_t n_kv : {1, 9, 17, 300, 600}) {
       const AttentionShape rows_shape{9, 3, 64, 0.125f};
@@ -175,8 +173,7 @@ TEST(AttentionPagedTest, TransposedKeysAreBitIdenticalAcrossBlockLayouts) {
 // gives the bits of the row layout, on every path, with blocks that cut the
 // softmax chunks.
 TEST(AttentionPagedTest, HeadMajorBlocksGiveTheRowLayoutsBits) {
-  std::vector<std::pair<const char*, PagedFn>> paths = {{"ref", ref_row}};
-  if (cpu_features().has_avx2_fma()) paths.push_back({"avx2", avx2_row});
+  const auto paths = attention_paths();
   for (const auto& [name, fn] : paths) {
     const AttentionShape rows_shape{9, 3, 64, 0.125f};
     const int64_t stride = 3 * 64;
@@ -324,26 +321,30 @@ TEST(AttentionChunkTest, ChunkedRowMatchesOneSoftmaxInDouble) {
 // The AVX2 path (vector exp, other summation order) agrees with the scalar
 // reference to f16 rounding of the softmax numerators, on sharply peaked and
 // flat score distributions.
-TEST(AttentionAvx2Test, MatchesReference) {
-  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-  for (float spread : {0.05f, 1.0f, 8.0f}) {
-    for (int head_dim : {8, 64, 72, 128}) {
-      const AttentionShape shape{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
-      const int64_t stride = 3 * head_dim;
-      for (int64_t n_kv : {1, 5, 16, 33, 1000}) {
-        auto q = random_floats(9 * head_dim, 51 + n_kv);
-        for (auto& x : q) x *= spread;
-        const auto k = random_halves(n_kv * stride, 52 + n_kv), v = random_halves(n_kv * stride, 53 + n_kv);
-        std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
-        const KvRun whole{k.data(), v.data(), n_kv};
-        ref_row(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 9);
-        avx2_row(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 9);
-        for (size_t i = 0; i < want.size(); ++i) {
-          // Both round each softmax numerator to f16; the vector exp and
-          // libm's may land on neighbouring f16 values (2^-11 apart), so
-          // outputs (|v| <= 2) may differ by about 2 * 2^-11.
-          ASSERT_NEAR(got[i], want[i], 2e-3f)
-              << "spread " << spread << " head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+TEST(AttentionSimdTablesTest, MatchesReference) {
+  const auto tables = testing_util::runnable_simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "this CPU runs no SIMD kernel table";
+  for (const KernelTable* t : tables) {
+    SCOPED_TRACE(t->name);
+    for (float spread : {0.05f, 1.0f, 8.0f}) {
+      for (int head_dim : {8, 64, 72, 128}) {
+        const AttentionShape shape{9, 3, head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim))};
+        const int64_t stride = 3 * head_dim;
+        for (int64_t n_kv : {1, 5, 16, 33, 1000}) {
+          auto q = random_floats(9 * head_dim, 51 + n_kv);
+          for (auto& x : q) x *= spread;
+          const auto k = random_halves(n_kv * stride, 52 + n_kv), v = random_halves(n_kv * stride, 53 + n_kv);
+          std::vector<float> want(9 * head_dim), got(9 * head_dim), scores(9 * n_kv);
+          const KvRun whole{k.data(), v.data(), n_kv};
+          ref_row(shape, q.data(), std::span(&whole, 1), stride, scores.data(), want.data(), 0, 9);
+          table_row(t)(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 9);
+          for (size_t i = 0; i < want.size(); ++i) {
+            // Both round each softmax numerator to f16; the vector exp and
+            // libm's may land on neighbouring f16 values (2^-11 apart), so
+            // outputs (|v| <= 2) may differ by about 2 * 2^-11.
+            ASSERT_NEAR(got[i], want[i], 2e-3f)
+                << "spread " << spread << " head_dim " << head_dim << " n_kv " << n_kv << " at " << i;
+          }
         }
       }
     }

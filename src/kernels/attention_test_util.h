@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/kernel_table_test_util.h"
 #include "kernels/kv_quant.h"
 #include "tensor/quant.h"
 
@@ -42,28 +44,30 @@ inline std::vector<uint16_t> as_bf16(const std::vector<uint16_t>& halves) {
   return out;
 }
 
-using PagedFn = void (*)(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*, float*, int,
-                        int);
-
 // attention_row_paged on one implementation of attention_chunk.
+using PagedFn =
+    std::function<void(const AttentionShape&, const float*, std::span<const KvRun>, int64_t, float*, float*, int, int)>;
+
+// attention_row_paged on the scalar reference.
 inline void ref_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
-             float* out, int h0, int h1) {
+                    float* out, int h0, int h1) {
   attention_row_paged_with(ref::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
 }
-inline void avx2_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
-              float* out, int h0, int h1) {
-  attention_row_paged_with(avx2::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+
+// attention_row_paged on `table`'s kernels for the shape at hand
+// (resolve_attention: a shape the table cannot take runs its fallback's).
+inline PagedFn table_row(const KernelTable* table) {
+  return [table](const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride, float* scores,
+                 float* out, int h0, int h1) {
+    attention_row_paged_with(resolve_attention(*table, s).chunk, s, q, runs, stride, scores, out, h0, h1);
+  };
 }
-// Only where avx512_attention_usable (the stub of builds without AVX-512
-// falls back to AVX2).
-inline void avx512_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride,
-                       float* scores, float* out, int h0, int h1) {
-  attention_row_paged_with(avx512::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
-}
-// Only where avx512vnni_attention_usable (a q4_0 cache).
-inline void avx512vnni_row(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t stride,
-                           float* scores, float* out, int h0, int h1) {
-  attention_row_paged_with(avx512vnni::attention_chunk, s, q, runs, stride, scores, out, h0, h1);
+
+// The reference ("ref"), then every SIMD table this CPU runs, by name.
+inline std::vector<std::pair<const char*, PagedFn>> attention_paths() {
+  std::vector<std::pair<const char*, PagedFn>> p = {{"ref", ref_row}};
+  for (const KernelTable* t : testing_util::runnable_simd_tables()) p.push_back({t->name, table_row(t)});
+  return p;
 }
 
 // Attention in double over f32 K and V rows (q rounded to f16, as the kernels

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "kernels/kernel_table_test_util.h"
 
 namespace omnibus {
 namespace {
@@ -51,18 +52,22 @@ TEST(HadamardTest, MatchesTheMatrixAndUndoesItself) {
   }
 }
 
-// The AVX2 transform writes the scalar one's bits.
-TEST(HadamardTest, Avx2MatchesScalarBits) {
-  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+// Every SIMD table's transform writes the scalar one's bits.
+TEST(HadamardTest, EveryTableMatchesScalarBits) {
+  const auto tables = testing_util::runnable_simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "this CPU runs no SIMD kernel table";
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-30.0f, 30.0f);
   for (int n : {8, 16, 64, 128, 256}) {
     std::vector<float> want(5 * n);
     for (float& v : want) v = dist(rng);
-    std::vector<float> got = want;
+    const std::vector<float> input = want;
     ref::hadamard_blocks(want.data(), 5, n);
-    avx2::hadamard_blocks(got.data(), 5, n);
-    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "n " << n;
+    for (const KernelTable* t : tables) {
+      std::vector<float> got = input;
+      t->hadamard_blocks(got.data(), 5, n);
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float))) << "n " << n << " " << t->name;
+    }
   }
 }
 

@@ -3,7 +3,11 @@
 #include "kernels/kernel_table.h"
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
+#include "kernels/attention.h"
 #include "kernels/hadamard.h"
 #include "kernels/kv_quant.h"
 #include "kernels/matmul_internal.h"
@@ -15,10 +19,11 @@ namespace {
 namespace md = matmul_detail;
 
 bool any_cpu(const CpuFeatures&) { return true; }
-bool avx2_cpu(const CpuFeatures& c) { return c.has_avx2_fma(); }
-bool avxvnni_cpu(const CpuFeatures& c) { return c.has_avx2_fma() && c.avx_vnni; }
-bool avx512_cpu(const CpuFeatures& c) { return c.has_avx2_fma() && c.avx512f && c.avx512bw; }
-bool avx512vnni_cpu(const CpuFeatures& c) { return avx512_cpu(c) && c.avx512_vnni; }
+// Unused where the x86 tables are not built (OMNIBUS_NO_AVX2_BUILD).
+[[maybe_unused]] bool avx2_cpu(const CpuFeatures& c) { return c.has_avx2_fma(); }
+[[maybe_unused]] bool avxvnni_cpu(const CpuFeatures& c) { return c.has_avx2_fma() && c.avx_vnni; }
+[[maybe_unused]] bool avx512_cpu(const CpuFeatures& c) { return c.has_avx2_fma() && c.avx512f && c.avx512bw; }
+[[maybe_unused]] bool avx512vnni_cpu(const CpuFeatures& c) { return avx512_cpu(c) && c.avx512_vnni; }
 
 constexpr KernelTable kScalar{
     .isa = Isa::kScalar,
@@ -37,7 +42,15 @@ constexpr KernelTable kScalar{
     .quantize_kv_q8 = ref::quantize_kv_q8,
     .hadamard_blocks = ref::hadamard_blocks,
     .hadamard_lanes = 1,
+    .attention_chunk = ref::attention_chunk,
+    .attention_chunk_q4 = ref::attention_chunk,
+    .attention_chunk_pair = nullptr,
+    .attention_pairs_q4 = false,
+    .attention_lanes = 0,  // every shape
+    .attention_fallback = nullptr,
 };
+
+#if !defined(OMNIBUS_NO_AVX2_BUILD)
 
 // The AVX2+FMA+F16C kernels every SIMD table starts from.
 constexpr KernelTable kAvx2{
@@ -57,6 +70,12 @@ constexpr KernelTable kAvx2{
     .quantize_kv_q8 = avx2::quantize_kv_q8,
     .hadamard_blocks = avx2::hadamard_blocks,
     .hadamard_lanes = 8,
+    .attention_chunk = avx2::attention_chunk,
+    .attention_chunk_q4 = avx2::attention_chunk,
+    .attention_chunk_pair = avx2::attention_chunk_pair,
+    .attention_pairs_q4 = false,  // its 16-float value slices would split a q4_0 group's nibble halves
+    .attention_lanes = 8,
+    .attention_fallback = &kScalar,
 };
 
 constexpr KernelTable with(KernelTable t, Isa isa, const char* name, bool (*runs_on)(const CpuFeatures&)) {
@@ -76,23 +95,40 @@ constexpr KernelTable avxvnni_table() {
 constexpr KernelTable kAvxVnni = avxvnni_table();
 #endif
 
-// The matmul kernels have no AVX-512 build of their own: AVX2's (its
-// attention kernels differ, kernels/attention.cpp).
-constexpr KernelTable kAvx512 = with(kAvx2, Isa::kAvx512, "avx512", avx512_cpu);
+// The AVX-512 attention kernels over a copy of `t`; shapes they cannot
+// take (head_dim a multiple of 8 but not of 16) go to the AVX2 ones.
+constexpr KernelTable with_avx512_attention(KernelTable t) {
+#if !defined(OMNIBUS_NO_AVX512_BUILD)
+  t.attention_chunk = avx512::attention_chunk;
+  t.attention_chunk_q4 = avx512::attention_chunk;
+  t.attention_chunk_pair = avx512::attention_chunk_pair;
+  t.attention_pairs_q4 = true;
+  t.attention_lanes = 16;
+  t.attention_fallback = &kAvx2;
+#endif
+  return t;
+}
+
+// The matmul kernels have no AVX-512 build of their own: AVX2's.
+constexpr KernelTable kAvx512 = with_avx512_attention(with(kAvx2, Isa::kAvx512, "avx512", avx512_cpu));
 
 #if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
 // Row-layout int8 matrices take AVX2's kernels here (only Q5_1 and
 // --no-interleave use them): a CPU with both VNNI kinds ran them on the
 // AVX-VNNI build before this table, the same bits.
 constexpr KernelTable avx512vnni_table() {
-  KernelTable t = with(kAvx2, Isa::kAvx512Vnni, "avx512-vnni", avx512vnni_cpu);
+  KernelTable t = with_avx512_attention(with(kAvx2, Isa::kAvx512Vnni, "avx512-vnni", avx512vnni_cpu));
   t.rows_interleaved = md::rows_avx512vnni_interleaved;
+  t.attention_chunk_q4 = avx512vnni::attention_chunk;  // VNNI for the q4_0 scores, the same bits
   return t;
 }
 constexpr KernelTable kAvx512Vnni = avx512vnni_table();
 #endif
 
+#endif  // !OMNIBUS_NO_AVX2_BUILD
+
 constexpr auto kTables = std::to_array<const KernelTable*>({
+#if !defined(OMNIBUS_NO_AVX2_BUILD)
 #if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
   &kAvx512Vnni,
 #endif
@@ -100,7 +136,9 @@ constexpr auto kTables = std::to_array<const KernelTable*>({
 #if !defined(OMNIBUS_NO_AVXVNNI_BUILD)
       &kAvxVnni,
 #endif
-      &kAvx2, &kScalar,
+      &kAvx2,
+#endif
+      &kScalar,
 });
 
 }  // namespace
@@ -121,8 +159,39 @@ const KernelTable* find_kernel_table(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+std::string_view forced_table_name() {
+  const char* v = std::getenv("OMNIBUS_KERNELS");
+  return v == nullptr ? std::string_view() : std::string_view(v);
+}
+
+}  // namespace
+
+Result<const KernelTable*> choose_kernel_table(const CpuFeatures& cpu, std::string_view forced) {
+  if (forced.empty()) return &select_kernel_table(cpu);
+  const KernelTable* t = find_kernel_table(forced);
+  if (t != nullptr && t->runs_on(cpu)) return t;
+  std::string runnable;
+  for (const KernelTable* c : kTables) {
+    if (!c->runs_on(cpu)) continue;
+    if (!runnable.empty()) runnable += ", ";
+    runnable += c->name;
+  }
+  const std::string why = t == nullptr ? "not a kernel table of this build" : "this CPU lacks the features it needs";
+  return Status::invalid_argument(std::string("OMNIBUS_KERNELS=").append(forced).append(": ").append(why) +
+                                  "; this CPU runs: " + runnable);
+}
+
+Status kernel_choice_status() { return choose_kernel_table(cpu_features(), forced_table_name()).status(); }
+
 const KernelTable& kernels() {
-  static const KernelTable& chosen = select_kernel_table(cpu_features());
+  static const KernelTable& chosen = []() -> const KernelTable& {
+    auto t = choose_kernel_table(cpu_features(), forced_table_name());
+    if (t.is_ok()) return *t.value();
+    std::fprintf(stderr, "omnibus: %s; choosing by the CPU's features\n", t.status().message().c_str());
+    return select_kernel_table(cpu_features());
+  }();
   return chosen;
 }
 

@@ -9,9 +9,8 @@
 // same bits as the avx2 table (the kernels fix one reduction order); the
 // scalar table is the reference, within tolerance of them.
 //
-// This step of issue 36 (docs/design/backend-seam.md) holds matmul, the
-// small ops, KV-cache quantization and the Hadamard rotation; attention
-// still picks its own path (kernels/attention.cpp) until the next step.
+// It holds matmul, the small ops, KV-cache quantization, the Hadamard
+// rotation and attention (docs/design/backend-seam.md).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +18,8 @@
 #include <string_view>
 
 #include "base/cpu_features.h"
+#include "base/status.h"
+#include "kernels/attention.h"
 #include "tensor/dtype.h"
 
 namespace omnibus {
@@ -62,12 +63,39 @@ struct KernelTable {
   // hadamard_lanes (the wrapper takes the reference for others).
   void (*hadamard_blocks)(float* x, int64_t count, int n);
   int hadamard_lanes;
+
+  // kernels/attention.h, for the shapes this table takes (head_dim a
+  // multiple of attention_lanes, or of the quantized caches' groups, and at
+  // most kMaxHeadDim; a q4_0 cache in the paged layout); other shapes go to
+  // attention_fallback (resolve_attention). attention_lanes 0: every shape
+  // (the reference). attention_chunk_q4 serves q4_0 caches, whose scores
+  // some tables compute with other instructions (the same bits).
+  // attention_chunk_pair null: rows one at a time; attention_pairs_q4: the
+  // pair kernel also takes q4_0 caches.
+  AttentionChunkFn attention_chunk;
+  AttentionChunkFn attention_chunk_q4;
+  AttentionChunkPairFn attention_chunk_pair;
+  bool attention_pairs_q4;
+  int attention_lanes;
+  const KernelTable* attention_fallback;
 };
 
-// The table of this process, chosen at its first call from cpu_features()
-// (whose OMNIBUS_FORCE_SCALAR, OMNIBUS_NO_AVX512 and OMNIBUS_NO_VNNI
-// variables hide features); never changes after.
+// The table of this process, chosen at its first call: the one the
+// OMNIBUS_KERNELS environment variable names ("scalar", "avx2", ...; A/B
+// runs, tests), else the best this CPU runs (cpu_features(), whose
+// OMNIBUS_FORCE_SCALAR, OMNIBUS_NO_AVX512 and OMNIBUS_NO_VNNI variables
+// hide features and so drop tables from the choice). Never changes after.
+// An OMNIBUS_KERNELS this CPU or build cannot honour is reported on stderr
+// and ignored here; programs check it first with kernel_choice_status().
 const KernelTable& kernels();
+
+// Whether OMNIBUS_KERNELS, if set, names a compiled table this CPU runs:
+// an invalid_argument error naming the tables it could take otherwise.
+Status kernel_choice_status();
+
+// The table `forced` names (empty: the best for `cpu`), if compiled in and
+// runnable on `cpu`.
+Result<const KernelTable*> choose_kernel_table(const CpuFeatures& cpu, std::string_view forced);
 
 // Every table compiled into this binary, best first; the CPU may not run
 // all of them.

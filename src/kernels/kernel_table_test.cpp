@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -28,7 +29,7 @@ TEST(KernelTableTest, EachCpuGetsItsBestTable) {
   EXPECT_STREQ(select_kernel_table(CpuFeatures{}).name, "scalar");  // Nehalem, or OMNIBUS_FORCE_SCALAR
 
   CpuFeatures zen1 = avx2_cpu();
-  EXPECT_STREQ(select_kernel_table(zen1).name, "avx2");
+  EXPECT_EQ(select_kernel_table(zen1).name, best_compiled({"avx2"}));
 
   CpuFeatures no_f16c = avx2_cpu();  // all three or none: the AVX2 files use each
   no_f16c.f16c = false;
@@ -40,7 +41,7 @@ TEST(KernelTableTest, EachCpuGetsItsBestTable) {
 
   CpuFeatures skylake_x = avx2_cpu();
   skylake_x.avx512f = skylake_x.avx512bw = true;
-  EXPECT_STREQ(select_kernel_table(skylake_x).name, "avx512");
+  EXPECT_EQ(select_kernel_table(skylake_x).name, best_compiled({"avx512"}));
 
   CpuFeatures zen4 = skylake_x;
   zen4.avx512_vnni = true;
@@ -74,6 +75,12 @@ TEST(KernelTableTest, TablesAreWholeAndBestFirst) {
     EXPECT_NE(t->quantize_kv_q8, nullptr);
     EXPECT_NE(t->hadamard_blocks, nullptr);
     EXPECT_GE(t->hadamard_lanes, 1);
+    EXPECT_NE(t->attention_chunk, nullptr);
+    EXPECT_NE(t->attention_chunk_q4, nullptr);
+    // Every fallback chain ends at a table that takes every shape.
+    const KernelTable* last = t;
+    while (last->attention_fallback != nullptr) last = last->attention_fallback;
+    EXPECT_EQ(last->attention_lanes, 0);
   }
   // Best first: a table never comes after one that needs less.
   for (size_t i = 0; i + 1 < tables.size(); ++i) {
@@ -83,8 +90,71 @@ TEST(KernelTableTest, TablesAreWholeAndBestFirst) {
 }
 
 TEST(KernelTableTest, ThisProcessRunsTheSelectedTable) {
-  EXPECT_EQ(&kernels(), &select_kernel_table(cpu_features()));
+  const char* forced = std::getenv("OMNIBUS_KERNELS");
+  const KernelTable* want = forced != nullptr ? find_kernel_table(forced) : nullptr;
+  if (want == nullptr || !want->runs_on(cpu_features())) want = &select_kernel_table(cpu_features());
+  EXPECT_EQ(&kernels(), want);
   EXPECT_TRUE(kernels().runs_on(cpu_features()));
+}
+
+// OMNIBUS_KERNELS: any compiled table the CPU runs, by name; anything else
+// is an error that says why and what the CPU runs.
+TEST(KernelTableTest, ChoosingByNameTakesOnlyRunnableTables) {
+  auto best = choose_kernel_table(avx2_cpu(), "");
+  ASSERT_TRUE(best.is_ok());
+  EXPECT_EQ(best.value(), &select_kernel_table(avx2_cpu()));
+  auto scalar = choose_kernel_table(avx2_cpu(), "scalar");
+  ASSERT_TRUE(scalar.is_ok());
+  EXPECT_STREQ(scalar.value()->name, "scalar");
+  if (find_kernel_table("avx2") != nullptr) {
+    auto avx2 = choose_kernel_table(avx2_cpu(), "avx2");
+    ASSERT_TRUE(avx2.is_ok());
+    EXPECT_STREQ(avx2.value()->name, "avx2");
+    auto lacking = choose_kernel_table(CpuFeatures{}, "avx2");
+    ASSERT_FALSE(lacking.is_ok());
+    EXPECT_EQ(lacking.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(lacking.status().message().find("lacks"), std::string::npos) << lacking.status().message();
+    EXPECT_NE(lacking.status().message().find("this CPU runs: scalar"), std::string::npos);
+  }
+  auto unknown = choose_kernel_table(avx2_cpu(), "neon-sve9");
+  ASSERT_FALSE(unknown.is_ok());
+  EXPECT_NE(unknown.status().message().find("not a kernel table"), std::string::npos) << unknown.status().message();
+}
+
+// Which table's attention kernels run a shape: the table's own where it
+// takes the shape, else its fallback's (resolution only: nothing runs, so
+// every compiled table is checked on any CPU).
+TEST(KernelTableTest, AttentionResolvesDownTheFallbackChain) {
+  auto shape = [](int head_dim, KvCacheType type, bool paged) {
+    AttentionShape s{8, 2, head_dim, 0.125f};
+    s.kv_type = type;
+    if (paged) s.kv_head_stride = int64_t{head_dim} * 16, s.k_dim_stride = 16;
+    return s;
+  };
+  const KernelTable& scalar = *find_kernel_table("scalar");
+  EXPECT_STREQ(resolve_attention(scalar, shape(64, KvCacheType::kF16, true)).name, "scalar");
+  EXPECT_EQ(resolve_attention(scalar, shape(64, KvCacheType::kF16, true)).pair, nullptr);
+  if (const KernelTable* avx2 = find_kernel_table("avx2")) {
+    EXPECT_STREQ(resolve_attention(*avx2, shape(64, KvCacheType::kF16, true)).name, "avx2");
+    EXPECT_NE(resolve_attention(*avx2, shape(64, KvCacheType::kF16, true)).pair, nullptr);
+    EXPECT_EQ(resolve_attention(*avx2, shape(64, KvCacheType::kF16, false)).pair, nullptr);       // row-major K
+    EXPECT_STREQ(resolve_attention(*avx2, shape(20, KvCacheType::kF16, true)).name, "scalar");    // not whole vectors
+    EXPECT_STREQ(resolve_attention(*avx2, shape(512, KvCacheType::kF16, true)).name, "scalar");   // > kMaxHeadDim
+    EXPECT_STREQ(resolve_attention(*avx2, shape(48, KvCacheType::kQ8_0, true)).name, "scalar");   // not whole groups
+    EXPECT_STREQ(resolve_attention(*avx2, shape(64, KvCacheType::kQ4_0, false)).name, "scalar");  // not paged
+    EXPECT_STREQ(resolve_attention(*avx2, shape(64, KvCacheType::kQ4_0, true)).name, "avx2");
+    EXPECT_EQ(resolve_attention(*avx2, shape(64, KvCacheType::kQ4_0, true)).pair,
+              nullptr);  // AVX2 pairs split q4_0 groups
+  }
+  for (const KernelTable* t : compiled_kernel_tables()) {
+    if (t->attention_lanes != 16) continue;  // the AVX-512 builds
+    SCOPED_TRACE(t->name);
+    EXPECT_STREQ(resolve_attention(*t, shape(64, KvCacheType::kF16, true)).name, t->name);
+    EXPECT_STREQ(resolve_attention(*t, shape(24, KvCacheType::kF16, true)).name, "avx2");  // 8s, not 16s
+    EXPECT_NE(resolve_attention(*t, shape(64, KvCacheType::kQ4_0, true)).pair, nullptr);
+    const bool vnni = t->isa == Isa::kAvx512Vnni;
+    EXPECT_EQ(resolve_attention(*t, shape(64, KvCacheType::kQ4_0, true)).chunk == t->attention_chunk, !vnni);
+  }
 }
 
 }  // namespace

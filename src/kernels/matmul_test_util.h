@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/kernel_table_test_util.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_internal.h"
 #include "tensor/quant.h"
@@ -69,15 +70,6 @@ inline void run_rows(const KernelTable& table, const WeightMatrix& w, const floa
   const bool int8 = matmul_detail::act_format(w.dtype) != matmul_detail::ActFormat::kFloat;
   if (int8) matmul_detail::quantize_x(w.dtype, x, n_x, w.cols, &qx);
   matmul_detail::run_rows(table, matmul_detail::MatmulArgs{&w, x, int8 ? &qx : nullptr, n_x, y}, begin, end);
-}
-
-// The compiled kernel tables this CPU can run, best first (scalar last).
-inline std::vector<const KernelTable*> runnable_tables() {
-  std::vector<const KernelTable*> out;
-  for (const KernelTable* t : compiled_kernel_tables()) {
-    if (t->runs_on(cpu_features())) out.push_back(t);
-  }
-  return out;
 }
 
 }  // namespace omnibus::testing_util

@@ -56,8 +56,10 @@ bool same(const QuantizedX& a, const QuantizedX& b) {
          eq(a.bias_lanes, b.bias_lanes) && eq(a.bias_sum, b.bias_sum) && eq(a.sums16, b.sums16);
 }
 
-TEST(QuantizeX, Avx2WritesTheSameBytes) {
-  if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "no AVX2 on this CPU";
+// Every SIMD table's quantizer writes the reference's bytes.
+TEST(QuantizeX, EveryTableWritesTheSameBytes) {
+  const auto tables = testing_util::runnable_simd_tables();
+  if (tables.empty()) GTEST_SKIP() << "this CPU runs no SIMD kernel table";
   const int64_t n_x = 5, cols = 768;
   auto x = testing_util::random_floats(n_x * cols, 31, 3.0f);
   // Edge cases: exact ties, a zero block, NaN and infinity, tiny values.
@@ -68,10 +70,14 @@ TEST(QuantizeX, Avx2WritesTheSameBytes) {
   x[300] = -std::numeric_limits<float>::infinity();
   for (int k = 320; k < 352; ++k) x[static_cast<size_t>(k)] = 1e-30f * static_cast<float>(k - 330);
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
-    QuantizedX a, b;
+    QuantizedX a;
     matmul_detail::quantize_x(t, x.data(), n_x, cols, &a);
-    matmul_detail::quantize_x_avx2(t, x.data(), n_x, cols, &b);
-    EXPECT_TRUE(same(a, b)) << dtype_name(t);
+    for (const KernelTable* table : tables) {
+      QuantizedX b;
+      matmul_detail::shape_quantized_x(t, n_x, cols, &b);
+      table->quantize_x_rows(t, x.data(), 0, n_x, &b);
+      EXPECT_TRUE(same(a, b)) << dtype_name(t) << " " << table->name;
+    }
   }
 }
 
@@ -98,8 +104,8 @@ TEST(MatmulVnniTest, RowKernelsBitIdenticalToAvx2) {
           matmul_detail::QuantizedX qx;
           matmul_detail::quantize_x(t, x.data(), n_x, cols, &qx);
           std::vector<float> want(static_cast<size_t>(n_x * rows), NAN), got(want.size(), NAN);
-          matmul_detail::rows_avx2_q8({&w.view, x.data(), &qx, n_x, want.data()}, 0, rows);
-          matmul_detail::rows_avxvnni_q8({&w.view, x.data(), &qx, n_x, got.data()}, 0, rows);
+          find_kernel_table("avx2")->rows_q8({&w.view, x.data(), &qx, n_x, want.data()}, 0, rows);
+          vnni->rows_q8({&w.view, x.data(), &qx, n_x, got.data()}, 0, rows);
           ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
               << dtype_name(t) << " rows " << rows << " cols " << cols << " n_x " << n_x;
         }

@@ -7,6 +7,7 @@
 
 #include "base/cpu_features.h"
 #include "kernels/attention.h"
+#include "kernels/kernel_table_test_util.h"
 #include "kernels/ops.h"
 #include "kernels/rope.h"
 #include "tensor/quant.h"
@@ -22,88 +23,106 @@ std::vector<float> random_vector(int64_t n, uint32_t seed) {
   return v;
 }
 
-class OpsAvx2Test : public ::testing::Test {
+// Every SIMD kernel table this CPU runs, against the scalar reference.
+class OpsSimdTablesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!cpu_features().has_avx2_fma()) GTEST_SKIP() << "CPU has no AVX2+FMA; only the reference path runs";
+    tables_ = testing_util::runnable_simd_tables();
+    if (tables_.empty()) GTEST_SKIP() << "this CPU runs no SIMD kernel table; only the reference runs";
   }
+  std::vector<const KernelTable*> tables_;
 };
 
-TEST_F(OpsAvx2Test, DotAndAxpyMatchReference) {
-  for (int64_t n : {1, 7, 8, 33, 64, 4097}) {
-    auto a = random_vector(n, 1), b = random_vector(n, 2);
-    const float want = ref::dot_f32(a.data(), b.data(), n);
-    EXPECT_NEAR(avx2::dot_f32(a.data(), b.data(), n), want, 1e-4f * n) << n;
-    auto y1 = random_vector(n, 3), y2 = y1;
-    ref::axpy_f32(0.37f, a.data(), y1.data(), n);
-    avx2::axpy_f32(0.37f, a.data(), y2.data(), n);
-    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-5f);
+TEST_F(OpsSimdTablesTest, DotAndAxpyMatchReference) {
+  for (const KernelTable* t : tables_) {
+    SCOPED_TRACE(t->name);
+    for (int64_t n : {1, 7, 8, 33, 64, 4097}) {
+      auto a = random_vector(n, 1), b = random_vector(n, 2);
+      const float want = ref::dot_f32(a.data(), b.data(), n);
+      EXPECT_NEAR(t->dot_f32(a.data(), b.data(), n), want, 1e-4f * n) << n;
+      auto y1 = random_vector(n, 3), y2 = y1;
+      ref::axpy_f32(0.37f, a.data(), y1.data(), n);
+      t->axpy_f32(0.37f, a.data(), y2.data(), n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-5f);
+    }
   }
 }
 
-TEST_F(OpsAvx2Test, RmsNormAndSwigluMatchReference) {
-  for (int64_t n : {1, 7, 33, 576, 4097}) {
-    auto x = random_vector(n, 4), w = random_vector(n, 5);
-    std::vector<float> y1(n), y2(n);
-    ref::rms_norm(x.data(), w.data(), y1.data(), n, 1e-5f);
-    avx2::rms_norm(x.data(), w.data(), y2.data(), n, 1e-5f);
-    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-4f * std::fabs(y1[i]) + 1e-6f);
-    auto g1 = random_vector(n, 6), g2 = g1, up = random_vector(n, 7);
-    ref::swiglu(g1.data(), up.data(), n);
-    avx2::swiglu(g2.data(), up.data(), n);
-    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(g1[i], g2[i], 1e-5f);
+TEST_F(OpsSimdTablesTest, RmsNormAndSwigluMatchReference) {
+  for (const KernelTable* t : tables_) {
+    SCOPED_TRACE(t->name);
+    for (int64_t n : {1, 7, 33, 576, 4097}) {
+      auto x = random_vector(n, 4), w = random_vector(n, 5);
+      std::vector<float> y1(n), y2(n);
+      ref::rms_norm(x.data(), w.data(), y1.data(), n, 1e-5f);
+      t->rms_norm(x.data(), w.data(), y2.data(), n, 1e-5f);
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-4f * std::fabs(y1[i]) + 1e-6f);
+      auto g1 = random_vector(n, 6), g2 = g1, up = random_vector(n, 7);
+      ref::swiglu(g1.data(), up.data(), n);
+      t->swiglu(g2.data(), up.data(), n);
+      for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(g1[i], g2[i], 1e-5f);
+    }
   }
 }
 
 // The vector exp inside swiglu, over the whole range a gate value can take:
 // within a few ulp of libm, saturating sanely far out, NaN kept.
-TEST_F(OpsAvx2Test, SwigluIsAccurateOverTheWholeRange) {
-  std::vector<float> gate, up;
-  for (float g = -120.0f; g <= 120.0f; g += 0.01953125f) gate.push_back(g);
-  up.assign(gate.size(), 1.0f);
-  std::vector<float> expected = gate, got = gate;
-  ref::swiglu(expected.data(), up.data(), static_cast<int64_t>(gate.size()));
-  avx2::swiglu(got.data(), up.data(), static_cast<int64_t>(gate.size()));
-  for (size_t i = 0; i < gate.size(); ++i)
-    EXPECT_NEAR(got[i], expected[i], 4e-7f * std::fabs(expected[i]) + 1e-30f) << "gate " << gate[i];
-  float nan_gate[3] = {std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f};
-  const float ones[3] = {1.0f, 1.0f, 1.0f};
-  avx2::swiglu(nan_gate, ones, 3);
-  EXPECT_TRUE(std::isnan(nan_gate[0]));
-  EXPECT_NEAR(nan_gate[1], 1.0f / (1.0f + std::exp(-1.0f)), 1e-7f);
+TEST_F(OpsSimdTablesTest, SwigluIsAccurateOverTheWholeRange) {
+  for (const KernelTable* t : tables_) {
+    SCOPED_TRACE(t->name);
+    std::vector<float> gate, up;
+    for (float g = -120.0f; g <= 120.0f; g += 0.01953125f) gate.push_back(g);
+    up.assign(gate.size(), 1.0f);
+    std::vector<float> expected = gate, got = gate;
+    ref::swiglu(expected.data(), up.data(), static_cast<int64_t>(gate.size()));
+    t->swiglu(got.data(), up.data(), static_cast<int64_t>(gate.size()));
+    for (size_t i = 0; i < gate.size(); ++i)
+      EXPECT_NEAR(got[i], expected[i], 4e-7f * std::fabs(expected[i]) + 1e-30f) << "gate " << gate[i];
+    float nan_gate[3] = {std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f};
+    const float ones[3] = {1.0f, 1.0f, 1.0f};
+    t->swiglu(nan_gate, ones, 3);
+    EXPECT_TRUE(std::isnan(nan_gate[0]));
+    EXPECT_NEAR(nan_gate[1], 1.0f / (1.0f + std::exp(-1.0f)), 1e-7f);
+  }
 }
 
 // GeGLU (Gemma's MLP) against the tanh formula, over the range a gate
 // value can take, and an element's value whatever the call's length.
-TEST_F(OpsAvx2Test, GegluMatchesTheTanhFormulaAndIsLengthInvariant) {
-  std::vector<float> gate, up;
-  for (float g = -60.0f; g <= 60.0f; g += 0.01953125f) gate.push_back(g);
-  up.assign(gate.size(), 1.0f);
-  std::vector<float> expected = gate, got = gate;
-  ref::geglu(expected.data(), up.data(), static_cast<int64_t>(gate.size()));
-  avx2::geglu(got.data(), up.data(), static_cast<int64_t>(gate.size()));
-  for (size_t i = 0; i < gate.size(); ++i)
-    EXPECT_NEAR(got[i], expected[i], 2e-6f * std::fabs(gate[i]) + 1e-30f) << "gate " << gate[i];
-  const auto g = random_vector(37, 12), u = random_vector(37, 13);
-  std::vector<float> whole = g;
-  avx2::geglu(whole.data(), u.data(), 37);
-  for (int64_t start : {0, 5, 33}) {
-    std::vector<float> part(g.begin() + start, g.end());
-    avx2::geglu(part.data(), u.data() + start, 37 - start);
-    for (int64_t i = start; i < 37; ++i) EXPECT_EQ(whole[i], part[i - start]);
+TEST_F(OpsSimdTablesTest, GegluMatchesTheTanhFormulaAndIsLengthInvariant) {
+  for (const KernelTable* t : tables_) {
+    SCOPED_TRACE(t->name);
+    std::vector<float> gate, up;
+    for (float g = -60.0f; g <= 60.0f; g += 0.01953125f) gate.push_back(g);
+    up.assign(gate.size(), 1.0f);
+    std::vector<float> expected = gate, got = gate;
+    ref::geglu(expected.data(), up.data(), static_cast<int64_t>(gate.size()));
+    t->geglu(got.data(), up.data(), static_cast<int64_t>(gate.size()));
+    for (size_t i = 0; i < gate.size(); ++i)
+      EXPECT_NEAR(got[i], expected[i], 2e-6f * std::fabs(gate[i]) + 1e-30f) << "gate " << gate[i];
+    const auto g = random_vector(37, 12), u = random_vector(37, 13);
+    std::vector<float> whole = g;
+    t->geglu(whole.data(), u.data(), 37);
+    for (int64_t start : {0, 5, 33}) {
+      std::vector<float> part(g.begin() + start, g.end());
+      t->geglu(part.data(), u.data() + start, 37 - start);
+      for (int64_t i = start; i < 37; ++i) EXPECT_EQ(whole[i], part[i - start]);
+    }
   }
 }
 
 // Batch invariance: an element's value does not depend on the length of the
 // call it is in (the tail uses the vector arithmetic too).
-TEST_F(OpsAvx2Test, SwigluOfAnElementDoesNotDependOnTheCallLength) {
-  const auto gate = random_vector(37, 9), up = random_vector(37, 10);
-  std::vector<float> whole = gate;
-  avx2::swiglu(whole.data(), up.data(), 37);
-  for (int64_t start : {0, 3, 29, 36}) {
-    std::vector<float> part(gate.begin() + start, gate.end());
-    avx2::swiglu(part.data(), up.data() + start, static_cast<int64_t>(part.size()));
-    for (size_t i = 0; i < part.size(); ++i) EXPECT_EQ(part[i], whole[start + i]) << start << " " << i;
+TEST_F(OpsSimdTablesTest, SwigluOfAnElementDoesNotDependOnTheCallLength) {
+  for (const KernelTable* t : tables_) {
+    SCOPED_TRACE(t->name);
+    const auto gate = random_vector(37, 9), up = random_vector(37, 10);
+    std::vector<float> whole = gate;
+    t->swiglu(whole.data(), up.data(), 37);
+    for (int64_t start : {0, 3, 29, 36}) {
+      std::vector<float> part(gate.begin() + start, gate.end());
+      t->swiglu(part.data(), up.data() + start, static_cast<int64_t>(part.size()));
+      for (size_t i = 0; i < part.size(); ++i) EXPECT_EQ(part[i], whole[start + i]) << start << " " << i;
+    }
   }
 }
 
@@ -131,7 +150,7 @@ TEST(RopeTest, RotationKeepsNormAndMatchesFormula) {
   }
 }
 
-TEST(F16RowTest, BothPathsRoundToNearestEvenLikeTheScalarConverter) {
+TEST(F16RowTest, EveryTableRoundsToNearestEvenLikeTheScalarConverter) {
   std::vector<float> x = random_vector(1000, 3);
   for (auto& v : x) v *= 3e4f;  // through the whole f16 range
   const float edges[] = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 6.0e-8f, 2.98e-8f, 3.0e-8f,
@@ -142,9 +161,9 @@ TEST(F16RowTest, BothPathsRoundToNearestEvenLikeTheScalarConverter) {
   for (int64_t i = 0; i < n; ++i) want[i] = f32_to_f16(x[i]);
   ref::f32_to_f16_row(x.data(), got.data(), n);
   EXPECT_EQ(want, got);
-  if (cpu_features().has_avx2_fma()) {
-    avx2::f32_to_f16_row(x.data(), got.data(), n);
-    EXPECT_EQ(want, got);
+  for (const KernelTable* t : testing_util::runnable_simd_tables()) {
+    t->f32_to_f16_row(x.data(), got.data(), n);
+    EXPECT_EQ(want, got) << t->name;
   }
 }
 
