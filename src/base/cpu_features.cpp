@@ -1,6 +1,8 @@
 #include "base/cpu_features.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
 
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +12,8 @@
 
 namespace omnibus {
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
 
 uint64_t read_xcr0() {
   uint32_t eax = 0, edx = 0;
@@ -50,6 +54,12 @@ CpuFeatures detect() {
   f.avx512_vnni = vnni_allowed && f.avx512f && cpu_avx512_vnni;
   return f;
 }
+
+#else  // not x86: none of the x86 features, so only the scalar kernels run
+
+CpuFeatures detect() { return CpuFeatures{}; }
+
+#endif
 
 }  // namespace
 

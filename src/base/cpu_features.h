@@ -1,5 +1,6 @@
 // What the CPU can do, read once with cpuid. Kernels pick their SIMD path from
-// this at start; a binary built on one x86-64 runs on any other.
+// this at start; a binary built on one x86-64 runs on any other. Built for
+// another CPU (aarch64) it reports no features: only the scalar kernels run.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,10 @@
 #include "base/thread_pool.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
+
+#include "base/cpu_relax.h"
 
 namespace omnibus {
 namespace {
@@ -22,7 +22,7 @@ constexpr int kSpinsBeforeYield = 1024;
 // (pure spinning made `-t 3` decode on two cores 30x slower).
 inline void pause_or_yield(int spins) {
   if (spins < kSpinsBeforeYield) {
-    _mm_pause();
+    cpu_relax();
   } else {
     std::this_thread::yield();
   }

@@ -14,9 +14,29 @@
 namespace omnibus::bench {
 namespace {
 
+// Whether the AVX2+FMA probes (machine_limits_avx2.cpp) are built and run
+// here; CMake builds them for x86-64 only (else OMNIBUS_NO_AVX2_BUILD).
 bool has_avx2() {
+#if defined(OMNIBUS_NO_AVX2_BUILD)
+  return false;
+#else
   const CpuFeatures& f = cpu_features();
   return f.avx2 && f.fma;
+#endif
+}
+
+float read_sum(bool simd, const float* data, size_t n) {
+#if !defined(OMNIBUS_NO_AVX2_BUILD)
+  if (simd) return detail::read_sum_avx2(data, n);
+#endif
+  return detail::read_sum_scalar(data, n);
+}
+
+double fma_loop(bool simd, long iterations) {
+#if !defined(OMNIBUS_NO_AVX2_BUILD)
+  if (simd) return detail::fma_loop_avx2(iterations);
+#endif
+  return detail::fma_loop_scalar(iterations);
 }
 
 // Runs fn(t) on `threads` threads at once; returns the wall seconds.
@@ -77,7 +97,7 @@ double measure_memory_bandwidth(int threads, size_t buffer_bytes, double seconds
   for (int pass = 0; pass < 3 || (total.seconds() < seconds && pass < 20); ++pass) {
     const double s = timed_parallel(threads, [&](int t) {
       const float* slice = data + per_thread * static_cast<size_t>(t);
-      sinks[static_cast<size_t>(t)] = simd ? detail::read_sum_avx2(slice, per_thread) : detail::read_sum_scalar(slice, per_thread);
+      sinks[static_cast<size_t>(t)] = read_sum(simd, slice, per_thread);
     });
     best = std::max(best, static_cast<double>(per_thread * sizeof(float)) * threads / s);
   }
@@ -90,9 +110,7 @@ double measure_peak_flops(int threads, double seconds, std::string* path) {
   threads = std::max(1, threads);
   const bool simd = has_avx2();
   if (path) *path = simd ? "avx2+fma" : "scalar";
-  auto loop = [simd](long iterations) {
-    return simd ? detail::fma_loop_avx2(iterations) : detail::fma_loop_scalar(iterations);
-  };
+  auto loop = [simd](long iterations) { return fma_loop(simd, iterations); };
   // Size one pass at ~1/5 of the budget from a short calibration run.
   long iterations = 1 << 16;
   Stopwatch calibrate;

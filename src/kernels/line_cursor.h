@@ -1,9 +1,10 @@
 // LineCursor: a list of cache lines fetched into L2 at a pace set by the
 // loops that step it (the attention kernels' fetch of the next unit's K and
-// V, attention_chunk_driver.h). No intrinsics: `prefetcht1` in asm, so the
-// header builds anywhere (tests included). Internal linkage, as the kernel
-// headers: each instruction-set build gets its own copy (a shared inline
-// copy compiled with AVX-512 could be the one the linker keeps).
+// V, attention_chunk_driver.h). No intrinsics: `prefetcht1` in asm (the
+// compiler's generic prefetch on other CPUs), so the header builds anywhere
+// (tests included). Internal linkage, as the kernel headers: each
+// instruction-set build gets its own copy (a shared inline copy compiled
+// with AVX-512 could be the one the linker keeps).
 #pragma once
 
 #include <algorithm>
@@ -65,7 +66,11 @@ class LineCursor {
     void step(int64_t weight) {
       for (credit_ += lines_ * weight; credit_ >= total_weight_; credit_ -= total_weight_) {
         if (next_ == end_) return;  // all issued
+#if defined(__x86_64__) || defined(__i386__)
         asm volatile("prefetcht1 %0" : : "m"(*reinterpret_cast<const char*>(next_)));
+#else
+        __builtin_prefetch(reinterpret_cast<const void*>(next_), 0, 2);  // into L2 too (aarch64: PLDL2KEEP)
+#endif
         next_ += 64;
         if (next_ == end_ && range_ + 1 < ranges_end_) {
           ++range_;

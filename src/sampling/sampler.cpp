@@ -1,6 +1,8 @@
 #include "sampling/sampler.h"
 
+#if defined(__SSE2__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -12,10 +14,13 @@ int32_t argmax_token(std::span<const float> logits) {
   // Two passes, both cheap next to a full vocabulary of scalar compares with
   // a branch each: the largest value (maxps skips NaN in its first operand,
   // so NaNs never win), then its first position. Ties go to the lowest id.
+  // The maximum is exact, so any CPU finds the same value (at most the sign
+  // of a zero differs, which == ignores) and the same token.
   const float* p = logits.data();
   const size_t n = logits.size();
-  __m128 m0 = _mm_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
   size_t i = 0;
+#if defined(__SSE2__)
+  __m128 m0 = _mm_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
   for (; i + 16 <= n; i += 16) {
     m0 = _mm_max_ps(_mm_loadu_ps(p + i), m0);
     m1 = _mm_max_ps(_mm_loadu_ps(p + i + 4), m1);
@@ -25,8 +30,11 @@ int32_t argmax_token(std::span<const float> logits) {
   alignas(16) float lanes[4];
   _mm_store_ps(lanes, _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3)));
   float best = std::max({lanes[0], lanes[1], lanes[2], lanes[3]});
+#else
+  float best = -INFINITY;
+#endif
   for (; i < n; ++i)
-    if (p[i] > best) best = p[i];
+    if (p[i] > best) best = p[i];  // false for NaN: NaNs never win here either
   for (size_t j = 0; j < n; ++j)
     if (p[j] == best) return static_cast<int32_t>(j);
   return 0;  // every logit NaN

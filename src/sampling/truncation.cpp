@@ -1,6 +1,8 @@
 #include "sampling/truncation.h"
 
+#if defined(__SSE2__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -49,9 +51,15 @@ size_t select_top_k(std::span<const float> logits, size_t k, std::span<Candidate
   size_t i = 0;
   for (; i + 8 <= logits.size(); i += 8) {
     if (n == k) {
+#if defined(__SSE2__)
       const __m128 worst = _mm_set1_ps(out[0].logit);
       const int above = _mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(p + i), worst)) |
                         _mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(p + i + 4), worst));
+#else  // the same test, one float at a time
+      const float worst = out[0].logit;
+      int above = 0;
+      for (size_t j = i; j < i + 8; ++j) above |= p[j] > worst;
+#endif
       if (above == 0) continue;
     }
     for (size_t j = i; j < i + 8; ++j) offer(j);
