@@ -197,6 +197,46 @@ TEST(ForwardBatchTest, ManyHeadsPerKvHeadMatchTheReference) {
   EXPECT_LT(max_err, 2e-3 * std::max(1.0, max_abs)) << "max |logit| " << max_abs;
 }
 
+// The runner takes only caches of its own backend and model: anything else
+// is refused before a row runs.
+TEST(ForwardBatchTest, RefusesACacheOfAnotherBackendOrModel) {
+  TinyModelSpec spec;
+  const auto bytes = make_tiny_model_bytes(spec);  // the model reads these
+  auto model = load_tiny_model(bytes);
+  ForwardPass fp(model, 4, 64, 1);
+  ModelRunner& runner = fp;
+  class ForeignCache final : public KvCache {
+   public:
+    KvCacheType type() const override { return KvCacheType::kF16; }
+    int num_blocks() const override { return 8; }
+    int block_size() const override { return 16; }
+    uint64_t bytes() const override { return 0; }
+    int64_t block_transfer_bytes() const override { return 0; }
+    void copy_block_out(int, uint8_t*) const override {}
+    void copy_block_in(int, const uint8_t*) override {}
+  } foreign;
+  const std::vector<int32_t> table = {0};
+  const BatchRow row{1, table, 0, true};
+  std::vector<float> logits(model->config().vocab_size);
+  Status s = runner.run(std::span(&row, 1), foreign, logits.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+
+  TinyModelSpec other_spec;
+  other_spec.n_layer = spec.n_layer + 1;
+  const auto other_bytes = make_tiny_model_bytes(other_spec);
+  auto other = load_tiny_model(other_bytes);
+  auto other_kv = PagedKvStore::create(other->config(), 8, 16);
+  ASSERT_TRUE(other_kv.is_ok());
+  s = runner.run(std::span(&row, 1), *other_kv, logits.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  EXPECT_NE(s.message().find("another model"), std::string::npos) << s.message();
+
+  auto own_kv = PagedKvStore::create(model->config(), 8, 16);
+  ASSERT_TRUE(own_kv.is_ok());
+  EXPECT_TRUE(runner.run(std::span(&row, 1), *own_kv, logits.data()).is_ok());
+  EXPECT_EQ(runner.stats().shared_prefix_units, 0u);
+}
+
 // Two sequences sharing batches, their blocks interleaved and out of order in
 // one store, give exactly what each gives alone in contiguous blocks.
 TEST(ForwardBatchTest, InterleavedPagedSequencesMatchSoloRuns) {

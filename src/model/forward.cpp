@@ -77,6 +77,11 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int6
 }
 
 Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv) const {
+  const ModelConfig& c = model_->config();
+  if (kv.n_layer() != c.n_layer || kv.n_head_kv() != c.n_head_kv || kv.head_dim() != c.head_dim)
+    return Status::invalid_argument("the KV cache was made for another model (" + std::to_string(kv.n_layer()) +
+                                    " layers of " + std::to_string(kv.n_head_kv()) + " x " +
+                                    std::to_string(kv.head_dim()) + ")");
   if (rows.size() > static_cast<size_t>(max_batch_))
     return Status::invalid_argument("batch of " + std::to_string(rows.size()) + " rows exceeds max " +
                                     std::to_string(max_batch_));
@@ -392,7 +397,11 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, f
   if (out > 0) project(ProfileOp::kOutput, model_->weights().output, xn_.data(), out, logits);
 }
 
-Status ForwardPass::run(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
+Status ForwardPass::run(std::span<const BatchRow> rows, KvCache& cache, float* logits) {
+  // One check per step: the seam's only cost on the hot path.
+  auto* store = dynamic_cast<PagedKvStore*>(&cache);
+  if (store == nullptr) return Status::invalid_argument("the CPU runner needs a cache of the CPU backend");
+  PagedKvStore& kv = *store;
   OMNIBUS_RETURN_IF_ERROR(check(rows, kv));
   if (rows.empty()) return Status::ok();
   if (profiler_ == nullptr || !profiler_->enabled()) {

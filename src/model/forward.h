@@ -20,37 +20,26 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
-#include "model/paged_kv_store.h"
 #include "model/model.h"
+#include "model/model_runner.h"
+#include "model/paged_kv_store.h"
 
 namespace omnibus {
 
-struct BatchRow {
-  int32_t token = 0;
-  // The sequence's KV blocks in position order; position p is in block
-  // block_table[p / block_size] at offset p % block_size. Must stay valid for
-  // the run() call.
-  std::span<const int32_t> block_table;
-  int32_t pos = 0;  // position in the sequence
-  bool want_logits = false;
-};
-
-class ForwardPass {
+// The CPU backend's ModelRunner, over a PagedKvStore.
+class ForwardPass final : public ModelRunner {
  public:
   ForwardPass(std::shared_ptr<const Model> model, int max_batch, int64_t max_positions, int threads);
-  ~ForwardPass();
+  ~ForwardPass() override;
   ForwardPass(const ForwardPass&) = delete;
   ForwardPass& operator=(const ForwardPass&) = delete;
 
-  // Runs the rows; writes one vocab-sized logits row per row with
-  // want_logits, in batch order, to `logits`. Errors on bad token ids,
-  // positions past max_positions or past the row's block table, block ids
-  // outside `kv`, or a batch larger than max_batch.
-  Status run(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
+  // ModelRunner::run; `kv` must be a PagedKvStore made for this model
+  // (invalid_argument otherwise).
+  Status run(std::span<const BatchRow> rows, KvCache& kv, float* logits) override;
 
-  // Times each op of run() into `profiler` (null: off, the default). The
-  // profiler must outlive this pass or be detached with nullptr first.
-  void set_profiler(Profiler* profiler);
+  void set_profiler(Profiler* profiler) override;
+  RunnerStats stats() const override { return {.shared_prefix_units = shared_prefix_units_}; }
 
   // Attention units so far that computed two rows of different sequences
   // over a shared cached prefix together (attention_rows_shared_prefix), one
@@ -62,11 +51,11 @@ class ForwardPass {
   // K/V in one layer exceeds this many bytes (default: the L2 size; see
   // plan_shared_chunks). Tests on tiny models lower it.
   void set_shared_prefix_min_bytes(int64_t bytes) { shared_prefix_min_bytes_ = bytes; }
-  Profiler* profiler() const { return profiler_; }
+  Profiler* profiler() const override { return profiler_; }
 
   const Model& model() const { return *model_; }
   ThreadPool& pool() { return pool_; }
-  int max_batch() const { return max_batch_; }
+  int max_batch() const override { return max_batch_; }
 
  private:
   // attend_chunks' split of a layer's rows into softmax chunks: row i's

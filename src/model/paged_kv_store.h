@@ -40,21 +40,22 @@
 #include "base/aligned_buffer.h"
 #include "base/status.h"
 #include "kernels/attention.h"
+#include "model/kv_cache.h"
 #include "model/model_config.h"
 
 namespace omnibus {
 
-class PagedKvStore {
+class PagedKvStore final : public KvCache {
  public:
   static Result<PagedKvStore> create(const ModelConfig& config, int num_blocks, int block_size,
                                      KvCacheType type = KvCacheType::kF16);
 
-  KvCacheType type() const { return type_; }
-  int num_blocks() const { return num_blocks_; }
+  KvCacheType type() const override { return type_; }
+  int num_blocks() const override { return num_blocks_; }
   int n_layer() const { return n_layer_; }
   int64_t n_head_kv() const { return n_head_kv_; }
   int64_t head_dim() const { return head_dim_; }
-  int block_size() const { return block_size_; }
+  int block_size() const override { return block_size_; }
   // V: elements from a position's vector of one KV head to the next
   // position's.
   int64_t position_stride() const { return head_dim_; }
@@ -103,7 +104,7 @@ class PagedKvStore {
   }
   int64_t key_octet_stride() const { return int64_t{4} * block_size_; }
 
-  uint64_t bytes() const {
+  uint64_t bytes() const override {
     return (keys_.size() + values_.size() + key_scales_.size() + value_scales_.size()) * sizeof(uint16_t) +
            key_codes_.size() + value_codes_.size();
   }
@@ -112,17 +113,14 @@ class PagedKvStore {
   // regions of every buffer the type uses, layer by layer, head by head,
   // in the store's own layout. A store of the same model, type and block
   // size reads the bytes back bit for bit. `block` must be in range.
-  int64_t block_transfer_bytes() const;
-  void copy_block_out(int block, uint8_t* out) const;
-  void copy_block_in(int block, const uint8_t* in);
+  int64_t block_transfer_bytes() const override;
+  void copy_block_out(int block, uint8_t* out) const override;
+  void copy_block_in(int block, const uint8_t* in) override;
 
-  // Bytes of K and V that one cached token takes, over all layers.
+  // Bytes of K and V that one cached token takes, over all layers
+  // (kv_bytes_per_token).
   static int64_t bytes_per_token(const ModelConfig& config, KvCacheType type = KvCacheType::kF16) {
-    const int64_t values = 2 * static_cast<int64_t>(config.n_layer) * config.kv_dim();
-    const int64_t scale_bytes = values / kKvQ8Group * static_cast<int64_t>(sizeof(uint16_t));
-    if (type == KvCacheType::kQ8_0) return values + scale_bytes;
-    if (type == KvCacheType::kQ4_0) return values / 2 + scale_bytes;
-    return values * static_cast<int64_t>(sizeof(uint16_t));
+    return kv_bytes_per_token(config, type);
   }
 
  private:

@@ -1,0 +1,48 @@
+// The KV cache as the engine sees it: num_blocks() blocks of block_size()
+// positions of every layer's keys and values, addressed by block id only.
+// Which bytes sit where is the backend's business (the CPU backend's
+// PagedKvStore; a GPU backend's cache would live in device memory); the
+// engine sizes the pool, hands block ids to a ModelRunner of the same
+// backend, and moves whole blocks between instances in the KV transfer
+// format (engine/kv_transfer.h).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kv_quant.h"
+#include "model/model_config.h"
+
+namespace omnibus {
+
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+
+  virtual KvCacheType type() const = 0;
+  virtual int num_blocks() const = 0;
+  virtual int block_size() const = 0;
+  // Memory the cache holds (bytes).
+  virtual uint64_t bytes() const = 0;
+
+  // KV handover: one block of every layer and KV head in the transfer
+  // format (the CPU store's layout, per layer and KV head: keys then
+  // values, then the quantized caches' scales); a backend with another
+  // layout converts.
+  virtual int64_t block_transfer_bytes() const = 0;
+  virtual void copy_block_out(int block, uint8_t* out) const = 0;
+  virtual void copy_block_in(int block, const uint8_t* in) = 0;
+
+ protected:
+  KvCache() = default;
+  KvCache(const KvCache&) = default;
+  KvCache& operator=(const KvCache&) = default;
+  KvCache(KvCache&&) = default;
+  KvCache& operator=(KvCache&&) = default;
+};
+
+// Bytes one position of every layer's keys and values takes in a cache of
+// `type` for this model: a property of the format, the same in every
+// backend (scales included for q8_0 and q4_0).
+int64_t kv_bytes_per_token(const ModelConfig& config, KvCacheType type = KvCacheType::kF16);
+
+}  // namespace omnibus
