@@ -37,6 +37,17 @@ if [ -z "$base" ]; then
   fi
 fi
 
+# The backend seam (docs/design/backend-seam.md): layers above model/ see a
+# backend only through model/backend.h, model_runner.h and kv_cache.h; the
+# CPU runner's own headers stay behind them (the CLI names the CPU backend
+# through model/cpu_backend.h).
+if leaks="$(grep -rlE '#include "model/(forward|forward_internal|paged_kv_store)\.h"' \
+  src/engine src/server src/cli src/sched src/kv src/sampling src/bench)"; then
+  echo "$leaks" | sed 's/^/  /' >&2
+  echo "ci_lint: the files above include the CPU runner's headers; use the interfaces in model/" >&2
+  exit 1
+fi
+
 command -v clang-format >/dev/null || { echo "ci_lint: clang-format is not installed (scripts/setup.sh)" >&2; exit 1; }
 mapfile -t files < <(git diff --name-only --diff-filter=ACMR "$base" -- \
   '*.cpp' '*.cc' '*.h' '*.hpp' ':(exclude)src/third_party/*')

@@ -11,9 +11,10 @@
 #include <map>
 
 #include "engine/evaluation.h"
-#include "real_model.h"
 #include "engine/generator.h"
+#include "model/cpu_backend.h"
 #include "model/model.h"
+#include "real_model.h"
 #include "sampling/sampling_params.h"
 
 namespace omnibus {
@@ -87,7 +88,7 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
   std::string golden(const char* file) const { return std::string(GetParam().golden_dir) + "/" + file; }
 
   std::unique_ptr<Generator> generator(int context, KvCacheType kv_type = KvCacheType::kF16) {
-    auto g = Generator::create(model_, 2, context, 256, kv_type);
+    auto g = Generator::create(model_, backend_, context, 256, kv_type);
     EXPECT_TRUE(g.is_ok()) << g.status().to_string();
     return std::move(g).value();
   }
@@ -99,6 +100,7 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
   };
   static inline std::map<std::string, Loaded> models_;  // loaded once per model for the whole suite
   std::shared_ptr<const Model> model_;
+  CpuBackend backend_{2};
 };
 
 // SmolLM2-135M has massive activations (residual |x| ~ 22,500), which turn

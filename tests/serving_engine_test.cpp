@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/serving_engine.h"
+#include "model/cpu_backend.h"
 #include "tiny_model.h"
 #include "tokenizer/test_vocabs.h"
 
@@ -42,6 +43,10 @@ class ServingEngineTest : public ::testing::Test {
     model_ = testing::load_tiny_model(model_bytes_);
   }
 
+  // Each engine's backend, kept for the test (a backend outlives its engine).
+  std::vector<std::unique_ptr<CpuBackend>> backends_;
+  int threads_ = 1;  // of the engines make_engine makes
+
   std::unique_ptr<ServingEngine> make_engine(ServingEngineOptions options) {
     VocabData vocab = testing_vocabs::byte_level_vocab({}, {{"<|end|>", TokenType::kControl}});
     vocab.eos_id = kVocab - 1;
@@ -53,7 +58,8 @@ class ServingEngineTest : public ::testing::Test {
     // 256 bytes a token need far less (32 MiB: 131,072 tokens).
     if (options.kv_cache_bytes == ServingEngineOptions{}.kv_cache_bytes) options.kv_cache_bytes = int64_t{32} << 20;
     options.model_id = "tiny";
-    auto engine = ServingEngine::create(model_, std::move(tok).value(), ChatFormat{}, options);
+    backends_.push_back(std::make_unique<CpuBackend>(threads_));
+    auto engine = ServingEngine::create(model_, *backends_.back(), std::move(tok).value(), ChatFormat{}, options);
     EXPECT_TRUE(engine.is_ok()) << engine.status().message();
     return std::move(engine).value();
   }
@@ -162,7 +168,7 @@ TEST_F(ServingEngineTest, ConcurrentGreedyEqualsAloneAcrossBudgetsAndCache) {
       ServingEngineOptions o;
       o.scheduler.max_batched_tokens = budget;
       o.prefix_caching = cache;
-      o.threads = 2;
+      threads_ = 2;  // the engines made from here on
       const std::vector<Output> together = run_together(o, ps, 11);
       for (size_t i = 0; i < ps.size(); ++i) {
         EXPECT_EQ(together[i].tokens, alone[i].tokens) << "prompt " << i << " budget " << budget << " cache " << cache;
@@ -201,7 +207,7 @@ TEST_F(ServingEngineQ8Test, ConcurrentGreedyEqualsAloneWithQ8Cache) {
       ServingEngineOptions o;
       o.kv_type = type;
       o.scheduler.max_batched_tokens = budget;
-      o.threads = 2;
+      threads_ = 2;  // the engines made from here on
       const std::vector<Output> together = run_together(o, ps, 11);
       for (size_t i = 0; i < ps.size(); ++i)
         EXPECT_EQ(together[i].tokens, alone[i].tokens)
@@ -599,7 +605,7 @@ TEST_F(ServingEngineTest, SpeculativeDecodingGivesTheSameTokens) {
     for (int wrong_every : {0, 3}) {
       ServingEngineOptions o;
       o.scheduler.max_batched_tokens = budget;
-      o.threads = 2;
+      threads_ = 2;  // the engines made from here on
       o.speculation.source = DraftSource::kCustom;
       o.speculation.max_draft = 5;
       o.speculation.custom = oracle(ps, outputs, wrong_every);

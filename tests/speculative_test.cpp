@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "model/cpu_backend.h"
 #include "tiny_model.h"
 
 namespace omnibus::testing {
@@ -34,7 +35,7 @@ class SpeculativeTest : public ::testing::Test {
                    const std::vector<int32_t>& end_ids = {}, Generator* reuse = nullptr) {
     std::unique_ptr<Generator> fresh;
     if (reuse == nullptr) {
-      auto g = Generator::create(model_, /*threads=*/2, /*context=*/256, /*prefill_chunk=*/32);
+      auto g = Generator::create(model_, two_threads_, /*context=*/256, /*prefill_chunk=*/32);
       EXPECT_TRUE(g.is_ok());
       fresh = std::move(*g);
       reuse = fresh.get();
@@ -51,6 +52,7 @@ class SpeculativeTest : public ::testing::Test {
 
   std::vector<uint8_t> bytes_;
   std::shared_ptr<const Model> model_;
+  CpuBackend two_threads_{2};
 };
 
 std::vector<int32_t> test_prompt() { return {1, 5, 9, 13, 5, 9, 13, 2, 7, 5, 9}; }
@@ -189,7 +191,7 @@ TEST_F(SpeculativeTest, TheCacheHoldsOnlyAcceptedTokens) {
   o.speculation.source = DraftSource::kCustom;
   o.speculation.custom = oracle(test_prompt(), first_plain.tokens, 4);
   o.speculation.adaptive = false;
-  auto g = Generator::create(model_, 2, 256, 32);
+  auto g = Generator::create(model_, two_threads_, 256, 32);
   ASSERT_TRUE(g.is_ok());
   const Outcome first = generate(test_prompt(), o, {}, g->get());
   ASSERT_EQ(first.tokens, first_plain.tokens);
@@ -213,7 +215,8 @@ TEST_F(SpeculativeTest, BadGuessesAndOptionsAreHandled) {
   o.speculation.adaptive = false;
   EXPECT_EQ(generate(test_prompt(), o).tokens, want.tokens);
 
-  auto g = Generator::create(model_, 1, 256, 32);
+  CpuBackend one_thread(1);
+  auto g = Generator::create(model_, one_thread, 256, 32);
   ASSERT_TRUE(g.is_ok());
   auto ignore = [](int32_t) { return true; };
   GenerationOptions bad = plain_options(4, false);

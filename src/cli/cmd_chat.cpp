@@ -13,9 +13,10 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/sampling_flags.h"
-#include "tokenizer/chat_template.h"
 #include "engine/generator.h"
 #include "engine/text_stream.h"
+#include "model/cpu_backend.h"
+#include "tokenizer/chat_template.h"
 
 namespace omnibus::cli {
 namespace {
@@ -34,7 +35,8 @@ int chat(ChatOptions& o) {
   if (!format.is_ok()) return fail(format.status());
   warn_if_unrecognised(*format);
   resolve_seed(o.gen);
-  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.gen.context, 256, o.model.kv_type);
+  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the generator
+  auto gen = Generator::create(loaded->model, backend, o.gen.context, 256, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
 
   std::vector<ChatMessage> history;

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/evaluation.h"
+#include "model/cpu_backend.h"
 
 namespace omnibus::cli {
 namespace {
@@ -29,7 +30,8 @@ int perplexity(const PerplexityOptions& o) {
   if (chunks == 0)
     return fail(Status::invalid_argument("the text has " + std::to_string(tokens.size()) +
                                          " tokens, fewer than one chunk of " + std::to_string(o.chunk)));
-  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), o.chunk, o.chunk, o.model.kv_type);
+  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the generator
+  auto gen = Generator::create(loaded->model, backend, o.chunk, o.chunk, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
   double total = 0;
   int count = 0;

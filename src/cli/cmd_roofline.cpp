@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/generator.h"
+#include "model/cpu_backend.h"
 #include "model/model_cost.h"
 
 namespace omnibus::cli {
@@ -40,8 +41,9 @@ struct Measured {
 Result<Measured> measure_speed(const LoadedModel& loaded, const RooflineOptions& o, int threads) {
   std::vector<double> prefill, decode;
   const int vocab = loaded.model->config().vocab_size;
+  CpuBackend backend(threads);  // outlives the generators
   for (int rep = 0; rep < o.repeats; ++rep) {
-    OMNIBUS_ASSIGN_OR_RETURN(auto gen, Generator::create(loaded.model, threads, o.prefill_tokens + o.decode_tokens + 8,
+    OMNIBUS_ASSIGN_OR_RETURN(auto gen, Generator::create(loaded.model, backend, o.prefill_tokens + o.decode_tokens + 8,
                                                          o.prefill_tokens, o.model.kv_type));
     std::vector<int32_t> prompt;
     for (int i = 0; i < o.prefill_tokens; ++i) prompt.push_back((1000 + 7 * i + 131 * rep) % vocab);

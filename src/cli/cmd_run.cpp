@@ -13,9 +13,10 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/sampling_flags.h"
-#include "tokenizer/chat_template.h"
 #include "engine/generator.h"
 #include "engine/text_stream.h"
+#include "model/cpu_backend.h"
+#include "tokenizer/chat_template.h"
 
 namespace omnibus::cli {
 namespace {
@@ -98,7 +99,8 @@ int run(RunOptions& o) {
     context = static_cast<int>(std::min<int64_t>(context, static_cast<int64_t>(prompt.size()) +
                                                               o.gen.options.max_tokens + 1));
   const Stopwatch setup;
-  auto gen = Generator::create(loaded->model, resolve_threads(o.model.threads), context, o.batch, o.model.kv_type);
+  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the generator
+  auto gen = Generator::create(loaded->model, backend, context, o.batch, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
   // "load" counts the KV store and the forward pass's buffers too (their
   // pages are faulted in at creation), as llama.cpp's load counts its
@@ -107,7 +109,7 @@ int run(RunOptions& o) {
   Profiler profiler;
   if (o.profile) {
     profiler.enable();
-    (*gen)->forward().set_profiler(&profiler);
+    (*gen)->runner().set_profiler(&profiler);
   }
   TextStream stream(tok, o.gen.stop);
   auto stats = (*gen)->generate(prompt, o.gen.options, tok.end_of_generation_ids(), [&](int32_t token) {
@@ -134,7 +136,7 @@ int run(RunOptions& o) {
                stats->decode_steps);
   if (!o.stats_json.empty()) write_stats_json(o.stats_json, *stats, load_ms, ttft_ms);
   if (o.profile) {
-    (*gen)->forward().set_profiler(nullptr);
+    (*gen)->runner().set_profiler(nullptr);
     report_profile(profiler, o);
   }
   return 0;

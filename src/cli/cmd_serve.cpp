@@ -19,10 +19,11 @@
 #include "base/timer.h"
 #include "bench/machine_limits.h"
 #include "cli/commands.h"
-#include "cli/sampling_flags.h"
 #include "cli/common.h"
+#include "cli/sampling_flags.h"
 #include "engine/deferred_service.h"
 #include "engine/serving_engine.h"
+#include "model/cpu_backend.h"
 #include "server/http_server.h"
 
 namespace omnibus::cli {
@@ -73,11 +74,11 @@ sigset_t block_termination_signals() {
 }
 
 // The model, its chat format and the engine over them.
-Result<std::unique_ptr<ServingEngine>> load_engine(const ServeOptions& o) {
+Result<std::unique_ptr<ServingEngine>> load_engine(const ServeOptions& o, Backend& backend) {
   OMNIBUS_ASSIGN_OR_RETURN(auto loaded, load_model(o.model));
   OMNIBUS_ASSIGN_OR_RETURN(ChatFormat format, chat_format_for(loaded.tokenizer->vocab(), o.chat_template));
   warn_if_unrecognised(format);
-  return ServingEngine::create(loaded.model, std::move(loaded.tokenizer), format, o.engine);
+  return ServingEngine::create(loaded.model, backend, std::move(loaded.tokenizer), format, o.engine);
 }
 
 int serve(ServeOptions& o) {
@@ -96,7 +97,6 @@ int serve(ServeOptions& o) {
   o.http.write_timeout = to_ms(o.write_timeout_s);
   o.engine.prefix_caching = !o.no_prefix_cache;
   o.engine.slo = {o.slo_ttft_ms / 1e3, o.slo_tpot_ms / 1e3};
-  o.engine.threads = resolve_threads(o.model.threads);
   o.engine.kv_type = o.model.kv_type;
 
   const std::string path = o.model.model_path.empty() ? default_model_path() : o.model.model_path;
@@ -105,6 +105,7 @@ int serve(ServeOptions& o) {
   // Listen first: while the model loads, /health says 503 "loading" (and
   // so does every other route but /metrics) instead of refusing connections.
   DeferredService service;
+  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the engine it makes runners for
   std::unique_ptr<ServingEngine> engine;  // outlives `http`, which points at it through `service`
   server::HttpServer http(service, o.http);
   Status bound = http.bind();
@@ -115,18 +116,18 @@ int serve(ServeOptions& o) {
   std::thread loader([&] {
     if (!o.no_machine_probe) {
       // The ceilings /metrics reports MBU and MFU against (~0.5 s).
-      const bench::MachineLimits limits = bench::measure_machine_limits(o.engine.threads, 0.15);
+      const bench::MachineLimits limits = bench::measure_machine_limits(backend.threads(), 0.15);
       o.engine.machine_memory_bandwidth = limits.memory_bandwidth;
       o.engine.machine_peak_flops = limits.peak_flops;
       log_info("machine: {:.1f} GB/s memory read bandwidth, {:.0f} GFLOP/s peak FP32 FMA ({} threads)",
-               limits.memory_bandwidth / 1e9, limits.peak_flops / 1e9, o.engine.threads);
+               limits.memory_bandwidth / 1e9, limits.peak_flops / 1e9, backend.threads());
     }
-    Result<std::unique_ptr<ServingEngine>> created = load_engine(o);
+    Result<std::unique_ptr<ServingEngine>> created = load_engine(o, backend);
     if (created.is_ok()) {
       engine = std::move(*created);
       service.set(engine.get());
-      log_info("serving {} on http://{}:{} ({} threads, {} batching{})", o.engine.model_id, o.http.host, http.port(),
-               o.engine.threads, o.batching, o.http.api_key.empty() ? "" : ", API key required");
+      log_info("serving {} on http://{}:{} ({}, {} batching{})", o.engine.model_id, o.http.host, http.port(),
+               backend.describe(), o.batching, o.http.api_key.empty() ? "" : ", API key required");
     } else {
       log_error("{}", created.status().to_string());
       load_failed.store(true);

@@ -6,17 +6,16 @@
 
 namespace omnibus {
 
-Result<std::unique_ptr<Generator>> Generator::create(std::shared_ptr<const Model> model, int threads, int context,
+Result<std::unique_ptr<Generator>> Generator::create(std::shared_ptr<const Model> model, Backend& backend, int context,
                                                      int prefill_chunk, KvCacheType kv_type) {
   if (context <= 0) return Status::invalid_argument("context must be positive");
   if (prefill_chunk <= 0) return Status::invalid_argument("prefill chunk must be positive");
   std::unique_ptr<Generator> g(new Generator());
   const int blocks = (context + kBlockSize - 1) / kBlockSize;
-  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore kv, PagedKvStore::create(model->config(), blocks, kBlockSize, kv_type));
-  g->kv_ = std::make_unique<PagedKvStore>(std::move(kv));
+  OMNIBUS_ASSIGN_OR_RETURN(g->kv_, backend.create_kv_cache(model->config(), blocks, kBlockSize, kv_type));
   g->block_table_.resize(blocks);
   for (int b = 0; b < blocks; ++b) g->block_table_[b] = b;
-  g->forward_ = std::make_unique<ForwardPass>(model, prefill_chunk, context, threads);
+  OMNIBUS_ASSIGN_OR_RETURN(g->runner_, backend.create_runner(model, prefill_chunk, context));
   g->logits_.resize(model->config().vocab_size);
   g->rows_.reserve(prefill_chunk);
   g->context_ = context;
@@ -31,7 +30,7 @@ Status Generator::prefill(std::span<const int32_t> tokens, int begin, float* las
     rows_.clear();
     for (int p = start; p < end; ++p)
       rows_.push_back({tokens[p], block_table_, p, p == static_cast<int>(tokens.size()) - 1});
-    OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_, last_logits));
+    OMNIBUS_RETURN_IF_ERROR(runner_->run(rows_, *kv_, last_logits));
   }
   return Status::ok();
 }
@@ -67,7 +66,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
   stats.prefill_seconds = clock.seconds();
 
   const int max_draft = options.speculation.enabled() ? options.speculation.max_draft : 0;
-  const size_t logits_rows = 1 + static_cast<size_t>(std::min(max_draft, forward_->max_batch() - 1));
+  const size_t logits_rows = 1 + static_cast<size_t>(std::min(max_draft, runner_->max_batch() - 1));
   if (logits_.size() < logits_rows * vocab) logits_.resize(logits_rows * vocab);
   draft_.reserve(logits_rows);
   Sampler sampler(options.sampling, vocab);
@@ -82,7 +81,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
   int32_t token = -1;
   auto sample_and_emit = [&](size_t row) {
     std::span<float> logits(logits_.data() + row * vocab, vocab);
-    token = profile_call(forward_->profiler(), ProfileOp::kSampling,
+    token = profile_call(runner_->profiler(), ProfileOp::kSampling,
                          [&] { return sampler.sample(logits, prompt, generated); });
     if (generated.empty()) decode_clock.reset();
     const bool is_eog = std::find(end_of_generation.begin(), end_of_generation.end(), token) != end_of_generation.end();
@@ -114,14 +113,14 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
     // Guesses past max_tokens or the context would never be used. Without
     // speculation the draft comes back empty.
     propose_draft(options.speculation, cached_,
-                  std::min({limit - static_cast<int>(generated.size()), context_ - pos, forward_->max_batch()}) - 1,
+                  std::min({limit - static_cast<int>(generated.size()), context_ - pos, runner_->max_batch()}) - 1,
                   vocab, draft_);
     const int ran = guesses_to_run(options.speculation, static_cast<int>(draft_.size()), acceptance, step_cost_);
     rows_.clear();
     rows_.push_back({token, block_table_, pos, true});
     for (int i = 0; i < ran; ++i) rows_.push_back({draft_[i], block_table_, pos + 1 + i, true});
     Stopwatch step_clock;
-    OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_, logits_.data()));
+    OMNIBUS_RETURN_IF_ERROR(runner_->run(rows_, *kv_, logits_.data()));
     step_cost_.observe(static_cast<int64_t>(rows_.size()), step_clock.seconds());
     ++stats.decode_steps;
     if (ran > 0) {
@@ -147,7 +146,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
 Result<std::vector<float>> Generator::all_logits(std::span<const int32_t> tokens, int chunk) {
   if (tokens.empty() || static_cast<int>(tokens.size()) > context_)
     return Status::invalid_argument("evaluation needs 1.." + std::to_string(context_) + " tokens");
-  if (chunk <= 0 || chunk > forward_->max_batch()) chunk = forward_->max_batch();
+  if (chunk <= 0 || chunk > runner_->max_batch()) chunk = runner_->max_batch();
   const int vocab = model_->config().vocab_size;
   std::vector<float> out(tokens.size() * static_cast<size_t>(vocab));
   cached_.clear();
@@ -155,7 +154,7 @@ Result<std::vector<float>> Generator::all_logits(std::span<const int32_t> tokens
     const size_t end = std::min(tokens.size(), start + chunk);
     rows_.clear();
     for (size_t p = start; p < end; ++p) rows_.push_back({tokens[p], block_table_, static_cast<int32_t>(p), true});
-    OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_, out.data() + start * vocab));
+    OMNIBUS_RETURN_IF_ERROR(runner_->run(rows_, *kv_, out.data() + start * vocab));
   }
   return out;
 }

@@ -19,8 +19,8 @@
 
 #include "base/status.h"
 #include "engine/speculation.h"
-#include "model/forward.h"
-#include "model/paged_kv_store.h"
+#include "model/backend.h"
+#include "model/model.h"
 #include "sampling/sampler.h"
 
 namespace omnibus {
@@ -58,9 +58,10 @@ class Generator {
   using TokenCallback = std::function<bool(int32_t token)>;
 
   // prefill_chunk also caps the rows of a speculative step (1 + draft).
-  static Result<std::unique_ptr<Generator>> create(std::shared_ptr<const Model> model, int threads, int context,
-                                                   int prefill_chunk = 256,
-                                                   KvCacheType kv_type = KvCacheType::kF16);
+  // The runner and cache come from `backend`, which must outlive the
+  // generator.
+  static Result<std::unique_ptr<Generator>> create(std::shared_ptr<const Model> model, Backend& backend, int context,
+                                                   int prefill_chunk = 256, KvCacheType kv_type = KvCacheType::kF16);
 
   // Generates after `prompt`. The end-of-generation ids stop generation
   // unless options.ignore_eos. The token that ends generation by EOS is not
@@ -73,7 +74,7 @@ class Generator {
   Result<std::vector<float>> all_logits(std::span<const int32_t> tokens, int chunk);
 
   int context() const { return context_; }
-  ForwardPass& forward() { return *forward_; }
+  ModelRunner& runner() { return *runner_; }
 
  private:
   Generator() = default;
@@ -81,8 +82,8 @@ class Generator {
   Status prefill(std::span<const int32_t> tokens, int begin, float* last_logits);
 
   std::shared_ptr<const Model> model_;
-  std::unique_ptr<ForwardPass> forward_;
-  std::unique_ptr<PagedKvStore> kv_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<KvCache> kv_;
   std::vector<int32_t> block_table_;  // blocks 0..n-1: the one sequence owns the whole store
   std::vector<int32_t> cached_;       // tokens whose K/V are in the store
   std::vector<float> logits_;          // a row per row of the widest step

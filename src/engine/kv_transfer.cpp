@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "model/kv_cache.h"
 #include "model/model.h"
-#include "model/paged_kv_store.h"
 
 namespace omnibus {
 namespace {
@@ -115,15 +115,15 @@ uint64_t model_fingerprint(const Model& model) {
   return h.value();
 }
 
-KvTransferShape kv_transfer_shape(uint64_t fingerprint, const PagedKvStore& store) {
+KvTransferShape kv_transfer_shape(uint64_t fingerprint, const ModelConfig& config, const KvCache& cache) {
   KvTransferShape s;
   s.model_fingerprint = fingerprint;
-  s.kv_type = store.type();
-  s.block_size = store.block_size();
-  s.n_layer = store.n_layer();
-  s.n_head_kv = static_cast<int32_t>(store.n_head_kv());
-  s.head_dim = static_cast<int32_t>(store.head_dim());
-  s.block_bytes = store.block_transfer_bytes();
+  s.kv_type = cache.type();
+  s.block_size = cache.block_size();
+  s.n_layer = config.n_layer;
+  s.n_head_kv = config.n_head_kv;
+  s.head_dim = config.head_dim;
+  s.block_bytes = cache.block_transfer_bytes();
   return s;
 }
 

@@ -6,7 +6,7 @@
 //   u32 block size  u32 layers  u32 KV heads  u32 head size
 //   u64 bytes per block  u64 token count (whole blocks)
 //   i32 tokens[token count]
-//   the blocks' bytes, in token order (PagedKvStore::copy_block_out)
+//   the blocks' bytes, in token order (KvCache::copy_block_out)
 //   u64 FNV-1a of everything before it
 // The decoder trusts nothing: every field is checked against what the
 // receiving instance expects, sizes before they are used, and a mismatch
@@ -24,8 +24,9 @@
 
 namespace omnibus {
 
+class KvCache;
 class Model;
-class PagedKvStore;
+struct ModelConfig;
 
 // What both sides must agree on for the bytes to mean the same K/V.
 struct KvTransferShape {
@@ -44,8 +45,9 @@ struct KvTransferShape {
 // another quantization) differ; it is not a cryptographic hash.
 uint64_t model_fingerprint(const Model& model);
 
-// This instance's shape for `store`, holding `model`'s K/V.
-KvTransferShape kv_transfer_shape(uint64_t fingerprint, const PagedKvStore& store);
+// This instance's shape for `cache`, holding the K/V of the model of
+// `config` (whose fingerprint is `fingerprint`).
+KvTransferShape kv_transfer_shape(uint64_t fingerprint, const ModelConfig& config, const KvCache& cache);
 
 // `tokens` (whole blocks of the store's block size) and their blocks' bytes
 // (tokens.size() / block_size blocks of shape.block_bytes each).

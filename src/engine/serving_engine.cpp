@@ -44,14 +44,13 @@ constexpr double kAdmissionTargetShare = 0.85;  // of the TPOT objective
 
 }  // namespace
 
-Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<const Model> model,
+Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<const Model> model, Backend& backend,
                                                              std::unique_ptr<Tokenizer> tokenizer,
                                                              ChatFormat chat_format,
                                                              const ServingEngineOptions& options) {
   OMNIBUS_RETURN_IF_ERROR(validate_scheduler_config(options.scheduler));
   if (options.kv_block_size < 1 || options.kv_block_size > 1024)
     return Status::invalid_argument("--kv-block-size must be in 1..1024, got " + std::to_string(options.kv_block_size));
-  if (options.threads < 1) return Status::invalid_argument("threads must be >= 1");
   if (options.max_queue < 1) return Status::invalid_argument("--max-queue must be >= 1");
   const ModelConfig& config = model->config();
   std::unique_ptr<ServingEngine> e(new ServingEngine());
@@ -59,7 +58,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->context_length_ = options.context_length > 0 ? options.context_length : config.n_ctx_train;
   if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
 
-  const int64_t block_bytes = PagedKvStore::bytes_per_token(config, options.kv_type) * options.kv_block_size;
+  const int64_t block_bytes = kv_bytes_per_token(config, options.kv_type) * options.kv_block_size;
   e->num_blocks_ = options.kv_cache_bytes / block_bytes;
   if (e->num_blocks_ < 1)
     return Status::invalid_argument("a KV cache of " + std::to_string(options.kv_cache_bytes) +
@@ -71,11 +70,9 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
     log_warn("the KV pool holds {} tokens, less than one full context of {}; longer requests get a 400", pool_tokens,
              e->context_length_);
 
-  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore store,
-                           PagedKvStore::create(config, static_cast<int>(e->num_blocks_), options.kv_block_size,
-                                                                options.kv_type));
-  e->kv_store_ = std::make_unique<PagedKvStore>(std::move(store));
-  e->transfer_shape_ = kv_transfer_shape(model_fingerprint(*model), *e->kv_store_);
+  OMNIBUS_ASSIGN_OR_RETURN(e->kv_store_, backend.create_kv_cache(config, static_cast<int>(e->num_blocks_),
+                                                                 options.kv_block_size, options.kv_type));
+  e->transfer_shape_ = kv_transfer_shape(model_fingerprint(*model), config, *e->kv_store_);
   KvManagerOptions kv_options;
   kv_options.num_blocks = static_cast<int32_t>(e->num_blocks_);
   kv_options.block_size = options.kv_block_size;
@@ -99,7 +96,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   OMNIBUS_RETURN_IF_ERROR(validate_speculation_options(options.speculation));
   if (options.speculative_max_seqs < 1) return Status::invalid_argument("--draft-max-seqs must be >= 1");
   const int max_batch = static_cast<int>(options.scheduler.max_batched_tokens);
-  e->forward_ = std::make_unique<ForwardPass>(model, max_batch, e->context_length_, options.threads);
+  OMNIBUS_ASSIGN_OR_RETURN(e->forward_, backend.create_runner(model, max_batch, e->context_length_));
   e->rows_.reserve(max_batch);
   // A logits row per sampled sequence, plus one per guess.
   int64_t logits_rows = options.scheduler.max_seqs;

@@ -9,7 +9,7 @@
 //   4. samples the sequences whose chunk ended at their newest token, applies
 //      EOS / stop strings, and streams text to each request's RequestStream,
 //   5. tells the scheduler what was sampled.
-// By batch invariance (model/forward.h) a sequence's logits, so its greedy
+// By batch invariance (model/model_runner.h) a sequence's logits, so its greedy
 // text, do not depend on what it was batched with, how its prompt was
 // chunked, whether its prefix came from the cache, or whether it was
 // preempted and recomputed.
@@ -37,9 +37,8 @@
 #include "engine/serving_metrics.h"
 #include "engine/speculation.h"
 #include "kv/kv_manager.h"
-#include "model/forward.h"
+#include "model/backend.h"
 #include "model/model.h"
-#include "model/paged_kv_store.h"
 #include "sched/admission_controller.h"
 #include "sched/queue_gate.h"
 #include "sched/scheduler.h"
@@ -52,7 +51,6 @@ struct ServingEngineOptions {
   KvCacheType kv_type = KvCacheType::kF16;  // --kv-type
   int64_t kv_cache_bytes = int64_t{512} << 20;  // K/V pool size (--kv-cache-mib)
   bool prefix_caching = true;
-  int threads = 1;
   int64_t context_length = 0;  // 0: the model's training context
   // Requests waiting for room in the running set (a seat and KV blocks)
   // beyond this are refused (429); a burst the running set can take is
@@ -76,7 +74,9 @@ class ServingEngine final : public InferenceService {
  public:
   // Sizes everything once (KV pool from kv_cache_bytes) and starts the engine
   // thread. Errors name a bad option (pool too small for one block, ...).
-  static Result<std::unique_ptr<ServingEngine>> create(std::shared_ptr<const Model> model,
+  // The runner and KV cache come from `backend`, which must outlive the
+  // engine.
+  static Result<std::unique_ptr<ServingEngine>> create(std::shared_ptr<const Model> model, Backend& backend,
                                                        std::unique_ptr<Tokenizer> tokenizer, ChatFormat chat_format,
                                                        const ServingEngineOptions& options);
   ~ServingEngine() override;  // stops the thread; unfinished requests end "cancelled"
@@ -137,8 +137,8 @@ class ServingEngine final : public InferenceService {
   KvTransferShape transfer_shape_;  // this engine's side of a KV handover
 
   // Engine-thread state.
-  std::unique_ptr<ForwardPass> forward_;
-  std::unique_ptr<PagedKvStore> kv_store_;
+  std::unique_ptr<ModelRunner> forward_;
+  std::unique_ptr<KvCache> kv_store_;
   std::unique_ptr<KvManager> kv_;
   std::unique_ptr<Scheduler> scheduler_;
   // Set when a TPOT objective is given (continuous batching): caps

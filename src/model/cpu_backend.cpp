@@ -1,0 +1,33 @@
+#include "model/cpu_backend.h"
+
+#include <algorithm>
+
+#include "kernels/kernel_table.h"
+#include "model/forward.h"
+#include "model/paged_kv_store.h"
+
+namespace omnibus {
+
+CpuBackend::CpuBackend(int threads) : threads_(std::max(1, threads)) {}
+
+std::string CpuBackend::describe() const {
+  return std::string("cpu (") + kernels().name + " kernels, " + std::to_string(threads_) +
+         (threads_ == 1 ? " thread)" : " threads)");
+}
+
+Result<std::unique_ptr<KvCache>> CpuBackend::create_kv_cache(const ModelConfig& config, int num_blocks, int block_size,
+                                                             KvCacheType type) {
+  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore store, PagedKvStore::create(config, num_blocks, block_size, type));
+  return std::unique_ptr<KvCache>(std::make_unique<PagedKvStore>(std::move(store)));
+}
+
+Result<std::unique_ptr<ModelRunner>> CpuBackend::create_runner(std::shared_ptr<const Model> model, int max_batch,
+                                                               int64_t max_positions) {
+  if (model == nullptr) return Status::invalid_argument("no model");
+  if (max_batch < 1) return Status::invalid_argument("max batch must be >= 1");
+  if (max_positions < 1) return Status::invalid_argument("max positions must be >= 1");
+  return std::unique_ptr<ModelRunner>(
+      std::make_unique<ForwardPass>(std::move(model), max_batch, max_positions, threads_));
+}
+
+}  // namespace omnibus
