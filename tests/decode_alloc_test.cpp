@@ -8,8 +8,8 @@
 #include <new>
 #include <vector>
 
-#include "model/forward.h"
-#include "model/paged_kv_store.h"
+#include "backends/cpu/forward.h"
+#include "backends/cpu/paged_kv_store.h"
 #include "sampling/sampler.h"
 #include "tiny_model.h"
 

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <map>
 
+#include "backends/cpu/cpu_backend.h"
 #include "engine/evaluation.h"
 #include "engine/generator.h"
-#include "model/cpu_backend.h"
 #include "model/model.h"
 #include "real_model.h"
 #include "sampling/sampling_params.h"

@@ -32,9 +32,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/forward.h"
+#include "backends/cpu/paged_kv_store.h"
 #include "kernels/kernel_table.h"
-#include "model/forward.h"
-#include "model/paged_kv_store.h"
 #include "tiny_model.h"
 
 namespace omnibus::testing {

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "engine/serving_engine.h"
-#include "model/cpu_backend.h"
 #include "tiny_model.h"
 #include "tokenizer/test_vocabs.h"
 

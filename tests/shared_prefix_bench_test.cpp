@@ -13,10 +13,10 @@
 #include <random>
 #include <vector>
 
+#include "backends/cpu/forward.h"
+#include "backends/cpu/paged_kv_store.h"
 #include "base/timer.h"
-#include "model/forward.h"
 #include "model/model.h"
-#include "model/paged_kv_store.h"
 
 namespace omnibus {
 namespace {

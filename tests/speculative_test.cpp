@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "engine/generator.h"
-#include "model/cpu_backend.h"
 #include "tiny_model.h"
 
 namespace omnibus::testing {

@@ -9,13 +9,13 @@
 #include <string>
 #include <unistd.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/sampling_flags.h"
 #include "engine/generator.h"
 #include "engine/text_stream.h"
-#include "model/cpu_backend.h"
 #include "tokenizer/chat_template.h"
 
 namespace omnibus::cli {

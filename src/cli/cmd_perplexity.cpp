@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "backends/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/evaluation.h"
-#include "model/cpu_backend.h"
 
 namespace omnibus::cli {
 namespace {

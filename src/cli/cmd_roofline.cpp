@@ -10,13 +10,13 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "base/log.h"
 #include "bench/benchmark.h"
 #include "bench/machine_limits.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/generator.h"
-#include "model/cpu_backend.h"
 #include "model/model_cost.h"
 
 namespace omnibus::cli {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/cpu/cpu_backend.h"
 #include "base/log.h"
 #include "base/profiler.h"
 #include "base/timer.h"
@@ -15,7 +16,6 @@
 #include "cli/sampling_flags.h"
 #include "engine/generator.h"
 #include "engine/text_stream.h"
-#include "model/cpu_backend.h"
 #include "tokenizer/chat_template.h"
 
 namespace omnibus::cli {

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "backends/cpu/cpu_backend.h"
 #include "base/log.h"
 #include "base/timer.h"
 #include "bench/machine_limits.h"
@@ -23,7 +24,6 @@
 #include "cli/sampling_flags.h"
 #include "engine/deferred_service.h"
 #include "engine/serving_engine.h"
-#include "model/cpu_backend.h"
 #include "server/http_server.h"
 
 namespace omnibus::cli {

@@ -200,7 +200,9 @@ namespace {
 // What bounds the attention kernels on this CPU: throughput of one 8-lane
 // FP32 FMA against widening eight f16 values (vcvtph2ps) or eight int8
 // codes (vpmovsxbd + vcvtdq2ps) to f32, each in a loop of independent
-// instructions (docs/profiling.md). A measurement, not a check.
+// instructions (docs/profiling.md). A measurement, not a check; x86 only
+// (the loops are x86 assembly).
+#if defined(__x86_64__)
 TEST(AttentionBench, DISABLED_WideningAgainstFma) {
   if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
   alignas(64) static uint16_t buf[64] = {};
@@ -252,6 +254,7 @@ TEST(AttentionBench, DISABLED_WideningAgainstFma) {
   std::printf("ns per 8 lanes: FMA %.2f, f16 -> f32 (vcvtph2ps) %.2f, int8 -> f32 (vpmovsxbd + vcvtdq2ps) %.2f\n", fma,
               f16, i8);
 }
+#endif  // __x86_64__
 
 }  // namespace
 }  // namespace omnibus

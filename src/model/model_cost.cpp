@@ -1,7 +1,7 @@
 #include "model/model_cost.h"
 
+#include "model/kv_cache.h"
 #include "model/model.h"
-#include "model/paged_kv_store.h"
 
 namespace omnibus {
 
@@ -15,7 +15,7 @@ TokenCost token_cost(const Model& model, KvCacheType kv_type) {
     for (const WeightMatrix* m : l.matrices())
       params += static_cast<double>(m->rows * m->cols);
   cost.matmul_flops = 2 * params;
-  cost.kv_bytes_per_position = static_cast<double>(PagedKvStore::bytes_per_token(c, kv_type));
+  cost.kv_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, kv_type));
   // Per query head and position: a head_dim dot for the score and a
   // head_dim axpy for the value, 2 FLOPs per element each.
   cost.attention_flops_per_position = 4.0 * c.n_layer * c.q_dim();

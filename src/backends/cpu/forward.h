@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/cpu/paged_kv_store.h"
 #include "base/aligned_buffer.h"
 #include "base/profiler.h"
 #include "base/thread_pool.h"
@@ -22,7 +23,6 @@
 #include "kernels/matmul.h"
 #include "model/model.h"
 #include "model/model_runner.h"
-#include "model/paged_kv_store.h"
 
 namespace omnibus {
 
@@ -110,7 +110,7 @@ class ForwardPass final : public ModelRunner {
   void decode_step_share(const DecodeStep& step, int t, int count);
   void mlp_block(int layer, int n);
   int64_t rope_set_offset(bool window_layers) const;
-  void norm_rows(const float* weight, int n);  // x_ -> xn_
+  void norm_rows(const float* weight, int n);                                // x_ -> xn_
   void norm_rows(const float* weight, const float* from, float* to, int n);  // n_embd-wide rows; to may be from
   void project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y);
   void add_residual(int n);
@@ -154,7 +154,7 @@ class ForwardPass final : public ModelRunner {
   int64_t scores_stride_;
   int64_t runs_stride_;
   static constexpr int kParallelElementwiseRows = 16;  // rows from which swiglu is split over the pool
-  static constexpr int kHeadsPerCall = 16;  // heads per attention call (scratch: this many score rows)
+  static constexpr int kHeadsPerCall = 16;             // heads per attention call (scratch: this many score rows)
 };
 
 }  // namespace omnibus

@@ -2,7 +2,7 @@
 // of one store and into another of the same shape read back through every
 // accessor the attention kernels use, for every cache type, and the copy
 // touches no other block.
-#include "model/paged_kv_store.h"
+#include "backends/cpu/paged_kv_store.h"
 
 #include <gtest/gtest.h>
 
@@ -45,11 +45,10 @@ void expect_same_position(PagedKvStore& a, PagedKvStore& b, int layer, int block
         break;
       case KvCacheType::kQ4_0:
         for (int64_t o = 0; o < hd / 8; ++o)
-          EXPECT_EQ(0, std::memcmp(a.key_q4_at(layer, block_a, offset) + h * a.head_stride() / 2 +
-                                       o * a.key_octet_stride(),
-                                   b.key_q4_at(layer, block_b, offset) + h * b.head_stride() / 2 +
-                                       o * b.key_octet_stride(),
-                                   4));
+          EXPECT_EQ(
+              0,
+              std::memcmp(a.key_q4_at(layer, block_a, offset) + h * a.head_stride() / 2 + o * a.key_octet_stride(),
+                          b.key_q4_at(layer, block_b, offset) + h * b.head_stride() / 2 + o * b.key_octet_stride(), 4));
         EXPECT_EQ(0, std::memcmp(a.value_q4_at(layer, block_a, offset) + h * a.head_stride() / 2,
                                  b.value_q4_at(layer, block_b, offset) + h * b.head_stride() / 2, hd / 2));
         break;

@@ -1,16 +1,16 @@
-#include "model/forward.h"
+#include "backends/cpu/forward.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/forward_internal.h"
 #include "base/cpu_features.h"
 #include "kernels/attention.h"
 #include "kernels/hadamard.h"
 #include "kernels/kv_quant.h"
 #include "kernels/ops.h"
 #include "kernels/weight_interleave.h"
-#include "model/forward_internal.h"
 #include "tensor/quant.h"
 
 namespace omnibus {
@@ -181,7 +181,8 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
     // (Model::interleave_matrices), whose file pages are released.
     gather_row_blocks(e, rows[i].token, embed_row_.data());
     dequantize_row_ref(e.dtype, embed_row_.data(), x_.data() + i * c.n_embd, c.n_embd);
-    if (c.spec->embedding_scaled) scale_f32(std::sqrt(static_cast<float>(c.n_embd)), x_.data() + i * c.n_embd, c.n_embd);
+    if (c.spec->embedding_scaled)
+      scale_f32(std::sqrt(static_cast<float>(c.n_embd)), x_.data() + i * c.n_embd, c.n_embd);
   }
 }
 
@@ -245,8 +246,8 @@ void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, Page
 
 // K and V of rows [begin, end) of this step into the cache at their
 // positions (qkv_rope_store).
-void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin,
-                                int64_t end, int head_begin, int head_end) {
+void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin, int64_t end,
+                                int head_begin, int head_end) {
   const ModelConfig& c = model_->config();
   const int bs = kv.block_size();
   for (int64_t i = begin; i < end; ++i) {
@@ -260,9 +261,8 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
         quantize_kv_q8(k_.data() + from, c.head_dim, kv.key_codes_at(layer, block, offset) + h * kv.head_stride(),
                        kv.key_dim_stride(), kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
                        kv.key_dim_stride());
-        quantize_kv_q8(v_.data() + from, c.head_dim, kv.value_codes_at(layer, block, offset) + h * kv.head_stride(),
-                       1, kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
-                       kv.key_dim_stride());
+        quantize_kv_q8(v_.data() + from, c.head_dim, kv.value_codes_at(layer, block, offset) + h * kv.head_stride(), 1,
+                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
       }
       continue;
     }
@@ -364,7 +364,8 @@ void ForwardPass::start_rows(std::span<const BatchRow> rows) {
   const int half = c.rope.rot_dims / 2 + 1;
   {
     ProfileScope scope(profiler_, ProfileOp::kRope);
-    for (int i = 0; i < n; ++i) rope_angles(c.rope, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
+    for (int i = 0; i < n; ++i)
+      rope_angles(c.rope, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
     if (c.sliding_window > 0) {
       const int64_t set = rope_set_offset(true);
       for (int i = 0; i < n; ++i)

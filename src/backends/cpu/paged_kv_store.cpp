@@ -1,4 +1,4 @@
-#include "model/paged_kv_store.h"
+#include "backends/cpu/paged_kv_store.h"
 
 #include <cstring>
 #include <string>
@@ -8,14 +8,12 @@
 
 namespace omnibus {
 
-Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size,
-                                          KvCacheType type) {
+Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size, KvCacheType type) {
   if (num_blocks <= 0 || block_size <= 0) return Status::invalid_argument("KV store needs at least one block and slot");
   if ((type == KvCacheType::kQ8_0 || type == KvCacheType::kQ4_0) && config.head_dim % kKvQ8Group != 0)
     return Status::invalid_argument(std::string("--kv-type ") + kv_cache_type_name(type) +
-                                    " needs a head size that is a multiple of " +
-                                    std::to_string(kKvQ8Group) + "; this model's is " +
-                                    std::to_string(config.head_dim) + " (use --kv-type f16)");
+                                    " needs a head size that is a multiple of " + std::to_string(kKvQ8Group) +
+                                    "; this model's is " + std::to_string(config.head_dim) + " (use --kv-type f16)");
   if (type == KvCacheType::kQ4_0 && config.head_dim > kMaxHeadDim)
     return Status::invalid_argument("--kv-type q4_0 supports head sizes up to " + std::to_string(kMaxHeadDim) +
                                     "; this model's is " + std::to_string(config.head_dim) + " (use --kv-type f16)");

@@ -2,10 +2,10 @@
 // (a decode step as one pool job).
 #pragma once
 
+#include "backends/cpu/paged_kv_store.h"
 #include "kernels/hadamard.h"
 #include "kernels/ops.h"
 #include "model/model_config.h"
-#include "model/paged_kv_store.h"
 
 namespace omnibus::forward_internal {
 

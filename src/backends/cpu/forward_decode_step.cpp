@@ -30,12 +30,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/forward.h"
+#include "backends/cpu/forward_internal.h"
 #include "kernels/attention.h"
 #include "kernels/hadamard.h"
 #include "kernels/ops.h"
 #include "kernels/rope.h"
-#include "model/forward.h"
-#include "model/forward_internal.h"
 
 namespace omnibus {
 

@@ -1,10 +1,10 @@
-#include "model/cpu_backend.h"
+#include "backends/cpu/cpu_backend.h"
 
 #include <algorithm>
 
+#include "backends/cpu/forward.h"
+#include "backends/cpu/paged_kv_store.h"
 #include "kernels/kernel_table.h"
-#include "model/forward.h"
-#include "model/paged_kv_store.h"
 
 namespace omnibus {
 

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "backends/cpu/forward.h"
 #include "kernels/attention.h"
-#include "model/forward.h"
 
 namespace omnibus {
 
@@ -49,8 +49,8 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
 namespace {
 
 AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
-  return {c.n_head,          c.n_head_kv,           c.head_dim, c.attention_scale,
-          kv.head_stride(),  kv.key_dim_stride(), kv.type(), kv.scale_head_stride()};
+  return {c.n_head,         c.n_head_kv,         c.head_dim, c.attention_scale,
+          kv.head_stride(), kv.key_dim_stride(), kv.type(),  kv.scale_head_stride()};
 }
 
 // attend_chunks' cost of a unit: its chunk's positions plus this.
@@ -66,8 +66,7 @@ int64_t visible_positions(const ModelConfig& c, int layer, const BatchRow& row) 
 // same KV blocks (a prefix both took from the prefix cache), up to the
 // shorter row's end; 0 for rows of one sequence, rows whose first visible
 // positions differ (a window layer), or fewer than one whole softmax chunk.
-int64_t shared_prefix_positions(const ModelConfig& c, int layer, const BatchRow& a, const BatchRow& b,
-                                int block_size) {
+int64_t shared_prefix_positions(const ModelConfig& c, int layer, const BatchRow& a, const BatchRow& b, int block_size) {
   const int64_t first = c.first_visible(layer, a.pos);
   if (a.block_table.data() == b.block_table.data() || c.first_visible(layer, b.pos) != first) return 0;
   const int64_t end = std::min(a.pos, b.pos) + 1;
@@ -136,8 +135,7 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
   // steps on SmolLM2, 2 threads, tests/shared_prefix_bench_test.cpp: 4
   // sequences sharing 1,024 positions, 768 KB a layer, 8% slower paired;
   // sharing 2,048, 1.5 MB, 8-16% faster; 2 sequences 3-7% slower).
-  if (!shared_prefix_attention_ || n < 2 * pool_.size() || !attention_pairs_supported(attention_shape(c, kv)))
-    return;
+  if (!shared_prefix_attention_ || n < 2 * pool_.size() || !attention_pairs_supported(attention_shape(c, kv))) return;
   const int64_t bytes_per_position = kv.bytes_per_token(c, kv.type()) / c.n_layer;
   // As pair_shared_prefixes: a row takes the first later free row it shares
   // a whole chunk with. A row's shared positions are fewer than its own
@@ -228,9 +226,8 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
         KvRun* runs0 = runs + runs_stride_ / 2;
         const size_t n_runs0 = position_runs(row0, job.layer, job.kv, first, row0.pos + 1 - first, runs0);
         const int64_t q0 = static_cast<int64_t>(unit.other) * job.c.q_dim();
-        attention_rows_shared_prefix(job.shape, q_.data() + q0, std::span(runs0, n_runs0), q,
-                                     std::span(runs, n_runs), unit.shared, job.kv.position_stride(), scores,
-                                     attn_.data() + q0, out, h, h_end);
+        attention_rows_shared_prefix(job.shape, q_.data() + q0, std::span(runs0, n_runs0), q, std::span(runs, n_runs),
+                                     unit.shared, job.kv.position_stride(), scores, attn_.data() + q0, out, h, h_end);
       } else if (unit.pair) {
         attention_row_pair_paged(job.shape, q - job.c.q_dim(), q, std::span(runs, n_runs), job.kv.position_stride(),
                                  scores, out - job.c.q_dim(), out, h, h_end);
@@ -341,8 +338,8 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
         const int h_end = static_cast<int>(std::clamp<int64_t>((hi - at + unit - 1) / unit, 0, c.n_head));
         at += unit * c.n_head;
         if (h_begin < h_end) {
-          call = {walk_row, ch, first + ch * kAttentionChunk, positions, h_begin, h_end,
-                  together ? plan.partner[walk_row] : -1};
+          call = {walk_row, ch,    first + ch * kAttentionChunk,          positions,
+                  h_begin,  h_end, together ? plan.partner[walk_row] : -1};
           return true;
         }
       }
@@ -366,8 +363,8 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
       const int h1 = std::min(call.h_end, h + kHeadsPerCall);
       // What this thread computes next: the same chunk's next heads, or its next chunk.
       const ChunkAhead ahead = h1 < call.h_end ? ChunkAhead{runs, h1 / group}
-                               : more         ? ChunkAhead{next_runs, next.h_begin / group}
-                                              : ChunkAhead{};
+                               : more          ? ChunkAhead{next_runs, next.h_begin / group}
+                                               : ChunkAhead{};
       const AttentionPartial part = chunk_partial(partial, h);
       const float* q = q_.data() + static_cast<int64_t>(i) * c.q_dim();
       if (call.partner >= 0) {
@@ -398,8 +395,9 @@ void ForwardPass::merge_chunks(int layer, std::span<const BatchRow> rows, int he
     const AttentionPartial state = chunk_partial(first, head_begin);
     for (int64_t ch = 1; ch < n_chunks; ++ch)
       attention_merge(c.head_dim, head_end - head_begin, chunk_partial(first + ch, head_begin), state);
-    attention_finish(c.head_dim, head_end - head_begin, state,
-                     attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(head_begin) * c.head_dim);
+    attention_finish(
+        c.head_dim, head_end - head_begin, state,
+        attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(head_begin) * c.head_dim);
   }
 }
 
