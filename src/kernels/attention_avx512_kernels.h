@@ -214,7 +214,7 @@ inline GroupPrefetch group_prefetch(const size_t* starts, int n, PrefetchOf&& pr
 // a standalone q4_0 value loop (per position six broadcasts, eight decode
 // steps, twelve FMAs) ran 16.6 cycles a position with them and 12.4 (its
 // FMA floor) with the broadcasts folded into the FMAs' loads
-// (docs/profiling.md, "Twenty-first session"). GCC keeps a set1 that
+// (docs/findings/zen4-broadcast-from-memory-costs-a-pipe.md). GCC keeps a set1 that
 // several FMAs share in a register, so the fold is written out.
 inline __m512 fmadd_broadcast(const float* w, __m512 v, __m512 acc) {
   asm("vfmadd231ps %[w]%{1to16%}, %[v], %[acc]" : [acc] "+v"(acc) : [v] "v"(v), [w] "m"(*w));

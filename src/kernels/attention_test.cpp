@@ -561,8 +561,8 @@ namespace {
 // A decode row at 2,048 positions on two threads as in a real step: between
 // layers 3 MB of other data (a layer's weights) are streamed, so K and V
 // come from DRAM with the weights competing for the cache, instead of
-// partly from L3 as in *DecodeRowColdCacheTwoThreads*. On the AVX-512 VM of
-// 2026-12-02 this reproduced the engine's own profile (f16 ~75 us per
+// partly from L3 as in *DecodeRowColdCacheTwoThreads*. On the Intel AVX-512
+// VM this reproduced the engine's own profile (f16 ~75 us per
 // layer, the same as `omnibus run --profile` after 2,048 tokens).
 // Microseconds of attention per layer, medians of 10 passes.
 TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
@@ -605,7 +605,7 @@ TEST(AttentionBench, DISABLED_DecodeRowEvictedByWeights) {
           });
           // OMNIBUS_BENCH_TOUCH=1: every thread reads the layer's K/V just
           // before the timed part (which then runs from L2): the ceiling of
-          // any prefetch scheme (docs/profiling.md, "Nineteenth session").
+          // any prefetch scheme (docs/findings/q4_0-attention-is-arithmetic-bound.md).
           if (touch_first) {
             pool.run([&](int, int) {
               int s = 0;
@@ -666,7 +666,7 @@ namespace {
 // one thread: what a head split saves where the positions are few. At 80
 // positions 2.2 us whole, 1.4 and 1.2 us the halves, against 5.2-5.5 us a
 // layer in a real decode step, whose K/V come from memory
-// (docs/profiling.md, "Sixteenth session").
+// (docs/findings/decode-step-as-one-pool-job.md).
 TEST(AttentionBench, DISABLED_DecodeRowShortContextHeadSplit) {
   if (!cpu_features().has_avx2_fma()) GTEST_SKIP();
   const AttentionShape s{9, 3, 64, 0.125f};

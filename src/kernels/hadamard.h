@@ -1,7 +1,7 @@
 // The orthonormal Walsh-Hadamard rotation H (n a power of two, H = H^T,
 // H H = I) that a quantized KV cache applies along each head vector, as
-// llama.cpp does for its quantized caches since its PR 21038 (2026-04,
-// src/llama-kv-cache.cpp, attn_rot_k / attn_rot_v): Q and K are rotated
+// llama.cpp does for its quantized caches since its PR 21038
+// (src/llama-kv-cache.cpp, attn_rot_k / attn_rot_v): Q and K are rotated
 // before K is stored (scores are unchanged, q.k = (Hq).(Hk)), V before it is
 // stored, and the attention output rotated back. The rotation spreads a
 // head's outlier dimensions over all of them, so a 32-value quantization

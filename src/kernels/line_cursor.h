@@ -27,10 +27,10 @@ inline constexpr int64_t kValueStepWeight = 16;
 // burst of prefetches issues no faster than one core streams from DRAM
 // (~4 ns a line here, any hint), stalling the loop that issues it. With
 // this pacing decode after 1,926 tokens went +7% (f16 cache) and +3%
-// (bf16) on AVX-512 (docs/profiling.md, "Nineteenth session"; +26% for
-// f16 on a Zen 4 VM, "Twentieth session"). Not used for the quantized
+// (bf16) on AVX-512 (+26% for f16 on a Zen 4 VM;
+// docs/findings/prefetch-must-be-paced.md). Not used for the quantized
 // caches (q8_0 +1-2%, q4_0 -2 to -4%; q4_0 -5% on Zen 4 once its value
-// loop ran at its FMA floor, twenty-first session), nor in the AVX2
+// loop ran at its FMA floor), nor in the AVX2
 // kernels (-2%: their value loop spills already).
 class LineCursor {
   struct Range {

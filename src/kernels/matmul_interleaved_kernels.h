@@ -74,7 +74,8 @@ constexpr int kMaxBatchRows = 4;
 // Four streams, a quarter of the thread's rows apart, keep more lines in
 // flight, and the four groups share each broadcast of x. Measured against
 // the one-stream kernel (`--gtest_filter=*MatmulBench*`, the two builds in
-// turns, four rounds, busy VM, 2026-12-01): 49152 x 576 from DRAM on two
+// turns, four rounds, a busy VM;
+// docs/findings/weight-streams-want-more-streams-not-prefetch.md): 49152 x 576 from DRAM on two
 // threads, medians Q4_1 1170 -> 871 us, Q8_0 2243 -> 1530 us; on one
 // thread 4-7% faster from DRAM and 11% in L2 (the shared broadcasts). Six
 // streams measured the same as four end to end, eight slower (the

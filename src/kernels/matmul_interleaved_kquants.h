@@ -10,7 +10,7 @@ namespace {
 
 // Decode (one x row): each group's next-but-one block into the cache while
 // this one is computed. Without it Q6_K decoded Gemma 3 2-3% slower than its
-// row layout (five alternating pairs, 2026-12-02), with it level (four
+// row layout (five alternating pairs), with it level (four
 // pairs, 120.7 vs 119.3 tok/s, in the noise); the legacy types' kernel
 // needs none (decode_rows).
 template <int kBlockBytes>

@@ -14,8 +14,8 @@ namespace {
 // Batches with AVX-512 VNNI (matmul_interleaved_avx512vnni.cpp): two groups
 // of eight rows side by side in one zmm register (lanes 0-7 the first
 // group's rows, 8-15 the second's), so each vpdpbusd adds sixteen rows'
-// products, where the 256-bit kernels add eight. On the Intel VM of
-// 2026-12-02 a zmm vpdpbusd issued about as often as a ymm one (1.9 against
+// products, where the 256-bit kernels add eight. On an Intel Xeon
+// VM a zmm vpdpbusd issued about as often as a ymm one (1.9 against
 // 2 a cycle, a throughput microbenchmark), twice the multiplies. Every
 // lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are

@@ -150,8 +150,8 @@ namespace omnibus {
 namespace {
 // How far the K-quant kernels' float steps land from the scalar path's
 // double-precision sum of the same integers (a measurement, not a check:
-// --gtest_also_run_disabled_tests). 2026-12-02: one float chain per output
-// (S per block) measured 2-4x closer than the earlier eight lane chains.
+// --gtest_also_run_disabled_tests). One float chain per output (S per
+// block) measured 2-4x closer than the eight lane chains it replaced.
 TEST(MatmulBench, DISABLED_KQuantRoundingAgainstScalar) {
   for (DType t : {DType::kQ4_K, DType::kQ6_K}) {
     for (int64_t cols : {1024, 2048, 4096}) {

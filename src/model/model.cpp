@@ -195,8 +195,8 @@ void Model::interleave_matrices() {
   // Matrices are shared out over up to four threads, the next one to whoever
   // is free: most of the copy's time is the kernel zeroing fresh pages and
   // the scatter of 4-byte pieces, both of which scale with threads. On two
-  // cores (2026-12-02, three runs each, with the copy no longer cleared
-  // first): load SmolLM2 Q4_1 77-168 -> 56-57 ms, Q4_K_M 203-219 -> 101-138,
+  // cores (three runs each, with the copy no longer cleared first;
+  // docs/findings/load-time-is-page-zeroing.md): load SmolLM2 Q4_1 77-168 -> 56-57 ms, Q4_K_M 203-219 -> 101-138,
   // Gemma 3 302-326 -> 194-196; peak RSS unchanged.
   // Largest first, so that a big matrix (a vocabulary projection) does not
   // start last and leave the other threads idle.

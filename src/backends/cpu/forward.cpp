@@ -131,7 +131,7 @@ namespace {
 // calling thread, where a hand-off costs more than the work (decode steps
 // on two or more threads take forward_decode_step.cpp instead). In a
 // 728-token prefill these ops were 7% of the time on one thread while the
-// other waited (`omnibus run --profile`, 2026-12-03); on the pool the
+// other waited (`omnibus run --profile`; docs/findings/prefill-scales-with-cores.md); on the pool the
 // prefill went 1851-1944 -> 1958-2017 tok/s (four alternating pairs).
 constexpr int kPoolRowsMin = 16;
 

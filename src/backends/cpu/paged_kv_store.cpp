@@ -44,8 +44,8 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
   // and on 4 KiB pages each KV head's blocks of one layer cross a page
   // every few blocks (a TLB walk, and the hardware prefetcher stops at the
   // page's end). Decode after 1,927 tokens went +10% (f16 cache, 9 of 10
-  // alternating pairs) and +3-5% (q4_0) on the Zen 4 VM (docs/profiling.md,
-  // "Twenty-first session").
+  // alternating pairs) and +3-5% (q4_0) on the Zen 4 VM
+  // (docs/findings/kv-store-on-huge-pages.md).
   auto sized = [](auto& buffer, uint64_t count) {
     using Element = std::remove_reference_t<decltype(buffer[0])>;
     buffer.resize(count, count * sizeof(Element) >= (uint64_t{256} << 10));
