@@ -326,7 +326,7 @@ void check_decode_rows_sharing_a_prefix(int n_seqs, int threads, bool gemma = fa
   std::vector<std::vector<float>> solo(n_seqs);
   for (int s = 0; s < n_seqs; ++s) solo[s] = engine_logits(model, tokens[s], 64, 2, kBlock, kMaxPositions);
   // Two decode steps of all the sequences together.
-  const uint64_t units_before = fp.shared_prefix_units();
+  const uint64_t units_before = fp.stats().shared_prefix_units;
   for (int step = 2; step >= 1; --step) {
     rows.clear();
     for (int s = 0; s < n_seqs; ++s) {
@@ -347,7 +347,7 @@ void check_decode_rows_sharing_a_prefix(int n_seqs, int threads, bool gemma = fa
   const bool pair_kernel = kernels().attention_chunk_pair != nullptr;
   const uint64_t pairs = pair_kernel && n_seqs >= 2 * threads ? n_seqs / 2 : 0;
   const uint64_t paired_layers = gemma ? 1 : 2;
-  EXPECT_EQ(fp.shared_prefix_units() - units_before, pairs * paired_layers * 2);
+  EXPECT_EQ(fp.stats().shared_prefix_units - units_before, pairs * paired_layers * 2);
 }
 
 TEST(ForwardBatchTest, DecodeRowsSharingACachedPrefixMatchSoloRuns) {

@@ -153,14 +153,17 @@ TEST(LogitsFingerprintTest, EveryArchitectureAndCacheTypeKeepsItsBits) {
     ASSERT_TRUE(out.good()) << "cannot write " << kFingerprintFile;
     GTEST_SKIP() << "recorded " << now.size() << " fingerprints for the " << kind << " table";
   }
-  if (!kRecordedBuild) {
+  auto print_hashes = [&now] {
     for (const auto& [key, hash] : now) std::printf("fingerprint %s %s\n", key.c_str(), hash.c_str());
+  };
+  if (!kRecordedBuild) {
+    print_hashes();
     GTEST_SKIP() << "not a GCC Release build: the recorded hashes do not apply (printed above; threads agree)";
   }
   const auto recorded = read_recorded();
   ASSERT_FALSE(recorded.empty()) << "no fingerprints in " << kFingerprintFile << " (run from the repository root)";
   if (recorded.find(kind + " " + kCases[0].name) == recorded.end()) {
-    for (const auto& [key, hash] : now) std::printf("fingerprint %s %s\n", key.c_str(), hash.c_str());
+    print_hashes();
     GTEST_SKIP() << "no fingerprints recorded for the " << kind << " table (printed above; threads agree); "
                  << "record them on this machine (top of this file) and compare with avx2's";
   }

@@ -21,8 +21,6 @@ namespace {
 
 using namespace attention_test_util;
 
-std::vector<std::pair<const char*, PagedFn>> paths() { return attention_paths(); }
-
 std::vector<uint16_t> random_bf16(int64_t n, uint32_t seed) { return as_bf16(random_halves(n, seed)); }
 
 std::vector<float> widen_bf16(const std::vector<uint16_t>& x) {
@@ -40,7 +38,7 @@ AttentionShape bf16_shape(int n_head, int n_head_kv, int head_dim) {
 // head_dim 24 and 40: a split-lane pair plus a lone vector in order; 72: two
 // full 32-float calls and a lone vector.
 TEST(AttentionBf16Test, BitIdenticalAcrossBlockLayoutsAndHeadSplits) {
-  for (const auto& [name, fn] : paths()) {
+  for (const auto& [name, fn] : attention_paths()) {
     for (int head_dim : {24, 40, 64, 72, 128}) {
       for (int64_t n_kv : {1, 9, 17, 300, 600}) {
         const AttentionShape base = bf16_shape(9, 3, head_dim);
@@ -73,7 +71,7 @@ TEST(AttentionBf16Test, BitIdenticalAcrossBlockLayoutsAndHeadSplits) {
 // the kernels do): the only difference left is the f16 rounding of the
 // softmax numerators. Both K layouts (transposed, the store's; row-major).
 TEST(AttentionBf16Test, ExactOnTheCachedValues) {
-  for (const auto& [name, fn] : paths()) {
+  for (const auto& [name, fn] : attention_paths()) {
     for (float spread : {0.05f, 1.0f, 4.0f}) {
       for (int64_t n_kv : {1, 33, 700}) {
         const AttentionShape rows = bf16_shape(9, 3, 64);

@@ -20,10 +20,6 @@ namespace {
 
 using namespace attention_test_util;
 
-// The reference, and the SIMD paths this CPU and build run for q4_0 (the
-// paged layout, as q4_blocks gives it).
-std::vector<std::pair<const char*, PagedFn>> paths() { return attention_paths(); }
-
 TEST(KvQuantQ4Test, FollowsGgmlRule) {
   std::vector<float> x(64, 0.0f);
   // Group 0: the largest magnitude is -4, so d = -4 / -8 = 0.5, and codes
@@ -98,14 +94,14 @@ TEST(KvQuantQ4Test, PacksBothLayouts) {
 // However positions are cut into blocks and heads into calls, a q4_0 row
 // gives the same bits, on every path.
 TEST(AttentionQ4Test, BitIdenticalAcrossBlockLayouts) {
-  expect_bits_independent_of_blocks(paths(), q4_blocks, 501);
+  expect_bits_independent_of_blocks(attention_paths(), q4_blocks, 501);
 }
 
 // The SIMD paths give the same bits as each other (exact integer group sums,
 // then the same float steps per position), whatever the heads per call and
 // block sizes; the reference (libm exp, a sequential sum) stays close.
 TEST(AttentionQ4Test, SimdPathsAgreeBitForBitAndWithTheReference) {
-  const auto p = paths();
+  const auto p = attention_paths();
   if (p.size() < 2) GTEST_SKIP() << "no SIMD path for q4_0 on this CPU";
   for (int head_dim : {32, 64, 96, 128, 256}) {
     for (int64_t n_kv : {1, 7, 16, 33, 255, 256, 700}) {
@@ -151,7 +147,7 @@ std::vector<float> q_as_q8(const std::vector<float>& q, int head_dim) {
 // differences are the float rounding of the score steps, the f16 rounding
 // of the softmax numerators and of Q in the double reference.
 TEST(AttentionQ4Test, ExactOnTheCachedValues) {
-  for (const auto& [name, fn] : paths()) {
+  for (const auto& [name, fn] : attention_paths()) {
     for (float spread : {0.05f, 1.0f, 4.0f}) {
       for (int64_t n_kv : {1, 33, 700}) {
         const AttentionShape base{9, 3, 64, 0.125f};

@@ -19,8 +19,6 @@ namespace {
 
 using namespace attention_test_util;
 
-std::vector<std::pair<const char*, PagedFn>> paths() { return attention_paths(); }
-
 // What the cache holds for f16 rows of n_head_kv vectors of head_dim: each
 // vector quantized and widened back.
 std::vector<float> q8_roundtrip(const std::vector<uint16_t>& rows, int head_dim) {
@@ -38,7 +36,7 @@ std::vector<float> q8_roundtrip(const std::vector<uint16_t>& rows, int head_dim)
 // However positions are cut into blocks and heads into calls, a q8_0 row
 // gives the same bits, on every path.
 TEST(AttentionQ8Test, BitIdenticalAcrossBlockLayouts) {
-  expect_bits_independent_of_blocks(paths(), q8_blocks, 201);
+  expect_bits_independent_of_blocks(attention_paths(), q8_blocks, 201);
 }
 
 // The kernels compute attention over exactly the values the cache holds:
@@ -46,7 +44,7 @@ TEST(AttentionQ8Test, BitIdenticalAcrossBlockLayouts) {
 // f16 rounding of the softmax numerators (outputs |v| <= 2, so about
 // 2 * 2^-11). And the quantization itself stays small next to f16's.
 TEST(AttentionQ8Test, ExactOnTheCachedValuesAndCloseToF16) {
-  for (const auto& [name, fn] : paths()) {
+  for (const auto& [name, fn] : attention_paths()) {
     for (float spread : {0.05f, 1.0f, 4.0f}) {
       for (int64_t n_kv : {1, 33, 700}) {
         const AttentionShape base{9, 3, 64, 0.125f};

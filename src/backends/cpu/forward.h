@@ -41,10 +41,6 @@ class ForwardPass final : public ModelRunner {
   void set_profiler(Profiler* profiler) override;
   RunnerStats stats() const override { return {.shared_prefix_units = shared_prefix_units_}; }
 
-  // Attention units so far that computed two rows of different sequences
-  // over a shared cached prefix together (attention_rows_shared_prefix), one
-  // per pair and layer; for tests and stats.
-  uint64_t shared_prefix_units() const { return shared_prefix_units_; }
   // On by default; off computes every row alone (same bits; for A/B runs).
   void set_shared_prefix_attention(bool on) { shared_prefix_attention_ = on; }
   // Decode steps of few rows pair two rows only when their shared prefix's

@@ -136,7 +136,7 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
   // sequences sharing 1,024 positions, 768 KB a layer, 8% slower paired;
   // sharing 2,048, 1.5 MB, 8-16% faster; 2 sequences 3-7% slower).
   if (!shared_prefix_attention_ || n < 2 * pool_.size() || !attention_pairs_supported(attention_shape(c, kv))) return;
-  const int64_t bytes_per_position = kv.bytes_per_token(c, kv.type()) / c.n_layer;
+  const int64_t bytes_per_position = kv_bytes_per_token(c, kv.type()) / c.n_layer;
   // As pair_shared_prefixes: a row takes the first later free row it shares
   // a whole chunk with. A row's shared positions are fewer than its own
   // (its last position is its own), so a paired row has a chunk after them

@@ -18,7 +18,8 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
     return Status::invalid_argument("--kv-type q4_0 supports head sizes up to " + std::to_string(kMaxHeadDim) +
                                     "; this model's is " + std::to_string(config.head_dim) + " (use --kv-type f16)");
   // Checked per block first so a huge block count cannot overflow the product.
-  const uint64_t block_bytes = static_cast<uint64_t>(bytes_per_token(config, type)) * static_cast<uint64_t>(block_size);
+  const uint64_t block_bytes =
+      static_cast<uint64_t>(kv_bytes_per_token(config, type)) * static_cast<uint64_t>(block_size);
   constexpr uint64_t kMaxBytes = 64ull << 30;
   if (block_bytes == 0 || static_cast<uint64_t>(num_blocks) > kMaxBytes / block_bytes)
     return Status::resource_exhausted("KV store of " + std::to_string(num_blocks) + " blocks of " +

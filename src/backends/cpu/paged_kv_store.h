@@ -117,12 +117,6 @@ class PagedKvStore final : public KvCache {
   void copy_block_out(int block, uint8_t* out) const override;
   void copy_block_in(int block, const uint8_t* in) override;
 
-  // Bytes of K and V that one cached token takes, over all layers
-  // (kv_bytes_per_token).
-  static int64_t bytes_per_token(const ModelConfig& config, KvCacheType type = KvCacheType::kF16) {
-    return kv_bytes_per_token(config, type);
-  }
-
  private:
   PagedKvStore() = default;
   // KV head 0's data of (layer, block); head h's is h * head_stride()

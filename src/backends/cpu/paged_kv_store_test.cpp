@@ -73,7 +73,7 @@ TEST(PagedKvStoreTransfer, BlockBytesRoundTripThroughEveryAccessor) {
     ASSERT_TRUE(from.is_ok() && to.is_ok());
     // A block's bytes are those of its positions over all layers.
     const int64_t bytes = from->block_transfer_bytes();
-    EXPECT_EQ(bytes, PagedKvStore::bytes_per_token(config(), type) * kBlockSize);
+    EXPECT_EQ(bytes, kv_bytes_per_token(config(), type) * kBlockSize);
     // Fill every block of `from` with a pattern (through the copy-in, which
     // writes exactly the block's regions), then hand block 3 to block 1.
     std::vector<uint8_t> pattern(static_cast<size_t>(bytes));
