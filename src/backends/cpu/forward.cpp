@@ -15,12 +15,13 @@
 
 namespace omnibus {
 
-using forward_internal::gated_activation;
 using forward_internal::rotates_kv;
 
 ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int64_t max_positions, int threads)
     : model_(std::move(model)), max_batch_(max_batch), pool_(threads), shared_prefix_min_bytes_(l2_cache_bytes()) {
   const ModelConfig& c = model_->config();
+  for (int rotated = 0; rotated < 2; ++rotated)
+    for (int layer = 0; layer < c.n_layer; ++layer) blocks_[rotated].push_back(resolve_block(c, layer, rotated == 1));
   const size_t b = static_cast<size_t>(max_batch);
   x_.resize(b * c.n_embd);
   xn_.resize(b * c.n_embd);
@@ -186,175 +187,76 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
   }
 }
 
-// Projects the normed rows to q, k, v (plus biases), rotates q and k, and
-// stores this step's k and v in the cache.
-void ForwardPass::qkv_rope_store(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
+const BlockSpec& ForwardPass::block(int layer, const PagedKvStore& kv) const {
+  return blocks_[rotates_kv(kv) ? 1 : 0][layer];
+}
+
+void ForwardPass::run_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[layer];
+  const BlockSpec& spec = block(layer, kv);
   const int n = static_cast<int>(rows.size());
-  {
-    ProfileScope scope(profiler_, ProfileOp::kAttnQkv);
-    const MatmulTarget qkv[] = {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}};
-    matmul_shared_input(qkv, xn_.data(), n, &pool_);
-  }
-  if (l.bq != nullptr) {
-    ProfileScope scope(profiler_, ProfileOp::kBias);
-    for (int i = 0; i < n; ++i) {
-      add_f32(l.bq, q_.data() + static_cast<int64_t>(i) * c.q_dim(), c.q_dim());
-      add_f32(l.bk, k_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.kv_dim());
-      add_f32(l.bv, v_.data() + static_cast<int64_t>(i) * c.kv_dim(), c.kv_dim());
-    }
-  }
-  if (l.q_norm != nullptr) {
-    ProfileScope scope(profiler_, ProfileOp::kRmsNorm);
-    for_rows(pool_, n, [&](int64_t begin, int64_t end) {
-      for (int64_t h = begin * c.n_head; h < end * c.n_head; ++h)
-        rms_norm(q_.data() + h * c.head_dim, l.q_norm, q_.data() + h * c.head_dim, c.head_dim, c.rms_eps);
-      for (int64_t h = begin * c.n_head_kv; h < end * c.n_head_kv; ++h)
-        rms_norm(k_.data() + h * c.head_dim, l.k_norm, k_.data() + h * c.head_dim, c.head_dim, c.rms_eps);
-    });
-  }
-  const int half = c.rope.rot_dims / 2 + 1;
-  {
-    ProfileScope scope(profiler_, ProfileOp::kRope);
-    const RopeParams& rope = c.layer_rope(layer);
-    const int64_t set = rope_set_offset(c.layer_has_window(layer));
-    for_rows(pool_, n, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const float* cos = rope_cos_.data() + set + i * half;
-        const float* sin = rope_sin_.data() + set + i * half;
-        apply_rope(rope, cos, sin, q_.data() + i * c.q_dim(), c.n_head, c.head_dim);
-        apply_rope(rope, cos, sin, k_.data() + i * c.kv_dim(), c.n_head_kv, c.head_dim);
+  for (const BlockStage stage : spec.stages) {
+    switch (stage) {
+      case BlockStage::kAttnNorm: norm_rows(l.attn_norm, n); break;
+      case BlockStage::kFfnNorm: norm_rows(l.ffn_norm, n); break;
+      case BlockStage::kPostAttnNorm: norm_rows(l.post_attn_norm, proj_.data(), proj_.data(), n); break;
+      case BlockStage::kPostFfnNorm: norm_rows(l.post_ffn_norm, proj_.data(), proj_.data(), n); break;
+      case BlockStage::kQkv: {
+        ProfileScope scope(profiler_, ProfileOp::kAttnQkv);
+        const MatmulTarget qkv[] = {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}};
+        matmul_shared_input(qkv, xn_.data(), n, &pool_);
+        break;
       }
-    });
-  }
-  if (rotates_kv(kv)) {
-    // A q4_0 cache stores rotated K and V (kernels/hadamard.h); Q turns with
-    // K so the scores stay the same.
-    ProfileScope scope(profiler_, ProfileOp::kRope);
-    const int nk = hadamard_key_block(c.head_dim), nv = hadamard_value_block(c.head_dim);
-    for_rows(pool_, n, [&](int64_t begin, int64_t end) {
-      hadamard_blocks(q_.data() + begin * c.q_dim(), (end - begin) * c.q_dim() / nk, nk);
-      hadamard_blocks(k_.data() + begin * c.kv_dim(), (end - begin) * c.kv_dim() / nk, nk);
-      hadamard_blocks(v_.data() + begin * c.kv_dim(), (end - begin) * c.kv_dim() / nv, nv);
-    });
-  }
-  ProfileScope scope(profiler_, ProfileOp::kKvStore);
-  // Rows write distinct positions, so threads never write the same bytes.
-  for_rows(pool_, n, [&](int64_t begin, int64_t end) { store_kv_rows(layer, rows, kv, begin, end, 0, c.n_head_kv); });
-}
-
-// K and V of rows [begin, end) of this step into the cache at their
-// positions (qkv_rope_store).
-void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin, int64_t end,
-                                int head_begin, int head_end) {
-  const ModelConfig& c = model_->config();
-  const int bs = kv.block_size();
-  for (int64_t i = begin; i < end; ++i) {
-    const int block = rows[i].block_table[rows[i].pos / bs];
-    const int offset = rows[i].pos % bs;
-    if (kv.type() == KvCacheType::kQ8_0) {
-      // K's codes transposed (one element per dimension row of the block),
-      // V's in order; both K's and V's scales one per group row.
-      for (int h = head_begin; h < head_end; ++h) {
-        const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
-        quantize_kv_q8(k_.data() + from, c.head_dim, kv.key_codes_at(layer, block, offset) + h * kv.head_stride(),
-                       kv.key_dim_stride(), kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
-                       kv.key_dim_stride());
-        quantize_kv_q8(v_.data() + from, c.head_dim, kv.value_codes_at(layer, block, offset) + h * kv.head_stride(), 1,
-                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+      case BlockStage::kQkvBias:
+      case BlockStage::kQkNorm:
+      case BlockStage::kRope:
+      case BlockStage::kRotateQkv:
+      case BlockStage::kKvStore: {
+        ProfileScope scope(profiler_, profile_op(stage));
+        for_rows(pool_, n, [&](int64_t begin, int64_t end) {
+          head_stage(stage, spec, layer, rows, kv, {begin, end, 0, c.n_head, 0, c.n_head_kv});
+        });
+        break;
       }
-      continue;
-    }
-    if (kv.type() == KvCacheType::kQ4_0) {
-      // Codes one per byte on the stack, then packed into the two layouts;
-      // scales as q8_0's.
-      uint8_t codes[kMaxHeadDim];
-      for (int h = head_begin; h < head_end; ++h) {
-        const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
-        const int64_t bytes = static_cast<int64_t>(h) * (kv.head_stride() / 2);
-        quantize_kv_q4(k_.data() + from, c.head_dim, codes,
-                       kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
-        pack_key_q4(codes, c.head_dim, kv.key_octet_stride(), kv.key_q4_at(layer, block, offset) + bytes);
-        quantize_kv_q4(v_.data() + from, c.head_dim, codes,
-                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
-        pack_value_q4(codes, c.head_dim, kv.value_q4_at(layer, block, offset) + bytes);
+      case BlockStage::kAttention: attend(layer, rows, kv); break;
+      case BlockStage::kRotateOutput: {
+        ProfileScope scope(profiler_, ProfileOp::kAttention);
+        for_rows(pool_, n, [&](int64_t begin, int64_t end) {
+          rotate_output_back(attn_.data() + begin * c.q_dim(), end - begin);
+        });
+        break;
       }
-      continue;
-    }
-    uint16_t* key = kv.key_at(layer, block, offset);
-    uint16_t* value = kv.value_at(layer, block, offset);
-    // f16 or bf16 (both round to nearest even).
-    auto to_16bit = [bf16 = kv.type() == KvCacheType::kBF16](const float* x, uint16_t* y, int64_t n) {
-      if (!bf16) return f32_to_f16_row(x, y, n);
-      for (int64_t d = 0; d < n; ++d) y[d] = f32_to_bf16(x[d]);
-    };
-    for (int h = head_begin; h < head_end; ++h) {
-      const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
-      // K is stored transposed: one element per dimension row of the block,
-      // converted a chunk at a time (a stack buffer per thread).
-      uint16_t* key_head = key + h * kv.head_stride();
-      constexpr int kChunk = 64;
-      uint16_t key_half[kChunk];
-      for (int d0 = 0; d0 < c.head_dim; d0 += kChunk) {
-        const int m = std::min(kChunk, c.head_dim - d0);
-        to_16bit(k_.data() + from + d0, key_half, m);
-        for (int d = 0; d < m; ++d) key_head[(d0 + d) * kv.key_dim_stride()] = key_half[d];
+      case BlockStage::kAttnOutput: project(ProfileOp::kAttnOutput, l.wo, attn_.data(), n, proj_.data()); break;
+      case BlockStage::kAttnResidual:
+      case BlockStage::kFfnResidual: add_residual(n); break;
+      case BlockStage::kGateUp: {
+        ProfileScope scope(profiler_, ProfileOp::kFfnGateUp);
+        const MatmulTarget gate_up[] = {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}};
+        matmul_shared_input(gate_up, xn_.data(), n, &pool_);
+        break;
       }
-      to_16bit(v_.data() + from, value + h * kv.head_stride(), c.head_dim);
+      case BlockStage::kActivation: {
+        ProfileScope scope(profiler_, ProfileOp::kFfnActivation);
+        // Prompt chunks: each thread takes a range of rows (about 1 ms of a
+        // 512-row step otherwise runs on one thread while the other waits).
+        // A decode row is too small to be worth a pool job.
+        if (n >= kParallelElementwiseRows && pool_.size() > 1) {
+          // Two captures: a third would not fit std::function's inline
+          // buffer and cost a heap allocation per call.
+          const std::pair<const BlockSpec*, int> job{&spec, n};
+          pool_.run([this, &job](int t, int count) {
+            const int64_t r0 = int64_t{job.second} * t / count, r1 = int64_t{job.second} * (t + 1) / count;
+            activate(*job.first, r0, r1, 0, model_->config().n_ff);
+          });
+        } else {
+          activate(spec, 0, n, 0, c.n_ff);
+        }
+        break;
+      }
+      case BlockStage::kDown: project(ProfileOp::kFfnDown, l.w_down, gate_.data(), n, proj_.data()); break;
     }
   }
-}
-
-void ForwardPass::attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
-  const int n = static_cast<int>(rows.size());
-  const LayerWeights& l = model_->weights().layers[layer];
-  norm_rows(l.attn_norm, n);
-  qkv_rope_store(layer, rows, kv);
-  attend(layer, rows, kv);
-  if (rotates_kv(kv)) {
-    // The values were stored rotated: rotate the weighted sums back.
-    ProfileScope scope(profiler_, ProfileOp::kAttention);
-    const ModelConfig& c = model_->config();
-    const int nv = hadamard_value_block(c.head_dim);
-    for_rows(pool_, n, [&](int64_t begin, int64_t end) {
-      hadamard_blocks(attn_.data() + begin * c.q_dim(), (end - begin) * c.q_dim() / nv, nv);
-    });
-  }
-  project(ProfileOp::kAttnOutput, l.wo, attn_.data(), n, proj_.data());
-  if (l.post_attn_norm != nullptr) norm_rows(l.post_attn_norm, proj_.data(), proj_.data(), n);
-  add_residual(n);
-}
-
-void ForwardPass::mlp_block(int layer, int n) {
-  const ModelConfig& c = model_->config();
-  const LayerWeights& l = model_->weights().layers[layer];
-  norm_rows(l.ffn_norm, n);
-  {
-    ProfileScope scope(profiler_, ProfileOp::kFfnGateUp);
-    const MatmulTarget gate_up[] = {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}};
-    matmul_shared_input(gate_up, xn_.data(), n, &pool_);
-  }
-  {
-    ProfileScope scope(profiler_, ProfileOp::kFfnActivation);
-    // Prompt chunks: each thread takes a range of rows (about 1 ms of a
-    // 512-row step otherwise runs on one thread while the other waits).
-    // A decode row is too small to be worth a pool job.
-    if (n >= kParallelElementwiseRows && pool_.size() > 1) {
-      // Two captures: a third would not fit std::function's inline buffer
-      // and cost a heap allocation per call.
-      pool_.run([this, n](int t, int count) {
-        const ModelConfig& c = model_->config();
-        const int64_t r0 = int64_t{n} * t / count, r1 = int64_t{n} * (t + 1) / count;
-        gated_activation(c, gate_.data() + r0 * c.n_ff, up_.data() + r0 * c.n_ff, (r1 - r0) * c.n_ff);
-      });
-    } else {
-      gated_activation(c, gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff);
-    }
-  }
-  project(ProfileOp::kFfnDown, l.w_down, gate_.data(), n, proj_.data());
-  if (l.post_ffn_norm != nullptr) norm_rows(l.post_ffn_norm, proj_.data(), proj_.data(), n);
-  add_residual(n);
 }
 
 // The rows' rope angles (each set) and embeddings, before the layers.
@@ -380,10 +282,7 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, f
   const ModelConfig& c = model_->config();
   const int n = static_cast<int>(rows.size());
   start_rows(rows);
-  for (int layer = 0; layer < c.n_layer; ++layer) {
-    attention_block(layer, rows, kv);
-    mlp_block(layer, n);
-  }
+  for (int layer = 0; layer < c.n_layer; ++layer) run_block(layer, rows, kv);
   // Final norm only for the rows that want logits, packed together.
   int out = 0;
   {

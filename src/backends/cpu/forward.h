@@ -21,6 +21,7 @@
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "model/block_spec.h"
 #include "model/model.h"
 #include "model/model_runner.h"
 
@@ -76,11 +77,27 @@ class ForwardPass final : public ModelRunner {
   void embed(std::span<const BatchRow> rows);
   void start_rows(std::span<const BatchRow> rows);
   void run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
-  void attention_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
-  void qkv_rope_store(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
-  // KV heads [head_begin, head_end) of rows [begin, end).
+  // The layer's block (model/block_spec.h) for this cache.
+  const BlockSpec& block(int layer, const PagedKvStore& kv) const;
+  // One layer's stages, each as one op over all rows (the per-op schedule).
+  void run_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+
+  // The stages both schedules share (block_stages.cpp), over a slice.
+  struct HeadSlice {
+    int64_t row_begin, row_end;
+    int q_begin, q_end;    // query heads
+    int kv_begin, kv_end;  // key/value heads
+  };
+  // A head stage (is_head_stage) over the slice's rows and heads.
+  void head_stage(BlockStage stage, const BlockSpec& block, int layer, std::span<const BatchRow> rows, PagedKvStore& kv,
+                  const HeadSlice& slice);
+  // KV heads [head_begin, head_end) of rows [begin, end) into the cache.
   void store_kv_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int64_t begin, int64_t end,
                      int head_begin, int head_end);
+  // The weighted sums of `count` rows rotated back in place (a rotated cache).
+  void rotate_output_back(float* attn_rows, int64_t count) const;
+  // gate = act(gate) * up over rows [row_begin, row_end), columns [col_begin, col_end).
+  void activate(const BlockSpec& block, int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end);
   static size_t position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
                               KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
@@ -104,7 +121,6 @@ class ForwardPass final : public ModelRunner {
   // when this step does not qualify.
   bool run_decode_step(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
   void decode_step_share(const DecodeStep& step, int t, int count);
-  void mlp_block(int layer, int n);
   int64_t rope_set_offset(bool window_layers) const;
   void norm_rows(const float* weight, int n);                                // x_ -> xn_
   void norm_rows(const float* weight, const float* from, float* to, int n);  // n_embd-wide rows; to may be from
@@ -112,6 +128,9 @@ class ForwardPass final : public ModelRunner {
   void add_residual(int n);
 
   std::shared_ptr<const Model> model_;
+  // Each layer's block, resolved once: [0] for a plain cache, [1] for a
+  // rotated one (forward_internal::rotates_kv).
+  std::vector<BlockSpec> blocks_[2];
   int max_batch_;
   ThreadPool pool_;
   Profiler* profiler_ = nullptr;

@@ -22,8 +22,10 @@
 //   and last every thread norms the rows that want logits and computes its
 //   share of the vocabulary.
 //
-// Every value is computed by the same kernels on the same inputs as on the
-// per-op path, so the logits are bit-identical (forward_test's batch
+// Both schedules iterate the same stages (model/block_spec.h) and call the
+// same stage functions (block_stages.cpp) on their slices: every value is
+// computed by the same kernels on the same inputs as on the per-op path
+// (forward.cpp, run_block), so the logits are bit-identical (forward_test's batch
 // invariance tests compare decode steps with whole-prompt runs at 2, 3 and
 // 4 threads; OMNIBUS_DECODE_PER_OP=1 selects the per-op path for A/B runs).
 #include <algorithm>
@@ -39,7 +41,6 @@
 
 namespace omnibus {
 
-using forward_internal::gated_activation;
 using forward_internal::rotates_kv;
 
 struct ForwardPass::DecodeStep {
@@ -93,7 +94,7 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
   ThreadScratch& own = thread_scratch_[t];
   float* mine = own.rows.data();  // this thread's copy of the normed rows
   const int n = static_cast<int>(step.rows.size());
-  const int64_t d = c.n_embd, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hd = c.head_dim;
+  const int64_t d = c.n_embd, q_dim = c.q_dim();
   // This thread's heads (step 2, the merge) and output rows.
   const int qh0 = c.n_head * t / count, qh1 = c.n_head * (t + 1) / count;
   const int kh0 = c.n_head_kv * t / count, kh1 = c.n_head_kv * (t + 1) / count;
@@ -101,130 +102,83 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
   // them (Clang before 16 cannot capture a binding).
   const std::pair<int64_t, int64_t> columns = matmul_share_rows(d, t, count), ff = matmul_share_rows(c.n_ff, t, count);
   const int64_t e0 = columns.first, e1 = columns.second, f0 = ff.first, f1 = ff.second;
-  const int half = c.rope.rot_dims / 2 + 1;
+  const HeadSlice heads{0, n, qh0, qh1, kh0, kh1};
 
-  auto norm_rows_here = [&](const float* weight) {
-    ProfileScope scope(profiler, ProfileOp::kRmsNorm);
-    for (int i = 0; i < n; ++i) rms_norm(x_.data() + i * d, weight, mine + i * d, d, c.rms_eps);
+  auto norm_rows_here = [&](const float* weight, const float* from) {
+    for (int i = 0; i < n; ++i) rms_norm(from + i * d, weight, mine + i * d, d, c.rms_eps);
   };
-  // x += proj (after a post-norm of the whole proj row, where the model has
-  // one) for this thread's columns [e0, e1), which it projected itself.
-  auto add_residual_here = [&](const float* post_norm) {
-    ProfileScope scope(profiler, ProfileOp::kResidual);
-    const float* from = proj_.data();
-    if (post_norm != nullptr) {
-      pool_.sync(t);  // the whole proj row
-      for (int i = 0; i < n; ++i) rms_norm(proj_.data() + i * d, post_norm, mine + i * d, d, c.rms_eps);
-      from = mine;
-    }
-    for (int i = 0; i < n; ++i) add_f32(from + i * d + e0, x_.data() + i * d + e0, e1 - e0);
-    pool_.sync(t);
+  auto project_share = [&](const WeightMatrix& w, const float* from, float* to, ShareSplit split) {
+    const MatmulTarget target{&w, to};
+    matmul_share(std::span(&target, 1), from, n, t, count, split, &own.matmul);
   };
 
   for (int layer = 0; layer < c.n_layer; ++layer) {
     const LayerWeights& l = weights.layers[layer];
-    // 1. q/k/v.
-    norm_rows_here(l.attn_norm);
-    {
-      ProfileScope scope(profiler, ProfileOp::kAttnQkv);
-      const MatmulTarget qkv[] = {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}};
-      matmul_share(qkv, mine, n, t, count, ShareSplit::kAcrossTargets, &own.matmul);
-      pool_.sync(t);
-    }
-    // 2. Per head: bias, Q/K norms, RoPE, rotation, store.
-    if (l.bq != nullptr) {
-      ProfileScope scope(profiler, ProfileOp::kBias);
-      for (int i = 0; i < n; ++i) {
-        add_f32(l.bq + qh0 * hd, q_.data() + i * q_dim + qh0 * hd, (qh1 - qh0) * hd);
-        add_f32(l.bk + kh0 * hd, k_.data() + i * kv_dim + kh0 * hd, (kh1 - kh0) * hd);
-        add_f32(l.bv + kh0 * hd, v_.data() + i * kv_dim + kh0 * hd, (kh1 - kh0) * hd);
-      }
-    }
-    if (l.q_norm != nullptr) {
-      ProfileScope scope(profiler, ProfileOp::kRmsNorm);
-      for (int i = 0; i < n; ++i) {
-        for (int h = qh0; h < qh1; ++h) {
-          float* head = q_.data() + i * q_dim + h * hd;
-          rms_norm(head, l.q_norm, head, hd, c.rms_eps);
+    const BlockSpec& spec = blocks_[step.rotates ? 1 : 0][layer];
+    const float* attn = attn_.data();      // the attention output wo reads
+    const float* residual = proj_.data();  // what the residual add reads
+    for (const BlockStage stage : spec.stages) {
+      ProfileScope scope(profiler, profile_op(stage));
+      switch (stage) {
+        // Every thread norms all rows into its own copy (the same bytes on
+        // each) and quantizes them itself inside matmul_share.
+        case BlockStage::kAttnNorm: norm_rows_here(l.attn_norm, x_.data()); break;
+        case BlockStage::kFfnNorm: norm_rows_here(l.ffn_norm, x_.data()); break;
+        case BlockStage::kQkv: {
+          const MatmulTarget qkv[] = {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}};
+          matmul_share(qkv, mine, n, t, count, ShareSplit::kAcrossTargets, &own.matmul);
+          pool_.sync(t);  // each thread's heads need every thread's columns
+          break;
         }
-        for (int h = kh0; h < kh1; ++h) {
-          float* head = k_.data() + i * kv_dim + h * hd;
-          rms_norm(head, l.k_norm, head, hd, c.rms_eps);
+        case BlockStage::kQkvBias:
+        case BlockStage::kQkNorm:
+        case BlockStage::kRope:
+        case BlockStage::kRotateQkv: head_stage(stage, spec, layer, step.rows, step.kv, heads); break;
+        case BlockStage::kKvStore:
+          head_stage(stage, spec, layer, step.rows, step.kv, heads);
+          pool_.sync(t);  // attention reads every head
+          break;
+        case BlockStage::kAttention:
+          attend_chunk_share(layer, step.rows, step.kv, t, count);
+          pool_.sync(t);
+          if (chunk_plan(layer).multi_chunk) {
+            merge_chunks(layer, step.rows, qh0, qh1);
+            pool_.sync(t);
+          }
+          break;
+        case BlockStage::kRotateOutput:
+          // Each thread rotates its own copy of the weighted sums back.
+          std::memcpy(mine, attn_.data(), static_cast<size_t>(n * q_dim) * sizeof(float));
+          rotate_output_back(mine, n);
+          attn = mine;
+          break;
+        case BlockStage::kAttnOutput: project_share(l.wo, attn, proj_.data(), ShareSplit::kEachTarget); break;
+        case BlockStage::kDown: project_share(l.w_down, gate_.data(), proj_.data(), ShareSplit::kEachTarget); break;
+        case BlockStage::kPostAttnNorm:
+        case BlockStage::kPostFfnNorm:
+          pool_.sync(t);  // the whole proj row
+          norm_rows_here(stage == BlockStage::kPostAttnNorm ? l.post_attn_norm : l.post_ffn_norm, proj_.data());
+          residual = mine;
+          break;
+        case BlockStage::kAttnResidual:
+        case BlockStage::kFfnResidual:
+          // x += proj for this thread's columns [e0, e1), which it projected.
+          for (int i = 0; i < n; ++i) add_f32(residual + i * d + e0, x_.data() + i * d + e0, e1 - e0);
+          pool_.sync(t);
+          residual = proj_.data();
+          break;
+        case BlockStage::kGateUp: {
+          const MatmulTarget gate_up[] = {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}};
+          matmul_share(gate_up, mine, n, t, count, ShareSplit::kEachTarget, &own.matmul);
+          break;
         }
+        case BlockStage::kActivation:
+          // This thread's columns of gate and up, which it computed itself.
+          activate(spec, 0, n, f0, f1);
+          pool_.sync(t);
+          break;
       }
     }
-    {
-      ProfileScope scope(profiler, ProfileOp::kRope);
-      const RopeParams& rope = c.layer_rope(layer);
-      const int64_t set = rope_set_offset(c.layer_has_window(layer));
-      for (int i = 0; i < n; ++i) {
-        const float* cos = rope_cos_.data() + set + i * half;
-        const float* sin = rope_sin_.data() + set + i * half;
-        apply_rope(rope, cos, sin, q_.data() + i * q_dim + qh0 * hd, qh1 - qh0, c.head_dim);
-        apply_rope(rope, cos, sin, k_.data() + i * kv_dim + kh0 * hd, kh1 - kh0, c.head_dim);
-      }
-      if (step.rotates) {
-        // Blocks never cross a head (hadamard.h), so a head range rotates alike.
-        const int nk = hadamard_key_block(c.head_dim), nv = hadamard_value_block(c.head_dim);
-        for (int i = 0; i < n; ++i) {
-          hadamard_blocks(q_.data() + i * q_dim + qh0 * hd, (qh1 - qh0) * hd / nk, nk);
-          hadamard_blocks(k_.data() + i * kv_dim + kh0 * hd, (kh1 - kh0) * hd / nk, nk);
-          hadamard_blocks(v_.data() + i * kv_dim + kh0 * hd, (kh1 - kh0) * hd / nv, nv);
-        }
-      }
-    }
-    {
-      ProfileScope scope(profiler, ProfileOp::kKvStore);
-      store_kv_rows(layer, step.rows, step.kv, 0, n, kh0, kh1);
-      pool_.sync(t);
-    }
-    // 3. Attention.
-    {
-      ProfileScope scope(profiler, ProfileOp::kAttention);
-      attend_chunk_share(layer, step.rows, step.kv, t, count);
-      pool_.sync(t);
-      if (chunk_plan(layer).multi_chunk) {
-        merge_chunks(layer, step.rows, qh0, qh1);
-        pool_.sync(t);
-      }
-    }
-    // 4. Attention output and residual.
-    const float* attn = attn_.data();
-    if (step.rotates) {
-      // The values were stored rotated: each thread rotates its own copy of
-      // the weighted sums back.
-      ProfileScope scope(profiler, ProfileOp::kAttention);
-      std::memcpy(mine, attn_.data(), static_cast<size_t>(n * q_dim) * sizeof(float));
-      const int nv = hadamard_value_block(c.head_dim);
-      hadamard_blocks(mine, n * q_dim / nv, nv);
-      attn = mine;
-    }
-    {
-      ProfileScope scope(profiler, ProfileOp::kAttnOutput);
-      const MatmulTarget wo{&l.wo, proj_.data()};
-      matmul_share(std::span(&wo, 1), attn, n, t, count, ShareSplit::kEachTarget, &own.matmul);
-    }
-    add_residual_here(l.post_attn_norm);
-    // 5. Gate/up and the activation on this thread's rows of both.
-    norm_rows_here(l.ffn_norm);
-    {
-      ProfileScope scope(profiler, ProfileOp::kFfnGateUp);
-      const MatmulTarget gate_up[] = {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}};
-      matmul_share(gate_up, mine, n, t, count, ShareSplit::kEachTarget, &own.matmul);
-    }
-    {
-      ProfileScope scope(profiler, ProfileOp::kFfnActivation);
-      for (int i = 0; i < n; ++i)
-        gated_activation(c, gate_.data() + i * c.n_ff + f0, up_.data() + i * c.n_ff + f0, f1 - f0);
-      pool_.sync(t);
-    }
-    // 6. Down and residual.
-    {
-      ProfileScope scope(profiler, ProfileOp::kFfnDown);
-      const MatmulTarget down{&l.w_down, proj_.data()};
-      matmul_share(std::span(&down, 1), gate_.data(), n, t, count, ShareSplit::kEachTarget, &own.matmul);
-    }
-    add_residual_here(l.post_ffn_norm);
   }
   // The final norm of the rows that want logits, packed, and the vocabulary.
   int out = 0;
