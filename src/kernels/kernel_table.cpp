@@ -127,10 +127,52 @@ constexpr KernelTable kAvx512Vnni = avx512vnni_table();
 
 #endif  // !OMNIBUS_NO_AVX2_BUILD
 
+#if !defined(OMNIBUS_NO_NEON_BUILD)
+// aarch64: NEON is part of ARMv8-A, so every CPU this build runs on has it
+// (no dotprod or i8mm kernels yet: those would need a run-time check and a
+// table of their own). Its matmul and small-op kernels follow the avx2
+// kernels' arithmetic per output, so they give the avx2 table's bits
+// (ops_neon.cpp names the one exception, a dot_f32 tail). The rest is the
+// scalar table's: x quantization, KV quantization and the Hadamard
+// rotation write the same bytes on every path, so nothing is lost but
+// speed. Attention has no NEON kernels yet: attention_lanes -1 sends every
+// shape down attention_fallback to the reference (resolve_attention, so
+// --verbose names the scalar table), whose bits are not avx2's: the one
+// place where the neon table's outputs differ from avx2's
+// (docs/architecture.md).
+constexpr KernelTable kNeon{
+    .isa = Isa::kNeon,
+    .name = "neon",
+    .runs_on = any_cpu,
+    .rows_float = md::rows_neon_float,
+    .rows_q8 = md::rows_neon_q8,
+    .rows_interleaved = nullptr,  // no interleaved kernels: weights keep row layout
+    .quantize_x_rows = md::quantize_x_rows,
+    .rms_norm = neon::rms_norm,
+    .swiglu = neon::swiglu,
+    .geglu = neon::geglu,
+    .dot_f32 = neon::dot_f32,
+    .axpy_f32 = neon::axpy_f32,
+    .f32_to_f16_row = neon::f32_to_f16_row,
+    .quantize_kv_q8 = ref::quantize_kv_q8,
+    .hadamard_blocks = ref::hadamard_blocks,
+    .hadamard_lanes = 1,
+    .attention_chunk = ref::attention_chunk,  // never resolved to (attention_lanes -1)
+    .attention_chunk_q4 = ref::attention_chunk,
+    .attention_chunk_pair = nullptr,
+    .attention_pairs_q4 = false,
+    .attention_lanes = -1,  // no shape of its own
+    .attention_fallback = &kScalar,
+};
+#endif
+
 constexpr auto kTables = std::to_array<const KernelTable*>({
+#if !defined(OMNIBUS_NO_NEON_BUILD)
+  &kNeon,
+#endif
 #if !defined(OMNIBUS_NO_AVX2_BUILD)
 #if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
-  &kAvx512Vnni,
+      &kAvx512Vnni,
 #endif
       &kAvx512,
 #if !defined(OMNIBUS_NO_AVXVNNI_BUILD)

@@ -3,11 +3,13 @@
 // process-wide global shared/STYLE.md allows). Code outside the per-ISA
 // files calls kernels through it instead of asking the CPU itself.
 //
-// Tables, best first: avx512-vnni, avx512, avx-vnni, avx2, scalar (NEON
-// will join for ARM). A table whose files the compiler could not build
-// (OMNIBUS_NO_<SET>_BUILD) is not compiled in. Every SIMD table gives the
-// same bits as the avx2 table (the kernels fix one reduction order); the
-// scalar table is the reference, within tolerance of them.
+// Tables, best first: avx512-vnni, avx512, avx-vnni, avx2, scalar on
+// x86-64; neon, scalar on aarch64. A table whose files the compiler could
+// not build (OMNIBUS_NO_<SET>_BUILD) is not compiled in. Every x86 SIMD
+// table gives the same bits as the avx2 table (the kernels fix one
+// reduction order); the neon table follows that order too where it has
+// kernels of its own (kernel_table.cpp says which); the scalar table is the
+// reference, within tolerance of them.
 //
 // It holds matmul, the small ops, KV-cache quantization, the Hadamard
 // rotation and attention (docs/design/backend-seam.md).
@@ -29,14 +31,14 @@ struct MatmulArgs;
 struct QuantizedX;
 }  // namespace matmul_detail
 
-enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni };
+enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kNeon };
 
 struct KernelTable {
   using RowsFn = void (*)(const matmul_detail::MatmulArgs&, int64_t row_begin, int64_t row_end);
   using QuantizeRowsFn = void (*)(DType, const float* x, int64_t begin, int64_t end, matmul_detail::QuantizedX*);
 
   Isa isa;
-  const char* name;  // "scalar", "avx2", "avx-vnni", "avx512", "avx512-vnni"
+  const char* name;  // "scalar", "avx2", "avx-vnni", "avx512", "avx512-vnni", "neon"
   // Whether this CPU has the features the table's files were compiled for.
   bool (*runs_on)(const CpuFeatures&);
 
@@ -71,7 +73,8 @@ struct KernelTable {
   // (the reference). attention_chunk_q4 serves q4_0 caches, whose scores
   // some tables compute with other instructions (the same bits).
   // attention_chunk_pair null: rows one at a time; attention_pairs_q4: the
-  // pair kernel also takes q4_0 caches.
+  // pair kernel also takes q4_0 caches. attention_lanes -1: the table has
+  // no attention kernels, every shape goes to attention_fallback.
   AttentionChunkFn attention_chunk;
   AttentionChunkFn attention_chunk_q4;
   AttentionChunkPairFn attention_chunk_pair;

@@ -17,23 +17,27 @@ CpuFeatures avx2_cpu() {
 }
 
 // The name of the table a CPU gets, or the next compiled one below it when
-// the compiler left the wanted build out (OMNIBUS_NO_<SET>_BUILD).
+// the compiler left the wanted build out (OMNIBUS_NO_<SET>_BUILD); below
+// them all, the table every CPU of this build runs (neon on aarch64).
 std::string best_compiled(std::initializer_list<const char*> wanted_in_order) {
   for (const char* name : wanted_in_order) {
     if (find_kernel_table(name) != nullptr) return name;
   }
-  return "scalar";
+  return find_kernel_table("neon") != nullptr ? "neon" : "scalar";
 }
 
 TEST(KernelTableTest, EachCpuGetsItsBestTable) {
-  EXPECT_STREQ(select_kernel_table(CpuFeatures{}).name, "scalar");  // Nehalem, or OMNIBUS_FORCE_SCALAR
+  // No x86 features: Nehalem, or OMNIBUS_FORCE_SCALAR; on aarch64 (which
+  // has none of them either) NEON, part of every ARMv8-A CPU.
+  const std::string baseline = best_compiled({});
+  EXPECT_EQ(select_kernel_table(CpuFeatures{}).name, baseline);
 
   CpuFeatures zen1 = avx2_cpu();
   EXPECT_EQ(select_kernel_table(zen1).name, best_compiled({"avx2"}));
 
   CpuFeatures no_f16c = avx2_cpu();  // all three or none: the AVX2 files use each
   no_f16c.f16c = false;
-  EXPECT_STREQ(select_kernel_table(no_f16c).name, "scalar");
+  EXPECT_EQ(select_kernel_table(no_f16c).name, baseline);
 
   CpuFeatures alder_lake = avx2_cpu();
   alder_lake.avx_vnni = true;
@@ -64,7 +68,8 @@ TEST(KernelTableTest, TablesAreWholeAndBestFirst) {
     EXPECT_EQ(find_kernel_table(t->name), t);
     EXPECT_NE(t->rows_float, nullptr);
     EXPECT_NE(t->rows_q8, nullptr);
-    EXPECT_EQ(t->rows_interleaved == nullptr, t->isa == Isa::kScalar);
+    // Only the x86 SIMD tables interleave weights at load.
+    EXPECT_EQ(t->rows_interleaved == nullptr, t->isa == Isa::kScalar || t->isa == Isa::kNeon);
     EXPECT_NE(t->quantize_x_rows, nullptr);
     EXPECT_NE(t->rms_norm, nullptr);
     EXPECT_NE(t->swiglu, nullptr);
@@ -86,7 +91,12 @@ TEST(KernelTableTest, TablesAreWholeAndBestFirst) {
   for (size_t i = 0; i + 1 < tables.size(); ++i) {
     EXPECT_GT(static_cast<int>(tables[i]->isa), static_cast<int>(tables[i + 1]->isa)) << tables[i]->name;
   }
+#if defined(__aarch64__)
+  EXPECT_NE(find_kernel_table("neon"), nullptr);
+  EXPECT_EQ(find_kernel_table("avx2"), nullptr);
+#else
   EXPECT_EQ(find_kernel_table("neon"), nullptr);
+#endif
 }
 
 TEST(KernelTableTest, ThisProcessRunsTheSelectedTable) {
@@ -145,6 +155,12 @@ TEST(KernelTableTest, AttentionResolvesDownTheFallbackChain) {
     EXPECT_STREQ(resolve_attention(*avx2, shape(64, KvCacheType::kQ4_0, true)).name, "avx2");
     EXPECT_EQ(resolve_attention(*avx2, shape(64, KvCacheType::kQ4_0, true)).pair,
               nullptr);  // AVX2 pairs split q4_0 groups
+  }
+  if (const KernelTable* neon = find_kernel_table("neon")) {  // no attention kernels of its own yet
+    for (KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16, KvCacheType::kQ4_0}) {
+      EXPECT_STREQ(resolve_attention(*neon, shape(64, type, true)).name, "scalar");
+      EXPECT_EQ(resolve_attention(*neon, shape(64, type, true)).pair, nullptr);
+    }
   }
   for (const KernelTable* t : compiled_kernel_tables()) {
     if (t->attention_lanes != 16) continue;  // the AVX-512 builds

@@ -86,6 +86,10 @@ void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The interleaved kernels with AVX-512 VNNI batches (bit-identical); only
 // call from the avx512-vnni kernel table.
 void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// NEON (aarch64 builds only): row-layout int8 kernels with the avx2
+// kernels' arithmetic per output (same bits), and float weights likewise.
+void rows_neon_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void rows_neon_float(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 #if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
 inline constexpr bool kAvx512VnniBuilt = false;
 #else
@@ -104,5 +108,18 @@ void run_rows(const KernelTable& table, const MatmulArgs& a, int64_t row_begin, 
 
 // One output of the int8 math, in double precision: the reference.
 double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r);
+
+// Block b of output (weight row o, x row r) as the SIMD kernels see it: the
+// exact integer sum S of code * q_x (codes signed: a legacy type's code
+// bias taken off; K types weighted by their sub-block scales, Q6_K's codes
+// - 32), the Q4_K / Q5_K mins term M (sum of sub-block min * x sub-block
+// sum), and the weight scales as floats (f16 widens exactly). From the
+// reference's decoding of the blocks, for tests that rebuild the SIMD
+// kernels' float steps on top (matmul_bits_test.cpp).
+struct Q8BlockTerms {
+  int64_t s = 0, mins = 0;
+  float d = 0, m = 0, dmin = 0;
+};
+Q8BlockTerms q8_block_terms(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r, int64_t b);
 
 }  // namespace omnibus::matmul_detail

@@ -157,6 +157,35 @@ double k_dot(const WeightMatrix& w, const uint8_t* row, const QuantizedX& qx, in
 
 }  // namespace
 
+Q8BlockTerms q8_block_terms(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r, int64_t b) {
+  thread_local std::vector<uint8_t> gathered;
+  const auto* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(o) * w.row_bytes;
+  if (w.layout != WeightLayout::kRows) {
+    gathered.resize(w.row_bytes);
+    gather_row_blocks(w, o, gathered.data());
+    row = gathered.data();
+  }
+  Q8BlockTerms t;
+  if (qx.format != ActFormat::kQ8x256) {
+    const LegacyCodes c = legacy_codes(w.dtype, row, b);
+    const int8_t* q = qx.q_row(r) + b * kQK;
+    for (int j = 0; j < kQK; ++j) t.s += static_cast<int64_t>(c.code[j] - c.bias) * q[j];
+    t.d = static_cast<float>(c.d), t.m = static_cast<float>(c.m);
+    return t;
+  }
+  const KCodes c = k_codes(w.dtype, row, b);
+  const int8_t* q = qx.q_row(r) + b * kQK_K;
+  const int16_t* sums = qx.sums16.data() + (r * qx.blocks + b) * 16;
+  const bool six = w.dtype == DType::kQ6_K;
+  for (int k = 0; k < kQK_K; ++k) {
+    t.s += static_cast<int64_t>(six ? c.scale[k / 16] * (c.code[k] - 32) : c.scale[k / 32] * c.code[k]) * q[k];
+  }
+  if (!six)
+    for (int g = 0; g < 8; ++g) t.mins += c.min[g] * static_cast<int64_t>(sums[2 * g] + sums[2 * g + 1]);
+  t.d = static_cast<float>(c.d), t.dmin = static_cast<float>(c.dmin);
+  return t;
+}
+
 double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_t r) {
   const auto* row = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(o) * w.row_bytes;
   thread_local std::vector<uint8_t> gathered;

@@ -1,7 +1,7 @@
 // Element-wise and row-wise ops of the transformer block: RMSNorm, RoPE,
 // SwiGLU, softmax, and the small vector primitives attention is built from.
-// Each has a scalar reference (ops_ref.cpp) and an AVX2+FMA version
-// (ops_avx2.cpp) picked once at start. Every function reduces in one fixed
+// Each has a scalar reference (ops_ref.cpp), an AVX2+FMA version
+// (ops_avx2.cpp) and a NEON one (ops_neon.cpp), picked once at start. Every function reduces in one fixed
 // order, so results never depend on batch composition.
 #pragma once
 
@@ -55,5 +55,17 @@ float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace avx2
+
+// NEON versions (aarch64 builds only; NEON is baseline there): the avx2
+// versions' arithmetic in two 4-lane halves (ops_neon.cpp says where the
+// bits can differ).
+namespace neon {
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
+void swiglu(float* gate, const float* up, int64_t n);
+void geglu(float* gate, const float* up, int64_t n);
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
+}  // namespace neon
 
 }  // namespace omnibus
