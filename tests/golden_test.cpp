@@ -92,6 +92,11 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
     EXPECT_TRUE(g.is_ok()) << g.status().to_string();
     return std::move(g).value();
   }
+  std::unique_ptr<LogitsEvaluator> evaluator(int context, KvCacheType kv_type = KvCacheType::kF16) {
+    auto e = LogitsEvaluator::create(model_, backend_, context, 256, kv_type);
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    return std::move(e).value();
+  }
 
  private:
   struct Loaded {
@@ -113,18 +118,17 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
 // quant layout) breaks confident positions and fails this at once.
 
 // The teacher-forced check on one KV cache type.
-void check_teacher_forced(Generator& generator_under_test, const std::string& golden_path, const GoldenModel& model,
-                          const TeacherForcedBars& bars = {}) {
+void check_teacher_forced(LogitsEvaluator& evaluator_under_test, const std::string& golden_path,
+                          const GoldenModel& model, const TeacherForcedBars& bars = {}) {
   const int confident_gap_milli = model.confident_gap_milli;
   const int every_gap_milli = bars.every_gap_milli > 0 ? bars.every_gap_milli : confident_gap_milli;
   const auto golden = read_json(golden_path);
-  Generator* gen = &generator_under_test;
   int positions = 0, agree = 0, confident = 0, confident_agree = 0;
   for (const auto& seq : golden["sequences"]) {
     const auto tokens = seq["tokens"].get<std::vector<int32_t>>();
     const auto want = seq["argmax"].get<std::vector<int32_t>>();
     const auto gaps = seq["top2_gap_milli"].get<std::vector<int>>();
-    auto r = evaluate_teacher_forced(*gen, tokens);
+    auto r = evaluate_teacher_forced(evaluator_under_test, tokens);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     ASSERT_EQ(r->argmax.size(), want.size());
     ASSERT_EQ(gaps.size(), want.size());
@@ -155,7 +159,7 @@ void check_teacher_forced(Generator& generator_under_test, const std::string& go
 }
 
 TEST_P(GoldenTest, TeacherForcedArgmaxAgreesWithLlamaCpp) {
-  check_teacher_forced(*generator(1024), golden("teacher_forced.json"), GetParam());
+  check_teacher_forced(*evaluator(1024), golden("teacher_forced.json"), GetParam());
 }
 
 // The other KV cache types against the same f16-cache golden data, on the
@@ -167,12 +171,12 @@ class GoldenKvTypeTest : public GoldenTest {};
 // The q8_0 KV cache (--kv-type q8_0): the same bars (every confident
 // position, >= 95% overall).
 TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithQ8KvCacheAgreesWithLlamaCpp) {
-  check_teacher_forced(*generator(1024, KvCacheType::kQ8_0), golden("teacher_forced.json"), GetParam());
+  check_teacher_forced(*evaluator(1024, KvCacheType::kQ8_0), golden("teacher_forced.json"), GetParam());
 }
 
 // The bf16 KV cache (--kv-type bf16), the same bars.
 TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithBf16KvCacheAgreesWithLlamaCpp) {
-  check_teacher_forced(*generator(1024, KvCacheType::kBF16), golden("teacher_forced.json"), GetParam());
+  check_teacher_forced(*evaluator(1024, KvCacheType::kBF16), golden("teacher_forced.json"), GetParam());
 }
 
 // The q4_0 KV cache (--kv-type q4_0) against llama.cpp with its own q4_0
@@ -193,7 +197,7 @@ TEST_P(GoldenKvTypeTest, TeacherForcedArgmaxWithBf16KvCacheAgreesWithLlamaCpp) {
 // gets 77.5% overall and 94.6% from 1.25 (SmolLM2 78.1% and 89.0%); the
 // perplexity test below is what catches that on Gemma (-5.3%).
 TEST_P(GoldenTest, TeacherForcedArgmaxWithQ4KvCacheAgreesWithLlamaCppsQ4Cache) {
-  check_teacher_forced(*generator(1024, KvCacheType::kQ4_0), golden("kv_q4_0/teacher_forced.json"), GetParam(),
+  check_teacher_forced(*evaluator(1024, KvCacheType::kQ4_0), golden("kv_q4_0/teacher_forced.json"), GetParam(),
                        GetParam().q4_kv_bars);
 }
 
@@ -222,11 +226,11 @@ void check_perplexity(GoldenTest* test, KvCacheType kv_type, const std::string& 
   const int chunk = golden["chunk_size"].get<int>();
   const auto tokens = golden["tokens"].get<std::vector<int32_t>>();
   const double want = golden["ppl"].get<double>();
-  auto gen = test->generator(chunk, kv_type);
+  auto evaluator = test->evaluator(chunk, kv_type);
   double total = 0;
   size_t count = 0;
   for (size_t start = 0; start + chunk <= tokens.size(); start += chunk) {
-    auto r = evaluate_teacher_forced(*gen, std::span(tokens).subspan(start, chunk));
+    auto r = evaluate_teacher_forced(*evaluator, std::span(tokens).subspan(start, chunk));
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     for (double v : r->nll) total += v;
     count += r->nll.size();

@@ -157,6 +157,54 @@ TEST_F(ServingEngineTest, GeneratesMaxTokensAndReportsLength) {
   EXPECT_EQ(out.completion_tokens, 9);
 }
 
+// The command line's Generator runs the engine without a tokenizer: token
+// ids only, its own end ids, its own speculation.
+TEST_F(ServingEngineTest, WithoutATokenizerStreamsIdsAndEndsAtTheRequestsOwnIds) {
+  ServingEngineOptions options;
+  options.context_length = 512;
+  options.kv_cache_bytes = int64_t{32} << 20;
+  options.announce = false;
+  CpuBackend backend(1);
+  auto made = ServingEngine::create(model_, backend, nullptr, ChatFormat{}, options);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  ServingEngine& engine = **made;
+  const std::vector<int32_t> prompt = ramp(20, 7, 3);
+  auto plain = engine.submit(greedy(prompt, 12));
+  ASSERT_TRUE(plain.is_ok());
+  const Output all = collect(**plain);
+  ASSERT_EQ(all.tokens.size(), 12u);
+  EXPECT_EQ(all.text, "");  // no tokenizer: no text
+  EXPECT_EQ(all.finish_reason, "length");
+
+  // The fifth token ends it: the four before it come, the end id does not.
+  EngineRequest ends = greedy(prompt, 12);
+  ends.ignore_eos = false;
+  ends.end_of_generation = std::vector<int32_t>{all.tokens[4]};
+  auto ended = engine.submit(std::move(ends));
+  ASSERT_TRUE(ended.is_ok());
+  const Output cut = collect(**ended);
+  const auto first = std::find(all.tokens.begin(), all.tokens.end(), all.tokens[4]) - all.tokens.begin();
+  EXPECT_EQ(cut.tokens, std::vector<int32_t>(all.tokens.begin(), all.tokens.begin() + first));
+  EXPECT_EQ(cut.finish_reason, "stop");
+
+  // Speculation asked for by the request alone gives the same tokens.
+  EngineRequest guessed = greedy(prompt, 12);
+  SpeculationOptions speculation;
+  speculation.source = DraftSource::kCustom;
+  speculation.adaptive = false;
+  speculation.custom = [](std::span<const int32_t>, int max_tokens, std::vector<int32_t>& draft) {
+    for (int i = 0; i < max_tokens; ++i) draft.push_back(i % 7);
+  };
+  guessed.speculation = speculation;
+  auto spec = engine.submit(std::move(guessed));
+  ASSERT_TRUE(spec.is_ok());
+  EXPECT_EQ(collect(**spec).tokens, all.tokens);
+
+  EngineRequest with_stop = greedy(prompt, 12);
+  with_stop.stop = {"x"};
+  EXPECT_EQ(engine.submit(std::move(with_stop)).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(ServingEngineTest, ConcurrentGreedyEqualsAloneAcrossBudgetsAndCache) {
   const auto ps = prompts(14);
   ServingEngineOptions base;

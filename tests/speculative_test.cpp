@@ -199,9 +199,11 @@ TEST_F(SpeculativeTest, TheCacheHoldsOnlyAcceptedTokens) {
   second_prompt.insert(second_prompt.end(), first.tokens.begin(), first.tokens.end());
   second_prompt.push_back(3);
   const Outcome second = generate(second_prompt, plain_options(20, false), {}, g->get());
-  // Computed now: the first turn's last token (sampled, never run) and the
-  // new one; everything before came from the cache.
-  EXPECT_EQ(second.stats.prefilled_tokens, 2);
+  // From the cache: the whole 16-token KV blocks (the Generator's) of what
+  // the first turn computed, its prompt and every generated token but the
+  // last (sampled, never run); the rest is computed now.
+  const size_t computed = test_prompt().size() + first.tokens.size() - 1;
+  EXPECT_EQ(second.stats.prefilled_tokens, static_cast<int>(second_prompt.size() - computed / 16 * 16));
   EXPECT_EQ(second.tokens, generate(second_prompt, plain_options(20, false)).tokens);
 }
 

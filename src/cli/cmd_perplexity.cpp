@@ -30,13 +30,13 @@ int perplexity(const PerplexityOptions& o) {
   if (chunks == 0)
     return fail(Status::invalid_argument("the text has " + std::to_string(tokens.size()) +
                                          " tokens, fewer than one chunk of " + std::to_string(o.chunk)));
-  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the generator
-  auto gen = Generator::create(loaded->model, backend, o.chunk, o.chunk, o.model.kv_type);
-  if (!gen.is_ok()) return fail(gen.status());
+  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the evaluator
+  auto evaluator = LogitsEvaluator::create(loaded->model, backend, o.chunk, o.chunk, o.model.kv_type);
+  if (!evaluator.is_ok()) return fail(evaluator.status());
   double total = 0;
   int count = 0;
   for (int c = 0; c < chunks; ++c) {
-    auto r = evaluate_teacher_forced(**gen, std::span(tokens).subspan(c * o.chunk, o.chunk));
+    auto r = evaluate_teacher_forced(**evaluator, std::span(tokens).subspan(c * o.chunk, o.chunk));
     if (!r.is_ok()) return fail(r.status());
     for (double v : r->nll) total += v;
     count += static_cast<int>(r->nll.size());

@@ -109,7 +109,7 @@ int run(RunOptions& o) {
   Profiler profiler;
   if (o.profile) {
     profiler.enable();
-    (*gen)->runner().set_profiler(&profiler);
+    if (Status s = (*gen)->set_profiler(&profiler); !s.is_ok()) return fail(s);
   }
   TextStream stream(tok, o.gen.stop);
   auto stats = (*gen)->generate(prompt, o.gen.options, tok.end_of_generation_ids(), [&](int32_t token) {
@@ -136,7 +136,7 @@ int run(RunOptions& o) {
                stats->decode_steps);
   if (!o.stats_json.empty()) write_stats_json(o.stats_json, *stats, load_ms, ttft_ms);
   if (o.profile) {
-    (*gen)->runner().set_profiler(nullptr);
+    if (Status s = (*gen)->set_profiler(nullptr); !s.is_ok()) return fail(s);
     report_profile(profiler, o);
   }
   return 0;

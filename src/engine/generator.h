@@ -1,8 +1,11 @@
-// Single-sequence generation for the command line: prefill the prompt in
-// chunks, then decode token by token with a Sampler, until EOS, max tokens,
-// or the caller says stop. Keeps the KV cache between calls and reuses the
-// longest common prefix of the new prompt with what is cached (exact, by
-// batch invariance), so a chat session does not recompute its history.
+// Single-sequence generation for the command line: a one-request use of
+// the ServingEngine (as vLLM's LLM class wraps its engine), so decoding,
+// speculation and the end-of-generation rule exist once, in the engine.
+// generate() submits the prompt, hands each token to the caller as the
+// engine streams it, and cancels the request when the caller says stop.
+// The engine's prefix cache keeps earlier prompts and replies, so a chat
+// session does not recompute its history (whole KV blocks; exact, by batch
+// invariance).
 //
 // Speculative decoding (options.speculation, engine/speculation.h): each
 // decode step also runs guessed next tokens as extra rows; the output is
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/serving_engine.h"
 #include "engine/speculation.h"
 #include "model/backend.h"
 #include "model/model.h"
@@ -57,11 +61,12 @@ class Generator {
   // Returns false to stop generating (e.g. a stop string matched).
   using TokenCallback = std::function<bool(int32_t token)>;
 
-  // prefill_chunk also caps the rows of a speculative step (1 + draft).
-  // The runner and cache come from `backend`, which must outlive the
-  // generator.
+  // `context` positions per sequence; prefill_chunk tokens per step at most
+  // (it also caps the rows of a speculative step: 1 + draft). The runner
+  // and cache come from `backend`, which must outlive the generator.
   static Result<std::unique_ptr<Generator>> create(std::shared_ptr<const Model> model, Backend& backend, int context,
                                                    int prefill_chunk = 256, KvCacheType kv_type = KvCacheType::kF16);
+  ~Generator();
 
   // Generates after `prompt`. The end-of-generation ids stop generation
   // unless options.ignore_eos. The token that ends generation by EOS is not
@@ -69,30 +74,16 @@ class Generator {
   Result<GenerationStats> generate(std::span<const int32_t> prompt, const GenerationOptions& options,
                                    const std::vector<int32_t>& end_of_generation, const TokenCallback& on_token);
 
-  // Logits for every position of `tokens` (rows of vocab_size), computed
-  // from a fresh cache in chunks. For evaluation (perplexity, golden tests).
-  Result<std::vector<float>> all_logits(std::span<const int32_t> tokens, int chunk);
+  // Times the runner's ops into `profiler` (null: stop).
+  Status set_profiler(Profiler* profiler);
 
   int context() const { return context_; }
-  ModelRunner& runner() { return *runner_; }
 
  private:
   Generator() = default;
-  // Runs tokens[begin, end) at their positions; logits of the last row to out.
-  Status prefill(std::span<const int32_t> tokens, int begin, float* last_logits);
 
-  std::shared_ptr<const Model> model_;
-  std::unique_ptr<ModelRunner> runner_;
-  std::unique_ptr<KvCache> kv_;
-  std::vector<int32_t> block_table_;  // blocks 0..n-1: the one sequence owns the whole store
-  std::vector<int32_t> cached_;       // tokens whose K/V are in the store
-  std::vector<float> logits_;          // a row per row of the widest step
-  std::vector<BatchRow> rows_;
-  std::vector<int32_t> draft_;         // this step's guesses (all proposed; the first `ran` run)
-  StepCostModel step_cost_;            // decode steps' time against their rows, across calls
+  std::unique_ptr<ServingEngine> engine_;
   int context_ = 0;
-  int prefill_chunk_ = 256;
-  static constexpr int kBlockSize = 16;
 };
 
 }  // namespace omnibus

@@ -12,10 +12,12 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/mutex.h"
+#include "engine/speculation.h"
 #include "sampling/logprobs.h"  // TokenLogprob
 #include "sampling/sampling_params.h"
 
@@ -31,6 +33,19 @@ struct EngineRequest {
   // Prefix-cache namespace: sequences only share cached blocks when equal.
   uint64_t cache_salt = 0;
   std::string request_id;  // for logs
+  // The ids that end generation; unset: the tokenizer's.
+  std::optional<std::vector<int32_t>> end_of_generation;
+  // Speculative decoding for this sequence; unset: the engine's
+  // (ServingEngineOptions::speculation).
+  std::optional<SpeculationOptions> speculation;
+};
+
+// One sequence's decode steps and guesses (engine/speculation.h).
+struct SpeculationCounts {
+  int64_t decode_steps = 0;     // steps after the prompt that sampled it
+  int64_t draft_steps = 0;      // of those, steps that ran guesses
+  int64_t drafted_tokens = 0;   // guesses run
+  int64_t accepted_tokens = 0;  // guesses that matched the sampled token (each saved a step)
 };
 
 // One sampled token; the logprob fields are filled only when the request's
@@ -69,6 +84,7 @@ struct StreamEvent {
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;      // when finished: prompt tokens served by the prefix cache
   RequestTimings timings;         // when finished
+  SpeculationCounts speculation;  // when finished
 };
 
 class RequestStream {

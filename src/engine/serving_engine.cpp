@@ -12,16 +12,20 @@
 namespace omnibus {
 
 struct ServingEngine::Active {
-  Active(EngineRequest r, const Tokenizer& tok, int32_t vocab)
+  Active(EngineRequest r, const Tokenizer* tok, int32_t vocab, const SpeculationOptions& engine_speculation)
       : request(std::move(r)),
         stream(std::make_shared<RequestStream>()),
         sampler(request.sampling, vocab),
-        text(tok, request.stop) {}
+        speculation(request.speculation ? *request.speculation : engine_speculation) {
+    if (tok != nullptr) text.emplace(*tok, request.stop);
+  }
 
   EngineRequest request;
   std::shared_ptr<RequestStream> stream;
   Sampler sampler;
-  TextStream text;
+  std::optional<TextStream> text;  // none without a tokenizer: token ids only
+  SpeculationOptions speculation;  // the request's, else the engine's
+  SpeculationCounts counts;
   SeqId id = 0;
   double submit_time = 0;
   double first_scheduled = -1;
@@ -72,7 +76,6 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
 
   OMNIBUS_ASSIGN_OR_RETURN(e->kv_store_, backend.create_kv_cache(config, static_cast<int>(e->num_blocks_),
                                                                  options.kv_block_size, options.kv_type));
-  e->transfer_shape_ = kv_transfer_shape(model_fingerprint(*model), config, *e->kv_store_);
   KvManagerOptions kv_options;
   kv_options.num_blocks = static_cast<int32_t>(e->num_blocks_);
   kv_options.block_size = options.kv_block_size;
@@ -117,11 +120,13 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
   e->chat_format_ = std::move(chat_format);
-  log_info("serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB, {}), context {}, max {} tokens and {} "
-           "sequences per step, prefix cache {}",
-           e->num_blocks_, options.kv_block_size, pool_tokens, e->kv_store_->bytes() / 1048576.0,
-           kv_cache_type_name(options.kv_type), e->context_length_,
-           options.scheduler.max_batched_tokens, options.scheduler.max_seqs, options.prefix_caching ? "on" : "off");
+  if (options.announce)
+    log_info(
+        "serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB, {}), context {}, max {} tokens and {} "
+        "sequences per step, prefix cache {}",
+        e->num_blocks_, options.kv_block_size, pool_tokens, e->kv_store_->bytes() / 1048576.0,
+        kv_cache_type_name(options.kv_type), e->context_length_, options.scheduler.max_batched_tokens,
+        options.scheduler.max_seqs, options.prefix_caching ? "on" : "off");
   e->thread_ = std::thread([raw = e.get()] { raw->loop(); });
   return e;
 }
@@ -149,6 +154,9 @@ Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest reque
       return Status::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                                       std::to_string(vocab - 1) + ")");
   OMNIBUS_RETURN_IF_ERROR(request.sampling.validate(vocab));
+  if (request.speculation) OMNIBUS_RETURN_IF_ERROR(validate_speculation_options(*request.speculation));
+  if (!tokenizer_ && !request.stop.empty())
+    return Status::invalid_argument("stop strings need a tokenizer; this engine has none");
   if (prompt_len >= context_length_)
     return Status::invalid_argument("the prompt has " + std::to_string(prompt_len) +
                                     " tokens; the context holds " + std::to_string(context_length_) +
@@ -162,7 +170,7 @@ Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest reque
                                     " KV blocks; the whole pool has " + std::to_string(num_blocks_) +
                                     " (raise --kv-cache-mib or lower max_tokens)");
 
-  auto active = std::make_unique<Active>(std::move(request), *tokenizer_, vocab);
+  auto active = std::make_unique<Active>(std::move(request), tokenizer_.get(), vocab, options_.speculation);
   active->submit_time = now_seconds();
   std::shared_ptr<RequestStream> stream = active->stream;
   {
@@ -236,13 +244,14 @@ void ServingEngine::finish_sequence(SeqId id, const std::string& reason, const s
   Active& a = *it->second;
   const double now = now_seconds();
   StreamEvent event = std::move(a.pending);
-  if (reason == "stop" || reason == "length") event.text += a.text.finish();
+  if (a.text && (reason == "stop" || reason == "length")) event.text += a.text->finish();
   event.finished = true;
   event.finish_reason = reason;
   event.error = error;
   event.prompt_tokens = static_cast<int64_t>(a.request.prompt.size());
   event.completion_tokens = a.completion_tokens;
   event.cached_tokens = a.cached_tokens;
+  event.speculation = a.counts;
   RequestTimings& t = event.timings;
   t.queue_seconds = a.first_scheduled >= 0 ? a.first_scheduled - a.submit_time : now - a.submit_time;
   t.ttft_seconds = a.first_token >= 0 ? a.first_token - a.submit_time : 0;
@@ -301,19 +310,20 @@ void ServingEngine::publish_gauges() {
 }
 
 void ServingEngine::propose_drafts() {
-  const SpeculationOptions& spec = options_.speculation;
-  if (!spec.enabled()) return;
   int64_t decoding = 0;
+  bool any = false;
   for (const auto& [id, a] : active_) {
     a->guesses.clear();
     const SequenceState* seq = scheduler_->find(id);
     decoding += seq != nullptr && seq->status == SeqStatus::kRunning && seq->is_decoding() ? 1 : 0;
+    any = any || a->speculation.enabled();
   }
-  if (decoding > options_.speculative_max_seqs) return;
+  if (!any || decoding > options_.speculative_max_seqs) return;
   const int32_t vocab = model_->config().vocab_size;
   for (const auto& [id, a] : active_) {
+    const SpeculationOptions& spec = a->speculation;
     const SequenceState* seq = scheduler_->find(id);
-    if (seq == nullptr || seq->status != SeqStatus::kRunning || !seq->is_decoding()) continue;
+    if (!spec.enabled() || seq == nullptr || seq->status != SeqStatus::kRunning || !seq->is_decoding()) continue;
     history_.assign(seq->prompt.begin(), seq->prompt.end());
     history_.insert(history_.end(), seq->generated.begin(), seq->generated.end());
     const auto room = static_cast<int>(std::min<int64_t>(spec.max_draft, seq->max_tokens));
@@ -334,13 +344,18 @@ bool ServingEngine::sample_and_emit(Active& a, SeqId seq_id, std::span<float> lo
   if (a.last_token >= 0) metrics_->observe_itl(now - a.last_token);
   a.last_token = now;
   bool stop = false;
-  if (tokenizer_->is_end_of_generation(token) && !a.request.ignore_eos) {
+  const std::optional<std::vector<int32_t>>& own_ends = a.request.end_of_generation;
+  const bool is_end = own_ends ? std::find(own_ends->begin(), own_ends->end(), token) != own_ends->end()
+                               : tokenizer_ && tokenizer_->is_end_of_generation(token);
+  if (is_end && !a.request.ignore_eos) {
     stop = true;  // the end token itself has no text and is not counted
   } else {
     ++a.completion_tokens;
-    TextStream::Piece piece = a.text.push(token);
-    a.pending.text += piece.text;
-    stop = piece.stopped;
+    if (a.text) {
+      TextStream::Piece piece = a.text->push(token);
+      a.pending.text += piece.text;
+      stop = piece.stopped;
+    }
     GeneratedToken out;
     out.token = token;
     if (a.request.sampling.wants_logprobs()) {
@@ -385,6 +400,13 @@ void ServingEngine::sample_chunks(const StepPlan& plan, std::vector<SampledToken
     }
     const auto accepted = static_cast<int>(static_cast<int64_t>(sampled.size()) - sampled_before - 1);
     metrics_->observe_speculation(c.num_draft, accepted);
+    if (static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1 && !seq->generated.empty()) {
+      // A decode step (the prompt's last chunk samples the first token).
+      ++a.counts.decode_steps;
+      a.counts.draft_steps += c.num_draft > 0 ? 1 : 0;
+      a.counts.drafted_tokens += c.num_draft;
+      a.counts.accepted_tokens += accepted;
+    }
     if (!a.guesses.empty() && !a.stop_hit) {
       const GuessOutcome outcome =
           guess_outcome(a.guesses, static_cast<int>(c.num_draft), accepted, sampled.back().token);
@@ -407,11 +429,20 @@ Status ServingEngine::run_step(const StepPlan& plan) {
     for (int64_t i = 0; i < n; ++i)
       rows_.push_back({c.tokens[i], c.block_table, static_cast<int32_t>(c.start_pos + i), i >= n - c.logits_rows()});
   }
+  // A logits row per sampled row; more than at creation only when a
+  // request's own speculation guesses more than the engine's.
+  size_t logits_rows = 0;
+  bool speculating = false;
+  for (const ScheduledChunk& c : plan.chunks) {
+    logits_rows += static_cast<size_t>(c.logits_rows());
+    speculating = speculating || active_.at(c.seq)->speculation.enabled();
+  }
+  const size_t vocab = static_cast<size_t>(model_->config().vocab_size);
+  if (logits_.size() < logits_rows * vocab) logits_.resize(logits_rows * vocab);
   const double forward_start = now_seconds();
   OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
   // Decode-only steps teach the guess policy what a row costs.
-  if (options_.speculation.enabled() &&
-      std::all_of(plan.chunks.begin(), plan.chunks.end(), [](const ScheduledChunk& c) {
+  if (speculating && std::all_of(plan.chunks.begin(), plan.chunks.end(), [](const ScheduledChunk& c) {
         return c.needs_logits && static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1;
       }))
     step_cost_.observe(static_cast<int64_t>(rows_.size()), now_seconds() - forward_start);
@@ -473,6 +504,10 @@ Status ServingEngine::run_on_engine_thread(const std::function<void()>& fn) {
   return threw ? Status::internal("the engine could not complete the command (see the server log)") : Status::ok();
 }
 
+Status ServingEngine::set_profiler(Profiler* profiler) {
+  return run_on_engine_thread([this, profiler] { forward_->set_profiler(profiler); });
+}
+
 void ServingEngine::run_commands() {
   std::deque<std::function<void()>> commands;
   {
@@ -480,6 +515,17 @@ void ServingEngine::run_commands() {
     commands.swap(commands_);
   }
   for (auto& command : commands) command();
+}
+
+const KvTransferShape& ServingEngine::transfer_shape() const {
+  // On first use, not at creation: the fingerprint reads a page or two of
+  // every tensor, faulting in file pages that repacking had released (about
+  // 20 MiB of RSS on a 135M model), which an engine that never hands over
+  // KV should not pay.
+  std::call_once(transfer_shape_once_, [this] {
+    transfer_shape_ = kv_transfer_shape(model_fingerprint(*model_), model_->config(), *kv_store_);
+  });
+  return transfer_shape_;
 }
 
 Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
@@ -511,14 +557,14 @@ Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
     const std::span<const BlockId> table = kv_->block_table(probe);
     const int64_t n_blocks = cached / block_size;
     try {
-      blocks.resize(static_cast<size_t>(n_blocks * transfer_shape_.block_bytes));
+      blocks.resize(static_cast<size_t>(n_blocks * transfer_shape().block_bytes));
     } catch (const std::bad_alloc&) {
       kv_->free_sequence(probe);
       failed = Status::resource_exhausted("no memory for the KV blob now; retry later");
       return;
     }
     for (int64_t b = 0; b < n_blocks; ++b)
-      kv_store_->copy_block_out(table[b], reinterpret_cast<uint8_t*>(blocks.data()) + b * transfer_shape_.block_bytes);
+      kv_store_->copy_block_out(table[b], reinterpret_cast<uint8_t*>(blocks.data()) + b * transfer_shape().block_bytes);
     kv_->free_sequence(probe);
   }));
   OMNIBUS_RETURN_IF_ERROR(failed);
@@ -530,13 +576,13 @@ Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
         "never computed); run the prompt and export again",
         cached, whole));
   metrics_->observe_kv_export(cached);
-  return encode_kv_transfer(transfer_shape_, std::span(prompt).first(static_cast<size_t>(cached)), blocks);
+  return encode_kv_transfer(transfer_shape(), std::span(prompt).first(static_cast<size_t>(cached)), blocks);
 }
 
 Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
   // Checked here, on the caller's thread: the engine thread only copies.
   OMNIBUS_ASSIGN_OR_RETURN(KvTransferContents contents,
-                           decode_kv_transfer(blob, transfer_shape_, model_->config().vocab_size));
+                           decode_kv_transfer(blob, transfer_shape(), model_->config().vocab_size));
   const int64_t n = static_cast<int64_t>(contents.tokens.size());
   if (n >= context_length_)
     return Status::invalid_argument(fmt::format("the KV blob holds {} tokens; this server's context is {}", n,
@@ -572,7 +618,7 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
     const std::span<const BlockId> table = kv_->block_table(probe);
     const auto* bytes = reinterpret_cast<const uint8_t*>(contents.blocks.data());
     for (int64_t b = cached / kv_->block_size(); b < n / kv_->block_size(); ++b)
-      kv_store_->copy_block_in(table[b], bytes + b * transfer_shape_.block_bytes);
+      kv_store_->copy_block_in(table[b], bytes + b * transfer_shape().block_bytes);
     // As a finished prefill: the blocks enter the prefix cache, and stay
     // there (free, evictable) once the probe lets go of them.
     Status s = kv_->commit_tokens(probe, std::span(contents.tokens).subspan(static_cast<size_t>(cached)));

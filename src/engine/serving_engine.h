@@ -68,6 +68,9 @@ struct ServingEngineOptions {
   // rows; guesses would only add compute).
   SpeculationOptions speculation;
   int32_t speculative_max_seqs = 4;
+  // Log a line describing the engine at creation (the server); off for the
+  // command line's one-request use (engine/generator.h).
+  bool announce = true;
 };
 
 class ServingEngine final : public InferenceService {
@@ -75,7 +78,10 @@ class ServingEngine final : public InferenceService {
   // Sizes everything once (KV pool from kv_cache_bytes) and starts the engine
   // thread. Errors name a bad option (pool too small for one block, ...).
   // The runner and KV cache come from `backend`, which must outlive the
-  // engine.
+  // engine. Without a tokenizer (the command line's Generator on models
+  // with no vocabulary, tests) streams carry token ids and no text, stop
+  // strings are refused, and only a request's own end_of_generation ids end
+  // it; tokenizer() must not be called.
   static Result<std::unique_ptr<ServingEngine>> create(std::shared_ptr<const Model> model, Backend& backend,
                                                        std::unique_ptr<Tokenizer> tokenizer, ChatFormat chat_format,
                                                        const ServingEngineOptions& options);
@@ -100,6 +106,8 @@ class ServingEngine final : public InferenceService {
   void wait_idle();
 
   int64_t kv_num_blocks() const { return num_blocks_; }
+  // Times the runner's ops into `profiler` (null: stop), from the next step.
+  Status set_profiler(Profiler* profiler);
   const ServingMetrics& metrics() const { return *metrics_; }
 
  private:
@@ -134,7 +142,10 @@ class ServingEngine final : public InferenceService {
   ServingEngineOptions options_;
   int64_t context_length_ = 0;
   int64_t num_blocks_ = 0;
-  KvTransferShape transfer_shape_;  // this engine's side of a KV handover
+  // This engine's side of a KV handover, computed at first use (any thread).
+  const KvTransferShape& transfer_shape() const;
+  mutable std::once_flag transfer_shape_once_;
+  mutable KvTransferShape transfer_shape_;
 
   // Engine-thread state.
   std::unique_ptr<ModelRunner> forward_;

@@ -7,8 +7,6 @@
 #include "backends/cpu/forward_internal.h"
 #include "base/cpu_features.h"
 #include "kernels/attention.h"
-#include "kernels/hadamard.h"
-#include "kernels/kv_quant.h"
 #include "kernels/ops.h"
 #include "kernels/weight_interleave.h"
 #include "tensor/quant.h"

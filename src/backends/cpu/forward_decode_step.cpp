@@ -35,9 +35,7 @@
 #include "backends/cpu/forward.h"
 #include "backends/cpu/forward_internal.h"
 #include "kernels/attention.h"
-#include "kernels/hadamard.h"
 #include "kernels/ops.h"
-#include "kernels/rope.h"
 
 namespace omnibus {
 
