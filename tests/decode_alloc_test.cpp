@@ -10,6 +10,7 @@
 
 #include "backends/cpu/forward.h"
 #include "backends/cpu/paged_kv_store.h"
+#include "base/thread_pool.h"
 #include "sampling/sampler.h"
 #include "tiny_model.h"
 
@@ -48,7 +49,8 @@ TEST(DecodeAllocationTest, DecodeStepsAllocateNothing) {
   auto model = load_tiny_model(bytes);
   constexpr int kBlockSize = 4, kBlocks = 16;
   for (int threads : {1, 2}) {
-    ForwardPass fp(model, 8, kBlocks * kBlockSize, threads);
+    ThreadPool pool(threads);
+    ForwardPass fp(model, pool, 8, kBlocks * kBlockSize);
     auto kv = PagedKvStore::create(model->config(), kBlocks, kBlockSize);
     ASSERT_TRUE(kv.is_ok());
     std::vector<int32_t> table(kBlocks);

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "backends/cpu/forward.h"
+#include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "kernels/weight_interleave.h"
 #include "tiny_model.h"
@@ -68,7 +69,8 @@ std::vector<int32_t> contiguous_table(int n) {
 std::vector<float> engine_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens, int chunk,
                                  int threads, int block_size = 16, int max_positions = 64,
                                  KvCacheType kv_type = KvCacheType::kF16) {
-  ForwardPass fp(model, chunk, max_positions, threads);
+  ThreadPool pool(threads);
+  ForwardPass fp(model, pool, chunk, max_positions);
   const int blocks = (max_positions + block_size - 1) / block_size;
   auto kv = PagedKvStore::create(model->config(), blocks, block_size, kv_type);
   EXPECT_TRUE(kv.is_ok());
@@ -204,7 +206,8 @@ TEST(ForwardBatchTest, RefusesACacheOfAnotherBackendOrModel) {
   TinyModelSpec spec;
   const auto bytes = make_tiny_model_bytes(spec);  // the model reads these
   auto model = load_tiny_model(bytes);
-  ForwardPass fp(model, 4, 64, 1);
+  ThreadPool pool(1);
+  ForwardPass fp(model, pool, 4, 64);
   ModelRunner& runner = fp;
   class ForeignCache final : public KvCache {
    public:
@@ -249,7 +252,8 @@ TEST(ForwardBatchTest, InterleavedPagedSequencesMatchSoloRuns) {
   const int n = 11;  // three blocks of 4, the last one partial
   const auto a = random_tokens(n, vocab, 3), b = random_tokens(n, vocab, 4);
   const auto solo_a = engine_logits(model, a, n, 2, 4), solo_b = engine_logits(model, b, n, 2, 4);
-  ForwardPass fp(model, 2 * n, 64, 2);
+  ThreadPool pool(2);
+  ForwardPass fp(model, pool, 2 * n, 64);
   auto kv = PagedKvStore::create(model->config(), 8, 4);
   ASSERT_TRUE(kv.is_ok());
   const std::vector<int32_t> table_a = {5, 1, 7}, table_b = {0, 6, 2};
@@ -295,7 +299,8 @@ void check_decode_rows_sharing_a_prefix(int n_seqs, int threads, bool gemma = fa
   const int vocab = model->config().vocab_size;
   constexpr int kBlock = 16, kShared = 512, kMaxPositions = 640;
   const auto prefix = random_tokens(kShared, vocab, 21);
-  ForwardPass fp(model, kShared, kMaxPositions, threads);
+  ThreadPool pool(threads);
+  ForwardPass fp(model, pool, kShared, kMaxPositions);
   fp.set_shared_prefix_min_bytes(0);  // the tiny model's prefix K/V is far smaller than an L2
   auto kv = PagedKvStore::create(model->config(), kShared / kBlock + n_seqs * 2, kBlock);
   ASSERT_TRUE(kv.is_ok());
@@ -504,7 +509,8 @@ TEST(ForwardBatchTest, QuantizedKvCachesNeedHeadSizeInGroupsOf32) {
 TEST(ForwardBatchTest, RejectsBadTokenIdsPositionsAndBlocks) {
   const auto bytes = make_tiny_model_bytes(TinyModelSpec{});
   auto model = load_tiny_model(bytes);
-  ForwardPass fp(model, 4, 8, 1);
+  ThreadPool pool(1);
+  ForwardPass fp(model, pool, 4, 8);
   auto kv = PagedKvStore::create(model->config(), 3, 4);
   ASSERT_TRUE(kv.is_ok());
   std::vector<float> out(model->config().vocab_size);

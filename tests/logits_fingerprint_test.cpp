@@ -34,6 +34,7 @@
 
 #include "backends/cpu/forward.h"
 #include "backends/cpu/paged_kv_store.h"
+#include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "tiny_model.h"
 
@@ -87,7 +88,8 @@ uint64_t logits_hash(const FingerprintCase& c, int threads) {
   for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
 
   constexpr int kBlock = 8, kPositions = 64, kPrompt = 30, kChunk = 7;
-  ForwardPass runner(model, kChunk, kPositions, threads);
+  ThreadPool runner_pool(threads);
+  ForwardPass runner(model, runner_pool, kChunk, kPositions);
   auto kv = PagedKvStore::create(model->config(), kPositions / kBlock, kBlock, c.kv_type);
   EXPECT_TRUE(kv.is_ok());
   std::vector<int32_t> table(kPositions / kBlock);

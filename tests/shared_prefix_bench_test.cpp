@@ -15,6 +15,7 @@
 
 #include "backends/cpu/forward.h"
 #include "backends/cpu/paged_kv_store.h"
+#include "base/thread_pool.h"
 #include "base/timer.h"
 #include "model/model.h"
 
@@ -37,7 +38,8 @@ TEST(SharedPrefixBench, DISABLED_DecodeStepsOfSequencesSharingAPrompt) {
     for (const int n_seqs : {2, 4, 8, 16}) {
       const int max_positions = prefix_len + kOwn + kRounds * kSteps * 2 + kBlock;
       const int own_blocks = (kOwn + kRounds * kSteps * 2 + kBlock) / kBlock + 1;
-      ForwardPass fp(*model, prefix_len, max_positions, kThreads);
+      ThreadPool pool(kThreads);
+      ForwardPass fp(*model, pool, prefix_len, max_positions);
       // OMNIBUS_BENCH_PAIR_ALL=1: pair few-row steps whatever the prefix's
       // size (to measure the rule in plan_shared_chunks).
       if (const char* all = std::getenv("OMNIBUS_BENCH_PAIR_ALL"); all != nullptr && all[0] == '1')

@@ -55,6 +55,8 @@ void ThreadPool::run(const Job& fn) {
     fn(0, 1);
     return;
   }
+  // Uncontended (one engine thread) it costs an atomic exchange per job.
+  std::lock_guard<std::mutex> turn(caller_mutex_);
   job_ = &fn;
   pending_.store(thread_count_ - 1, std::memory_order_relaxed);
   {

@@ -3,8 +3,9 @@
 // Workers spin briefly between jobs (decode issues hundreds of small jobs per
 // token; a sleep/wake per job would cost more than the job) and then sleep.
 //
-// Thread-safety: run() must be called from one thread at a time (the engine
-// thread). The work function is called concurrently on all threads.
+// Thread-safety: run() may be called from several threads (a backend lends
+// one pool to all its runners); the calls take turns, one job at a time.
+// The work function is called concurrently on all threads.
 #pragma once
 
 #include <atomic>
@@ -76,6 +77,7 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::mutex caller_mutex_;  // run()'s callers take turns
   // Per worker, on its own cache line: nanoseconds inside jobs.
   struct alignas(64) WorkerBusy {
     std::atomic<uint64_t> ns{0};

@@ -8,7 +8,9 @@
 
 namespace omnibus {
 
-CpuBackend::CpuBackend(int threads) : threads_(std::max(1, threads)) {}
+CpuBackend::CpuBackend(int threads) : threads_(std::max(1, threads)), pool_(std::make_unique<ThreadPool>(threads_)) {}
+
+CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::describe() const {
   return std::string("cpu (") + kernels().name + " kernels, " + std::to_string(threads_) +
@@ -27,7 +29,7 @@ Result<std::unique_ptr<ModelRunner>> CpuBackend::create_runner(std::shared_ptr<c
   if (max_batch < 1) return Status::invalid_argument("max batch must be >= 1");
   if (max_positions < 1) return Status::invalid_argument("max positions must be >= 1");
   return std::unique_ptr<ModelRunner>(
-      std::make_unique<ForwardPass>(std::move(model), max_batch, max_positions, threads_));
+      std::make_unique<ForwardPass>(std::move(model), *pool_, max_batch, max_positions));
 }
 
 }  // namespace omnibus

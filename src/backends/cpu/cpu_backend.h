@@ -1,16 +1,20 @@
 // The CPU backend: ForwardPass runners over PagedKvStore caches, with the
-// process's kernel table (kernels/kernel_table.h). It moves to
-// src/backends/cpu/ with the runner (docs/design/backend-seam.md, step 9).
+// process's kernel table (kernels/kernel_table.h), all computing on the one
+// thread pool the backend owns and lends them (docs/design/backend-seam.md).
 #pragma once
 
+#include <memory>
+
+#include "base/thread_pool.h"
 #include "model/backend.h"
 
 namespace omnibus {
 
 class CpuBackend final : public Backend {
  public:
-  // threads >= 1: each runner computes with a pool of that many.
+  // threads >= 1: the pool's size (the calling thread is one of them).
   explicit CpuBackend(int threads);
+  ~CpuBackend() override;
 
   std::string describe() const override;
   int threads() const override { return threads_; }
@@ -21,6 +25,7 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_;
+  std::unique_ptr<ThreadPool> pool_;  // lent to every runner; outlives them (Backend's contract)
 };
 
 }  // namespace omnibus

@@ -15,8 +15,8 @@ namespace omnibus {
 
 using forward_internal::rotates_kv;
 
-ForwardPass::ForwardPass(std::shared_ptr<const Model> model, int max_batch, int64_t max_positions, int threads)
-    : model_(std::move(model)), max_batch_(max_batch), pool_(threads), shared_prefix_min_bytes_(l2_cache_bytes()) {
+ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, int max_batch, int64_t max_positions)
+    : model_(std::move(model)), max_batch_(max_batch), pool_(pool), shared_prefix_min_bytes_(l2_cache_bytes()) {
   const ModelConfig& c = model_->config();
   for (int rotated = 0; rotated < 2; ++rotated)
     for (int layer = 0; layer < c.n_layer; ++layer) blocks_[rotated].push_back(resolve_block(c, layer, rotated == 1));
@@ -106,7 +106,10 @@ Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv
 }
 
 ForwardPass::~ForwardPass() {
-  if (profiler_ != nullptr) profiler_->set_wait_counter(nullptr);  // the counter dies with pool_
+  if (profiler_ == nullptr) return;
+  // The profiler may outlive this runner but not its counter's meaning.
+  profiler_->set_wait_counter(nullptr);
+  pool_.set_wait_counting(false);
 }
 
 void ForwardPass::set_profiler(Profiler* profiler) {

@@ -7,7 +7,7 @@
 // Batch invariance: a row's logits depend only on its sequence's tokens, not
 // on what else is in the batch or how a prompt is chunked (tested).
 // Scratch is sized once for `max_batch` rows: run() does not allocate.
-// Not thread-safe; one ForwardPass per engine thread.
+// Not thread-safe; one ForwardPass per engine thread (several may share a pool).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,9 @@ namespace omnibus {
 // The CPU backend's ModelRunner, over a PagedKvStore.
 class ForwardPass final : public ModelRunner {
  public:
-  ForwardPass(std::shared_ptr<const Model> model, int max_batch, int64_t max_positions, int threads);
+  // Computes on `pool`, which the backend lends and which must outlive the
+  // runner; runners sharing a pool take turns job by job.
+  ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, int max_batch, int64_t max_positions);
   ~ForwardPass() override;
   ForwardPass(const ForwardPass&) = delete;
   ForwardPass& operator=(const ForwardPass&) = delete;
@@ -132,7 +134,7 @@ class ForwardPass final : public ModelRunner {
   // rotated one (forward_internal::rotates_kv).
   std::vector<BlockSpec> blocks_[2];
   int max_batch_;
-  ThreadPool pool_;
+  ThreadPool& pool_;
   Profiler* profiler_ = nullptr;
   AlignedBuffer<float> x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
   AlignedBuffer<float> rope_cos_, rope_sin_, scores_;
