@@ -5,13 +5,15 @@
 # inside the repository.
 #
 # usage: bench/build_llama_server.sh [BUILD_DIR]      (default /tmp/llama-server-build)
-#   env: LLAMA_CPP_PYTHON_VERSION (default 0.3.36), JOBS (default 2)
-# result: BUILD_DIR/llama_cpp_python-VERSION/vendor/llama.cpp/build/bin/llama-server
+#   env: LLAMA_CPP_PYTHON_VERSION (default 0.3.36), JOBS (default 2),
+#        TARGETS (default llama-server; e.g. "llama-server llama-bench llama-quantize")
+# result: BUILD_DIR/llama_cpp_python-VERSION/vendor/llama.cpp/build/bin/<each target>
 set -euo pipefail
 
 build_dir="${1:-/tmp/llama-server-build}"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 jobs="${JOBS:-2}"
+read -r -a targets <<<"${TARGETS:-llama-server}"
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$build_dir"
@@ -38,8 +40,9 @@ cmake -S "$llama" -B "$llama/build" -DCMAKE_BUILD_TYPE=Release \
   -DLLAMA_CURL=OFF -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DBUILD_SHARED_LIBS=OFF
-cmake --build "$llama/build" --target llama-server -j "$jobs"
+cmake --build "$llama/build" --target "${targets[@]}" -j "$jobs"
 
-bin="$llama/build/bin/llama-server"
-"$bin" --version || true
-echo "built: $bin"
+for target in "${targets[@]}"; do
+  echo "built: $llama/build/bin/$target"
+done
+"$llama/build/bin/${targets[0]}" --version || true
