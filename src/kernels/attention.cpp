@@ -28,7 +28,7 @@ int head_dim_unit(KvCacheType type, int lanes) {
 // Whether `t`'s own attention kernels take the shape (kernel_table.h).
 bool takes(const KernelTable& t, const AttentionShape& s) {
   if (t.attention_lanes == 0) return true;
-  if (t.attention_lanes < 0) return false;  // no attention kernels of its own (neon, for now)
+  if (t.attention_lanes < 0) return false;  // no attention kernels of its own
   // q4_0: only the paged layout (transposed K, KV heads apart), as the store keeps it.
   if (s.kv_type == KvCacheType::kQ4_0 && (s.k_dim_stride == 0 || s.kv_head_stride == 0)) return false;
   return s.head_dim % head_dim_unit(s.kv_type, t.attention_lanes) == 0 && s.head_dim <= kMaxHeadDim;

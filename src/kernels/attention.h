@@ -15,7 +15,8 @@
 // same bits as before chunking; the reference now divides by the sum once
 // at the end instead of scaling each weight).
 // A scalar reference and SIMD versions of attention_chunk (AVX2+FMA in
-// attention_avx2.cpp: vectorised scores, exp and value sums; AVX-512) are
+// attention_avx2.cpp: vectorised scores, exp and value sums; AVX-512; NEON
+// in attention_neon.cpp, with the avx2 bits) are
 // reached through the process's kernel table (kernels/kernel_table.h),
 // which names the one for each shape (resolve_attention).
 #pragma once
@@ -276,6 +277,14 @@ void attention_chunk(const AttentionShape& shape, const float* q, std::span<cons
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
                      const ChunkAhead& ahead = {});
 }  // namespace avx512vnni
+// The NEON version of avx2::attention_chunk (attention_neon.cpp, aarch64
+// builds only): the same bits on every cache type and layout; no pair
+// kernel.
+namespace neon {
+void attention_chunk(const AttentionShape& shape, const float* q, std::span<const KvRun> runs, int64_t row_stride,
+                     float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead = {});
+}  // namespace neon
 // The kernels one table (kernels/kernel_table.h) runs a shape with: the
 // table's own, or those of the first table down its attention_fallback
 // chain that takes the shape (the scalar table takes every shape). pair is

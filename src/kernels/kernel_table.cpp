@@ -130,16 +130,13 @@ constexpr KernelTable kAvx512Vnni = avx512vnni_table();
 #if !defined(OMNIBUS_NO_NEON_BUILD)
 // aarch64: NEON is part of ARMv8-A, so every CPU this build runs on has it
 // (no dotprod or i8mm kernels yet: those would need a run-time check and a
-// table of their own). Its matmul and small-op kernels follow the avx2
-// kernels' arithmetic per output, so they give the avx2 table's bits
-// (ops_neon.cpp names the one exception, a dot_f32 tail). The rest is the
-// scalar table's: x quantization, KV quantization and the Hadamard
-// rotation write the same bytes on every path, so nothing is lost but
-// speed. Attention has no NEON kernels yet: attention_lanes -1 sends every
-// shape down attention_fallback to the reference (resolve_attention, so
-// --verbose names the scalar table), whose bits are not avx2's: the one
-// place where the neon table's outputs differ from avx2's
-// (docs/architecture.md).
+// table of their own). Its matmul, small-op and attention kernels follow
+// the avx2 kernels' arithmetic per output, so they give the avx2 table's
+// bits (ops_neon.cpp names the one exception, a dot_f32 tail;
+// attention_neon.cpp takes the same shapes as avx2's, every cache type).
+// The rest is the scalar table's: x quantization, KV quantization and the
+// Hadamard rotation write the same bytes on every path, so nothing is lost
+// but speed. No pair kernel: two rows go one at a time, the same bits.
 constexpr KernelTable kNeon{
     .isa = Isa::kNeon,
     .name = "neon",
@@ -157,11 +154,11 @@ constexpr KernelTable kNeon{
     .quantize_kv_q8 = ref::quantize_kv_q8,
     .hadamard_blocks = ref::hadamard_blocks,
     .hadamard_lanes = 1,
-    .attention_chunk = ref::attention_chunk,  // never resolved to (attention_lanes -1)
-    .attention_chunk_q4 = ref::attention_chunk,
+    .attention_chunk = neon::attention_chunk,
+    .attention_chunk_q4 = neon::attention_chunk,
     .attention_chunk_pair = nullptr,
     .attention_pairs_q4 = false,
-    .attention_lanes = -1,  // no shape of its own
+    .attention_lanes = 8,
     .attention_fallback = &kScalar,
 };
 #endif

@@ -156,11 +156,14 @@ TEST(KernelTableTest, AttentionResolvesDownTheFallbackChain) {
     EXPECT_EQ(resolve_attention(*avx2, shape(64, KvCacheType::kQ4_0, true)).pair,
               nullptr);  // AVX2 pairs split q4_0 groups
   }
-  if (const KernelTable* neon = find_kernel_table("neon")) {  // no attention kernels of its own yet
+  if (const KernelTable* neon = find_kernel_table("neon")) {  // avx2's shapes, no pair kernel
     for (KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kBF16, KvCacheType::kQ4_0}) {
-      EXPECT_STREQ(resolve_attention(*neon, shape(64, type, true)).name, "scalar");
+      EXPECT_STREQ(resolve_attention(*neon, shape(64, type, true)).name, "neon");
       EXPECT_EQ(resolve_attention(*neon, shape(64, type, true)).pair, nullptr);
     }
+    EXPECT_STREQ(resolve_attention(*neon, shape(20, KvCacheType::kF16, true)).name, "scalar");    // not whole vectors
+    EXPECT_STREQ(resolve_attention(*neon, shape(48, KvCacheType::kQ8_0, true)).name, "scalar");   // not whole groups
+    EXPECT_STREQ(resolve_attention(*neon, shape(64, KvCacheType::kQ4_0, false)).name, "scalar");  // not paged
   }
   for (const KernelTable* t : compiled_kernel_tables()) {
     if (t->attention_lanes != 16) continue;  // the AVX-512 builds
