@@ -7,7 +7,8 @@
 //
 // Two checks:
 // - In every build: 1, 2 and 3 threads give the same hash (batch and thread
-//   invariance, end to end).
+//   invariance, end to end), and so does decode op by op on 2 threads (the
+//   per-op and one-job schedules run the same block description).
 // - In GCC Release builds (the build the file was recorded with): the hash
 //   equals the one recorded for this process's kernel table. Every SIMD
 //   table promises the avx2 table's bits, so a table recorded on its own
@@ -69,8 +70,10 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) 
 }
 
 // Every logit of 40 tokens: a prompt of 30 in chunks of 7 (the last
-// partial), then 10 decode steps of one row, on `threads` threads.
-uint64_t logits_hash(const FingerprintCase& c, int threads) {
+// partial), then 10 decode steps of one row, on `threads` threads, the
+// decode steps as one pool job (the default on two or more threads) or op
+// by op.
+uint64_t logits_hash(const FingerprintCase& c, int threads, bool decode_as_one_job = true) {
   TinyModelSpec spec;
   spec.architecture = c.architecture;
   spec.matrix_type = c.matrix_type;
@@ -90,6 +93,7 @@ uint64_t logits_hash(const FingerprintCase& c, int threads) {
   constexpr int kBlock = 8, kPositions = 64, kPrompt = 30, kChunk = 7;
   ThreadPool runner_pool(threads);
   ForwardPass runner(model, runner_pool, kChunk, kPositions);
+  runner.set_decode_as_one_job(decode_as_one_job);
   auto kv = PagedKvStore::create(model->config(), kPositions / kBlock, kBlock, c.kv_type);
   EXPECT_TRUE(kv.is_ok());
   std::vector<int32_t> table(kPositions / kBlock);
@@ -143,6 +147,8 @@ TEST(LogitsFingerprintTest, EveryArchitectureAndCacheTypeKeepsItsBits) {
     const uint64_t one = logits_hash(c, 1);
     EXPECT_EQ(hex(logits_hash(c, 2)), hex(one)) << "2 threads differ from 1";
     EXPECT_EQ(hex(logits_hash(c, 3)), hex(one)) << "3 threads differ from 1";
+    // The two schedules of the one block description (model/block_spec.h).
+    EXPECT_EQ(hex(logits_hash(c, 2, /*decode_as_one_job=*/false)), hex(one)) << "per-op decode differs";
     now[kind + " " + c.name] = hex(one);
   }
   if (std::getenv("OMNIBUS_RECORD_FINGERPRINTS") != nullptr) {

@@ -16,7 +16,11 @@ namespace omnibus {
 using forward_internal::rotates_kv;
 
 ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, int max_batch, int64_t max_positions)
-    : model_(std::move(model)), max_batch_(max_batch), pool_(pool), shared_prefix_min_bytes_(l2_cache_bytes()) {
+    : model_(std::move(model)),
+      max_batch_(max_batch),
+      pool_(pool),
+      decode_as_one_job_(decode_as_one_job_by_default()),
+      shared_prefix_min_bytes_(l2_cache_bytes()) {
   const ModelConfig& c = model_->config();
   for (int rotated = 0; rotated < 2; ++rotated)
     for (int layer = 0; layer < c.n_layer; ++layer) blocks_[rotated].push_back(resolve_block(c, layer, rotated == 1));

@@ -51,6 +51,10 @@ class ForwardPass final : public ModelRunner {
   // plan_shared_chunks). Tests on tiny models lower it.
   void set_shared_prefix_min_bytes(int64_t bytes) { shared_prefix_min_bytes_ = bytes; }
   Profiler* profiler() const override { return profiler_; }
+  // Decode steps of a few rows on two or more threads run as one pool job
+  // (forward_decode_step.cpp) unless this is off; either schedule gives
+  // the same bits. Default: on, unless OMNIBUS_DECODE_PER_OP=1 (A/B runs).
+  void set_decode_as_one_job(bool on) { decode_as_one_job_ = on; }
 
   const Model& model() const { return *model_; }
   ThreadPool& pool() { return pool_; }
@@ -151,6 +155,7 @@ class ForwardPass final : public ModelRunner {
   };
   std::vector<ThreadScratch> thread_scratch_;
   int decode_step_rows_max_ = 0;  // steps of at most this many rows may run as one job (0: never)
+  bool decode_as_one_job_;
   // attend_rows: one row, or two consecutive rows of one sequence ending at
   // last_row (attention_row_pair_paged), or last_row and `other`, a row of
   // another sequence whose first `shared` visible positions are in the same

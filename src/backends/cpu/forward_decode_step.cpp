@@ -48,9 +48,7 @@ struct ForwardPass::DecodeStep {
   bool rotates;  // a rotated q4_0 cache (kernels/hadamard.h)
 };
 
-namespace {
-
-bool decode_step_as_one_job_enabled() {
+bool decode_as_one_job_by_default() {
   // OMNIBUS_DECODE_PER_OP=1 keeps decode on the per-op path (for A/B runs).
   static const bool enabled = [] {
     const char* v = std::getenv("OMNIBUS_DECODE_PER_OP");
@@ -59,11 +57,9 @@ bool decode_step_as_one_job_enabled() {
   return enabled;
 }
 
-}  // namespace
-
 bool ForwardPass::run_decode_step(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
   const int n = static_cast<int>(rows.size());
-  if (n > decode_step_rows_max_ || !decode_step_as_one_job_enabled()) return false;
+  if (n > decode_step_rows_max_ || !decode_as_one_job_) return false;
   // Attention must take attend_chunks in every layer: plan each kind of
   // layer (global, window) once.
   const ModelConfig& c = model_->config();

@@ -15,3 +15,8 @@ inline bool rotates_kv(const PagedKvStore& kv) {
 }
 
 }  // namespace omnibus::forward_internal
+
+namespace omnibus {
+// ForwardPass::set_decode_as_one_job's default (forward_decode_step.cpp).
+bool decode_as_one_job_by_default();
+}  // namespace omnibus
