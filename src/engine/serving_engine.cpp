@@ -400,7 +400,7 @@ void ServingEngine::sample_chunks(const StepPlan& plan, std::vector<SampledToken
     }
     const auto accepted = static_cast<int>(static_cast<int64_t>(sampled.size()) - sampled_before - 1);
     metrics_->observe_speculation(c.num_draft, accepted);
-    if (static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1 && !seq->generated.empty()) {
+    if (c.samples_one_known_token() && !seq->generated.empty()) {
       // A decode step (the prompt's last chunk samples the first token).
       ++a.counts.decode_steps;
       a.counts.draft_steps += c.num_draft > 0 ? 1 : 0;
@@ -442,9 +442,8 @@ Status ServingEngine::run_step(const StepPlan& plan) {
   const double forward_start = now_seconds();
   OMNIBUS_RETURN_IF_ERROR(forward_->run(rows_, *kv_store_, logits_.data()));
   // Decode-only steps teach the guess policy what a row costs.
-  if (speculating && std::all_of(plan.chunks.begin(), plan.chunks.end(), [](const ScheduledChunk& c) {
-        return c.needs_logits && static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1;
-      }))
+  if (speculating && std::all_of(plan.chunks.begin(), plan.chunks.end(),
+                                 [](const ScheduledChunk& c) { return c.samples_one_known_token(); }))
     step_cost_.observe(static_cast<int64_t>(rows_.size()), now_seconds() - forward_start);
   std::vector<SampledToken> sampled;
   sample_chunks(plan, sampled);
@@ -456,7 +455,7 @@ Status ServingEngine::run_step(const StepPlan& plan) {
     for (const ScheduledChunk& c : plan.chunks)
       // A decode chunk's guess rows count with it: they are what its
       // sequence's step costs.
-      decode_rows += static_cast<int64_t>(c.tokens.size()) - c.num_draft == 1 && c.needs_logits ? 1 + c.num_draft : 0;
+      decode_rows += c.samples_one_known_token() ? c.logits_rows() : 0;
     const auto total = static_cast<int64_t>(rows_.size());
     scheduler_->set_admission_limit(admission_->on_step(now_seconds() - now, decode_rows, total - decode_rows));
   }

@@ -29,6 +29,11 @@ struct ScheduledChunk {
 
   // Rows of this chunk whose logits are sampled: the last 1 + num_draft.
   std::int64_t logits_rows() const { return needs_logits ? 1 + num_draft : 0; }
+  // One known token (plus its guesses) sampled after: a decode step's chunk,
+  // or a prompt whose last chunk is one token.
+  bool samples_one_known_token() const {
+    return needs_logits && static_cast<std::int64_t>(tokens.size()) - num_draft == 1;
+  }
 };
 
 struct FinishedSeq {

@@ -192,14 +192,13 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
   }
 }
 
-const BlockSpec& ForwardPass::block(int layer, const PagedKvStore& kv) const {
-  return blocks_[rotates_kv(kv) ? 1 : 0][layer];
+const std::vector<BlockSpec>& ForwardPass::blocks_for(const PagedKvStore& kv) const {
+  return blocks_[rotates_kv(kv) ? 1 : 0];
 }
 
-void ForwardPass::run_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
+void ForwardPass::run_block(int layer, const BlockSpec& spec, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
   const LayerWeights& l = model_->weights().layers[layer];
-  const BlockSpec& spec = block(layer, kv);
   const int n = static_cast<int>(rows.size());
   for (const BlockStage stage : spec.stages) {
     switch (stage) {
@@ -287,7 +286,8 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, f
   const ModelConfig& c = model_->config();
   const int n = static_cast<int>(rows.size());
   start_rows(rows);
-  for (int layer = 0; layer < c.n_layer; ++layer) run_block(layer, rows, kv);
+  const std::vector<BlockSpec>& blocks = blocks_for(kv);
+  for (int layer = 0; layer < c.n_layer; ++layer) run_block(layer, blocks[layer], rows, kv);
   // Final norm only for the rows that want logits, packed together.
   int out = 0;
   {

@@ -83,10 +83,10 @@ class ForwardPass final : public ModelRunner {
   void embed(std::span<const BatchRow> rows);
   void start_rows(std::span<const BatchRow> rows);
   void run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits);
-  // The layer's block (model/block_spec.h) for this cache.
-  const BlockSpec& block(int layer, const PagedKvStore& kv) const;
+  // Every layer's block (model/block_spec.h) for this cache.
+  const std::vector<BlockSpec>& blocks_for(const PagedKvStore& kv) const;
   // One layer's stages, each as one op over all rows (the per-op schedule).
-  void run_block(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
+  void run_block(int layer, const BlockSpec& spec, std::span<const BatchRow> rows, PagedKvStore& kv);
 
   // The stages both schedules share (block_stages.cpp), over a slice.
   struct HeadSlice {

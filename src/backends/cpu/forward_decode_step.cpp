@@ -39,13 +39,11 @@
 
 namespace omnibus {
 
-using forward_internal::rotates_kv;
-
 struct ForwardPass::DecodeStep {
   std::span<const BatchRow> rows;
   PagedKvStore& kv;
   float* logits;
-  bool rotates;  // a rotated q4_0 cache (kernels/hadamard.h)
+  const std::vector<BlockSpec>& blocks;  // for this cache (blocks_for)
 };
 
 bool decode_as_one_job_by_default() {
@@ -73,7 +71,7 @@ bool ForwardPass::run_decode_step(std::span<const BatchRow> rows, PagedKvStore& 
   for (int layer = 0; layer < c.n_layer; ++layer)
     shared_prefix_units_ += static_cast<uint64_t>(chunk_plan(layer).pairs);
   start_rows(rows);
-  const DecodeStep step{rows, kv, logits, rotates_kv(kv)};
+  const DecodeStep step{rows, kv, logits, blocks_for(kv)};
   // Two captures: no heap allocation per step (tests/decode_alloc_test.cpp).
   pool_.run([this, &step](int t, int count) { decode_step_share(step, t, count); });
   return true;
@@ -108,7 +106,7 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
 
   for (int layer = 0; layer < c.n_layer; ++layer) {
     const LayerWeights& l = weights.layers[layer];
-    const BlockSpec& spec = blocks_[step.rotates ? 1 : 0][layer];
+    const BlockSpec& spec = step.blocks[layer];
     const float* attn = attn_.data();      // the attention output wo reads
     const float* residual = proj_.data();  // what the residual add reads
     for (const BlockStage stage : spec.stages) {
