@@ -32,6 +32,10 @@ void dequantize_row_ref(DType t, const void* src, float* dst, int64_t n) {
     case DType::kQ4_K: dequantize_q4_k(s, dst, n); return;
     case DType::kQ5_K: dequantize_q5_k(s, dst, n); return;
     case DType::kQ6_K: dequantize_q6_k(s, dst, n); return;
+    case DType::kQ2_K: dequantize_q2_k(s, dst, n); return;
+    case DType::kQ3_K: dequantize_q3_k(s, dst, n); return;
+    case DType::kIQ4_NL: dequantize_iq4_nl(s, dst, n); return;
+    case DType::kIQ4_XS: dequantize_iq4_xs(s, dst, n); return;
     default: std::fill(dst, dst + n, 0.0f); return;
   }
 }
@@ -54,6 +58,10 @@ void quantize_row_ref(DType t, const float* src, void* dst, int64_t n) {
     case DType::kQ4_K: quantize_q4_k(src, d, n); return;
     case DType::kQ5_K: quantize_q5_k(src, d, n); return;
     case DType::kQ6_K: quantize_q6_k(src, d, n); return;
+    case DType::kQ2_K: quantize_q2_k(src, d, n); return;
+    case DType::kQ3_K: quantize_q3_k(src, d, n); return;
+    case DType::kIQ4_NL: quantize_iq4_nl(src, d, n); return;
+    case DType::kIQ4_XS: quantize_iq4_xs(src, d, n); return;
     default: return;
   }
 }

@@ -80,10 +80,55 @@ struct BlockQ6_K {
   uint8_t d[2];
 };
 
+// Sixteen sub-blocks of 16: value = d * sc[i] * q - dmin * mn[i] with
+// 2-bit q, scales[i] = sc[i] | mn[i] << 4 (i = k / 16). For element k:
+// half = k / 128, g = (k % 128) / 32, l = k % 32; q is bits 2g..2g+1 of
+// qs[32 * half + l].
+struct BlockQ2_K {
+  uint8_t scales[kQK_K / 16];
+  uint8_t qs[kQK_K / 4];
+  uint8_t d[2];
+  uint8_t dmin[2];
+};
+
+// Sixteen sub-blocks of 16: value = d * (sc[i] - 32) * (q - 4) with a 6-bit
+// sc[i] (q3_k_scale) and a 3-bit q: its low two bits sit as Q2_K's in qs,
+// its top bit is bit k / 32 of hmask[k % 32].
+struct BlockQ3_K {
+  uint8_t hmask[kQK_K / 8];
+  uint8_t qs[kQK_K / 4];
+  uint8_t scales[12];
+  uint8_t d[2];
+};
+
+// value = d * kIq4nlValues[q], nibbles as Q4_0.
+struct BlockIQ4_NL {
+  uint8_t d[2];
+  uint8_t qs[kQK / 2];
+};
+
+// Eight sub-blocks of 32: value = d * (ls[j] - 32) * kIq4nlValues[q], with
+// the 6-bit ls[j] split into a low nibble (scales_l[j / 2], low nibble when
+// j is even) and two high bits (bits 2j..2j+1 of the little-endian
+// scales_h); sub-block j's codes are the 16 bytes qs[16 * j ..], nibbles as
+// Q4_0.
+struct BlockIQ4_XS {
+  uint8_t d[2];
+  uint8_t scales_h[2];
+  uint8_t scales_l[kQK_K / 64];
+  uint8_t qs[kQK_K / 2];
+};
+
+// IQ4_NL's and IQ4_XS's code book: sixteen levels, denser near zero, where
+// most weights are.
+inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
 
 inline uint16_t load_u16le(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 inline void store_u16le(uint8_t* p, uint16_t v) {
@@ -107,6 +152,26 @@ inline void k_scale_min(int j, const uint8_t* scales, uint8_t* sc, uint8_t* mn) 
     *sc = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
     *mn = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
   }
+}
+
+// The low two bits of element k's code in a Q2_K or Q3_K block's qs.
+inline int k_low2_bits(const uint8_t* qs, int k) { return (qs[32 * (k / 128) + k % 32] >> (2 * ((k % 128) / 32))) & 3; }
+
+// The 6-bit scale (0..63, the format subtracts 32) of sub-block i (0..15)
+// of a Q3_K block: its low nibble is the low (i < 8) or high nibble of
+// byte i % 8, its top two bits are bits 2 * (i / 4).. of byte 8 + i % 4.
+inline int q3_k_scale(int i, const uint8_t* scales) {
+  const int low = (scales[i % 8] >> (4 * (i / 8))) & 0x0F;
+  const int high = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+  return low | (high << 4);
+}
+
+// The 6-bit scale (0..63, the format subtracts 32) of sub-block j (0..7) of
+// an IQ4_XS block.
+inline int iq4_xs_scale(int j, const BlockIQ4_XS& blk) {
+  const int low = (blk.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F;
+  const int high = (load_u16le(blk.scales_h) >> (2 * j)) & 3;
+  return low | (high << 4);
 }
 
 }  // namespace omnibus

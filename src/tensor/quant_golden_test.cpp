@@ -19,11 +19,13 @@ struct Golden {
 
 // Output of tools/check_quant_vs_gguf_py.py.
 constexpr Golden kGolden[] = {
-    {DType::kF16, 1000, 0x8CDA1E8B3E937F16ULL},  {DType::kBF16, 1001, 0x7E3B0D1B4EB09909ULL},
-    {DType::kQ4_0, 1002, 0x3D18333BCCE03F83ULL}, {DType::kQ4_1, 1003, 0x281A7C6377ADFDD0ULL},
-    {DType::kQ5_0, 1004, 0x842DB86DED6EA1A7ULL}, {DType::kQ5_1, 1005, 0x9A1F32673CFD51E3ULL},
-    {DType::kQ8_0, 1006, 0x7D0E8B32D654A734ULL}, {DType::kQ4_K, 1007, 0x1F43D2BCF7EDD724ULL},
-    {DType::kQ5_K, 1008, 0x24A12C41C7E821B6ULL}, {DType::kQ6_K, 1009, 0xE0F8404B654F8559ULL},
+    {DType::kF16, 1000, 0x8CDA1E8B3E937F16ULL},    {DType::kBF16, 1001, 0x7E3B0D1B4EB09909ULL},
+    {DType::kQ4_0, 1002, 0x3D18333BCCE03F83ULL},   {DType::kQ4_1, 1003, 0x281A7C6377ADFDD0ULL},
+    {DType::kQ5_0, 1004, 0x842DB86DED6EA1A7ULL},   {DType::kQ5_1, 1005, 0x9A1F32673CFD51E3ULL},
+    {DType::kQ8_0, 1006, 0x7D0E8B32D654A734ULL},   {DType::kQ4_K, 1007, 0x1F43D2BCF7EDD724ULL},
+    {DType::kQ5_K, 1008, 0x24A12C41C7E821B6ULL},   {DType::kQ6_K, 1009, 0xE0F8404B654F8559ULL},
+    {DType::kQ2_K, 1010, 0xBA7325CF9566FA8EULL},   {DType::kQ3_K, 1011, 0x4158D80EA181EFE2ULL},
+    {DType::kIQ4_NL, 1012, 0x83580106771F32A6ULL}, {DType::kIQ4_XS, 1013, 0x6E2F44358308B1B5ULL},
 };
 
 // The tool's generator: a 64-bit LCG, one byte (the top one) per step.
@@ -44,12 +46,16 @@ std::vector<int> f16_fields(DType t) {
     case DType::kF16:
     case DType::kQ4_0:
     case DType::kQ5_0:
-    case DType::kQ8_0: return {0};
+    case DType::kQ8_0:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS: return {0};
     case DType::kQ4_1:
     case DType::kQ5_1:
     case DType::kQ4_K:
     case DType::kQ5_K: return {0, 2};
     case DType::kQ6_K: return {208};
+    case DType::kQ2_K: return {80, 82};
+    case DType::kQ3_K: return {108};
     default: return {};
   }
 }

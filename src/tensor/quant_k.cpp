@@ -8,27 +8,13 @@
 
 #include "tensor/quant.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quant_codec_util.h"
 #include "tensor/quant_rows.h"
 
 namespace omnibus::quant_detail {
 namespace {
 
 constexpr int kSubBlocks = kQK_K / 32;  // Q4_K / Q5_K sub-blocks of 32
-
-float load_f16(const uint8_t* p) { return f16_to_f32(load_u16le(p)); }
-
-float store_f16(uint8_t* p, float v) {
-  const uint16_t h = f32_to_f16(v);
-  store_u16le(p, h);
-  return f16_to_f32(h);
-}
-
-int clamp_int(float v, int lo, int hi) {
-  const float r = std::nearbyint(v);
-  if (!(r >= static_cast<float>(lo))) return lo;  // also catches NaN
-  if (r > static_cast<float>(hi)) return hi;
-  return static_cast<int>(r);
-}
 
 // Codes q[0..32) in 0..levels for x ~ step * q - offset, and their squared error.
 float affine_codes(const float* x, float step, float offset, int levels, int* q) {

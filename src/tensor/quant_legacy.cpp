@@ -8,37 +8,14 @@
 
 #include "tensor/quant.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quant_codec_util.h"
 #include "tensor/quant_rows.h"
 
 namespace omnibus::quant_detail {
 namespace {
 
-float load_f16(const uint8_t* p) { return f16_to_f32(load_u16le(p)); }
-
-// Rounds d to f16 and stores it; returns the value the decoder will see.
-float store_f16(uint8_t* p, float v) {
-  const uint16_t h = f32_to_f16(v);
-  store_u16le(p, h);
-  return f16_to_f32(h);
-}
-
-// The value with the largest magnitude, sign kept (first one on ties).
-float signed_absmax(const float* x, int n) {
-  float best = 0.0f;
-  for (int j = 0; j < n; ++j)
-    if (std::fabs(x[j]) > std::fabs(best)) best = x[j];
-  return best;
-}
-
 // Nibbles of element j (low) and j + 16 (high) for j < 16.
 uint8_t nibble_pair(int lo, int hi) { return static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4)); }
-
-int clamp_int(float v, int lo, int hi) {
-  const float r = std::nearbyint(v);
-  if (!(r >= static_cast<float>(lo))) return lo;  // also catches NaN
-  if (r > static_cast<float>(hi)) return hi;
-  return static_cast<int>(r);
-}
 
 }  // namespace
 

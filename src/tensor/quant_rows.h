@@ -24,4 +24,14 @@ void quantize_q4_k(const float* src, uint8_t* dst, int64_t n);
 void quantize_q5_k(const float* src, uint8_t* dst, int64_t n);
 void quantize_q6_k(const float* src, uint8_t* dst, int64_t n);
 
+void dequantize_q2_k(const uint8_t* src, float* dst, int64_t n);
+void dequantize_q3_k(const uint8_t* src, float* dst, int64_t n);
+void quantize_q2_k(const float* src, uint8_t* dst, int64_t n);
+void quantize_q3_k(const float* src, uint8_t* dst, int64_t n);
+
+void dequantize_iq4_nl(const uint8_t* src, float* dst, int64_t n);
+void dequantize_iq4_xs(const uint8_t* src, float* dst, int64_t n);
+void quantize_iq4_nl(const float* src, uint8_t* dst, int64_t n);
+void quantize_iq4_xs(const float* src, uint8_t* dst, int64_t n);
+
 }  // namespace omnibus::quant_detail
