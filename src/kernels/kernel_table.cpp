@@ -113,9 +113,10 @@ constexpr KernelTable with_avx512_attention(KernelTable t) {
 constexpr KernelTable kAvx512 = with_avx512_attention(with(kAvx2, Isa::kAvx512, "avx512", avx512_cpu));
 
 #if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
-// Row-layout int8 matrices take AVX2's kernels here (only Q5_1 and
-// --no-interleave use them): a CPU with both VNNI kinds ran them on the
-// AVX-VNNI build before this table, the same bits.
+// Row-layout int8 matrices take AVX2's kernels here (only Q5_1, Q2_K,
+// Q3_K, IQ4_NL, IQ4_XS and --no-interleave use them): a CPU with both
+// VNNI kinds ran them on the AVX-VNNI build before this table, the same
+// bits.
 constexpr KernelTable avx512vnni_table() {
   KernelTable t = with_avx512_attention(with(kAvx2, Isa::kAvx512Vnni, "avx512-vnni", avx512vnni_cpu));
   t.rows_interleaved = md::rows_avx512vnni_interleaved;
@@ -132,8 +133,10 @@ constexpr KernelTable kAvx512Vnni = avx512vnni_table();
 // (no dotprod or i8mm kernels yet: those would need a run-time check and a
 // table of their own). Its matmul, small-op and attention kernels follow
 // the avx2 kernels' arithmetic per output, so they give the avx2 table's
-// bits (ops_neon.cpp names the one exception, a dot_f32 tail;
-// attention_neon.cpp takes the same shapes as avx2's, every cache type).
+// bits (Q2_K, Q3_K, IQ4_NL and IQ4_XS weights excepted: rows_neon_q8
+// hands them to the scalar reference; ops_neon.cpp names the other
+// exception, a dot_f32 tail; attention_neon.cpp takes the same shapes as
+// avx2's, every cache type).
 // The rest is the scalar table's: x quantization, KV quantization and the
 // Hadamard rotation write the same bytes on every path, so nothing is lost
 // but speed. No pair kernel: two rows go one at a time, the same bits.

@@ -279,6 +279,7 @@ inline KScales k_scales(const uint8_t* packed) {
 struct KernQ4_K {
   static constexpr bool kSuper = true;
   static constexpr bool kMins = true;
+  static constexpr int kCodeBiasShift = 0;
   // Adds the 8 chunks' scale-weighted products to lanes[i] for MR x rows.
   template <int MR>
   static void accumulate(const uint8_t* row, int64_t b, const int8_t* const* xq, __m256i* lanes, __m256i* mins16) {
@@ -309,6 +310,7 @@ struct KernQ4_K {
 struct KernQ5_K {
   static constexpr bool kSuper = true;
   static constexpr bool kMins = true;
+  static constexpr int kCodeBiasShift = 0;
   template <int MR>
   static void accumulate(const uint8_t* row, int64_t b, const int8_t* const* xq, __m256i* lanes, __m256i* mins16) {
     const auto* blk = reinterpret_cast<const BlockQ5_K*>(row) + b;
@@ -341,6 +343,7 @@ struct KernQ5_K {
 struct KernQ6_K {
   static constexpr bool kSuper = true;
   static constexpr bool kMins = false;
+  static constexpr int kCodeBiasShift = 5;  // the codes' bias of 32, taken off by k_tile
   // Products of codes 0..63 weighted by the int8 scales; the -32 code bias
   // comes back as 32 * sum(scale * sum16(q_x)), returned through mins16's
   // slot as the 16 scales (int16) for the caller to apply.
@@ -376,13 +379,22 @@ struct KernQ6_K {
   static float dmin(const uint8_t*, int64_t) { return 0.0f; }
 };
 
+}  // namespace
+}  // namespace omnibus::matmul_detail
+
+// Q2_K, Q3_K, IQ4_NL and IQ4_XS, built from the helpers above.
+#include "kernels/matmul_q8_lowbit.h"
+
+namespace omnibus::matmul_detail {
+namespace {
+
 // Outputs of K-quant weights, tiles as legacy_tile's (MR = 1 with NR <= 4
 // weight rows side by side in a 4-lane vector, or MR = 4 x rows side by
 // side with NR <= 3). Per 256-block b in order, each output gets:
-//   S = exact int32 sum of the block's scale-weighted code products (Q6_K:
-//       minus 32 x the scale-weighted x sums, its code bias),
+//   S = exact int32 sum of the block's scale-weighted code products (Q6_K,
+//       Q3_K: minus 32 or 4 x the scale-weighted x sums, their code bias),
 //   acc = fma(float(S), d_w[b] * d_x[b], acc);
-//   Q4_K / Q5_K: M = exact int32 sum of the sub-block mins times the
+//   Q2_K / Q4_K / Q5_K: M = exact int32 sum of the sub-block mins times the
 //       sub-block x sums, acc = fma(float(M), -dmin_w[b] * d_x[b], acc);
 //   y = acc.
 // One scalar chain per output, so the interleaved kernels (lane r: weight
@@ -409,15 +421,17 @@ void k_tile(const MatmulArgs& a, int64_t o, int64_t r0) {
     const int8_t* xrow[MR];
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) xrow[i] = xq + (i * blocks + b) * kQK_K, lanes[i] = _mm256_setzero_si256();
-    __m256i extra;
+    __m256i extra = _mm256_setzero_si256();
     K::template accumulate<MR>(row, b, xrow, lanes, &extra);
+    if constexpr (K::kMins || K::kCodeBiasShift > 0) {
 #pragma GCC unroll 4
-    for (int i = 0; i < MR; ++i) {
-      const __m256i m = _mm256_madd_epi16(load256(xsums + (i * blocks + b) * 16), extra);
-      if constexpr (K::kMins) {
-        mins[i] = m;
-      } else {
-        lanes[i] = _mm256_sub_epi32(lanes[i], _mm256_slli_epi32(m, 5));
+      for (int i = 0; i < MR; ++i) {
+        const __m256i m = _mm256_madd_epi16(load256(xsums + (i * blocks + b) * 16), extra);
+        if constexpr (K::kMins) {
+          mins[i] = m;
+        } else {
+          lanes[i] = _mm256_sub_epi32(lanes[i], _mm256_slli_epi32(m, K::kCodeBiasShift));
+        }
       }
     }
   };
@@ -528,6 +542,10 @@ inline void q8_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t row_end)
     case DType::kQ4_K: return q8_rows<KernQ4_K>(a, row_begin, row_end);
     case DType::kQ5_K: return q8_rows<KernQ5_K>(a, row_begin, row_end);
     case DType::kQ6_K: return q8_rows<KernQ6_K>(a, row_begin, row_end);
+    case DType::kQ2_K: return q8_rows<KernQ2_K>(a, row_begin, row_end);
+    case DType::kQ3_K: return q8_rows<KernQ3_K>(a, row_begin, row_end);
+    case DType::kIQ4_NL: return q8_rows<KernIQ4_NL>(a, row_begin, row_end);
+    case DType::kIQ4_XS: return q8_rows<KernIQ4_XS>(a, row_begin, row_end);
     default: return rows_scalar(a, row_begin, row_end);
   }
 }

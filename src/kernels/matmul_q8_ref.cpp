@@ -61,6 +61,13 @@ LegacyCodes legacy_codes(DType t, const uint8_t* row, int64_t b) {
       add_fifth_bits(blk->qh, c.code);
       break;
     }
+    case DType::kIQ4_NL: {
+      const auto* blk = reinterpret_cast<const BlockIQ4_NL*>(row) + b;
+      c.d = f16(blk->d);
+      nibble_codes(blk->qs, c.code);
+      for (int j = 0; j < kQK; ++j) c.code[j] = kIq4nlValues[c.code[j]];
+      break;
+    }
     default: {  // Q8_0
       const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
       c.d = f16(blk->d);
@@ -88,27 +95,19 @@ double legacy_dot(const WeightMatrix& w, const uint8_t* row, const QuantizedX& q
   return y;
 }
 
-// Codes of a K super-block and the integer scales that weigh them.
+// Codes of a K super-block and the integer scales that weigh them: value =
+// d * scale[g] * (code - bias) - dmin * min[g] for element k in group g =
+// k / group.
 struct KCodes {
   int code[kQK_K];
   double d = 0, dmin = 0;
-  int scale[16] = {};  // per 32 elements (Q4_K, Q5_K: 8 used) or per 16 (Q6_K)
-  int min[8] = {};
+  int group = 32;      // elements per scale: 16 (Q2_K, Q3_K, Q6_K) or 32
+  int bias = 0;        // code offset: 32 (Q6_K), 4 (Q3_K)
+  int scale[16] = {};  // per group
+  int min[16] = {};    // per group (Q2_K, Q4_K, Q5_K)
 };
 
-KCodes k_codes(DType t, const uint8_t* row, int64_t b) {
-  KCodes c;
-  if (t == DType::kQ6_K) {
-    const auto* blk = reinterpret_cast<const BlockQ6_K*>(row) + b;
-    c.d = f16(blk->d);
-    for (int i = 0; i < 16; ++i) c.scale[i] = blk->scales[i];
-    for (int k = 0; k < kQK_K; ++k) {
-      const int half = k / 128, g = (k % 128) / 32, l = k % 32;
-      const int lo = (blk->ql[64 * half + 32 * (g & 1) + l] >> (4 * (g >> 1))) & 0x0F;
-      c.code[k] = lo | (((blk->qh[32 * half + l] >> (2 * g)) & 3) << 4);
-    }
-    return c;
-  }
+void q45_k_codes(DType t, const uint8_t* row, int64_t b, KCodes* c) {
   // Q4_K and Q5_K share the header; Q5_K adds a fifth bit from qh.
   const bool five = t == DType::kQ5_K;
   const auto* k4 = reinterpret_cast<const BlockQ4_K*>(row) + b;
@@ -116,39 +115,83 @@ KCodes k_codes(DType t, const uint8_t* row, int64_t b) {
   const uint8_t* header = five ? k5->d : k4->d;
   const uint8_t* scales = five ? k5->scales : k4->scales;
   const uint8_t* qs = five ? k5->qs : k4->qs;
-  c.d = f16(header), c.dmin = f16(header + 2);
+  c->d = f16(header), c->dmin = f16(header + 2);
   for (int j = 0; j < 8; ++j) {
     uint8_t sc, mn;
     k_scale_min(j, scales, &sc, &mn);
-    c.scale[j] = sc, c.min[j] = mn;
+    c->scale[j] = sc, c->min[j] = mn;
     for (int l = 0; l < 32; ++l) {
       int code = (qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 0x0F;
       if (five) code |= ((k5->qh[l] >> j) & 1) << 4;
-      c.code[32 * j + l] = code;
+      c->code[32 * j + l] = code;
     }
+  }
+}
+
+KCodes k_codes(DType t, const uint8_t* row, int64_t b) {
+  KCodes c;
+  switch (t) {
+    case DType::kQ6_K: {
+      const auto* blk = reinterpret_cast<const BlockQ6_K*>(row) + b;
+      c.d = f16(blk->d), c.group = 16, c.bias = 32;
+      for (int i = 0; i < 16; ++i) c.scale[i] = blk->scales[i];
+      for (int k = 0; k < kQK_K; ++k) {
+        const int half = k / 128, g = (k % 128) / 32, l = k % 32;
+        const int lo = (blk->ql[64 * half + 32 * (g & 1) + l] >> (4 * (g >> 1))) & 0x0F;
+        c.code[k] = lo | (((blk->qh[32 * half + l] >> (2 * g)) & 3) << 4);
+      }
+      break;
+    }
+    case DType::kQ2_K: {
+      const auto* blk = reinterpret_cast<const BlockQ2_K*>(row) + b;
+      c.d = f16(blk->d), c.dmin = f16(blk->dmin), c.group = 16;
+      for (int i = 0; i < 16; ++i) c.scale[i] = blk->scales[i] & 0x0F, c.min[i] = blk->scales[i] >> 4;
+      for (int k = 0; k < kQK_K; ++k) c.code[k] = k_low2_bits(blk->qs, k);
+      break;
+    }
+    case DType::kQ3_K: {
+      const auto* blk = reinterpret_cast<const BlockQ3_K*>(row) + b;
+      c.d = f16(blk->d), c.group = 16, c.bias = 4;
+      for (int i = 0; i < 16; ++i) c.scale[i] = q3_k_scale(i, blk->scales) - 32;
+      for (int k = 0; k < kQK_K; ++k)
+        c.code[k] = k_low2_bits(blk->qs, k) | (((blk->hmask[k % 32] >> (k / 32)) & 1) << 2);
+      break;
+    }
+    case DType::kIQ4_XS: {
+      const auto* blk = reinterpret_cast<const BlockIQ4_XS*>(row) + b;
+      c.d = f16(blk->d);
+      for (int j = 0; j < 8; ++j) {
+        c.scale[j] = iq4_xs_scale(j, *blk) - 32;
+        nibble_codes(blk->qs + 16 * j, c.code + 32 * j);
+      }
+      for (int& code : c.code) code = kIq4nlValues[code];
+      break;
+    }
+    default: q45_k_codes(t, row, b, &c); break;
   }
   return c;
 }
 
+// The exact integer parts of one super-block: S = sum over groups of
+// scale * (sum code * q_x - bias * sum q_x), M = sum over groups of
+// min * sum q_x.
+void k_block_sums(const KCodes& c, const int8_t* q, const int16_t* sums16, int64_t* s, int64_t* mins) {
+  *s = 0, *mins = 0;
+  for (int g = 0; g < kQK_K / c.group; ++g) {
+    int64_t dot = 0;
+    for (int k = g * c.group; k < (g + 1) * c.group; ++k) dot += static_cast<int64_t>(c.code[k]) * q[k];
+    const int64_t x_sum = c.group == 16 ? sums16[g] : sums16[2 * g] + sums16[2 * g + 1];
+    *s += c.scale[g] * (dot - c.bias * x_sum);
+    *mins += c.min[g] * x_sum;
+  }
+}
+
 double k_dot(const WeightMatrix& w, const uint8_t* row, const QuantizedX& qx, int64_t r) {
   double y = 0;
-  const bool six = w.dtype == DType::kQ6_K;
   for (int64_t b = 0; b < qx.blocks; ++b) {
     const KCodes c = k_codes(w.dtype, row, b);
-    const int8_t* q = qx.q_row(r) + b * kQK_K;
-    const int16_t* sums = qx.sums16.data() + (r * qx.blocks + b) * 16;
-    const int group = six ? 16 : 32;  // elements per scale
-    int64_t weighted = 0, mins = 0;
-    for (int g = 0; g < kQK_K / group; ++g) {
-      int64_t dot = 0;
-      for (int k = g * group; k < (g + 1) * group; ++k) dot += static_cast<int64_t>(c.code[k]) * q[k];
-      if (six) {
-        weighted += c.scale[g] * (dot - 32 * static_cast<int64_t>(sums[g]));
-      } else {
-        weighted += c.scale[g] * dot;
-        mins += c.min[g] * static_cast<int64_t>(sums[2 * g] + sums[2 * g + 1]);
-      }
-    }
+    int64_t weighted, mins;
+    k_block_sums(c, qx.q_row(r) + b * kQK_K, qx.sums16.data() + (r * qx.blocks + b) * 16, &weighted, &mins);
     const double dx = qx.scale[static_cast<size_t>(r * qx.blocks + b)];
     y += c.d * dx * static_cast<double>(weighted) - c.dmin * dx * static_cast<double>(mins);
   }
@@ -174,14 +217,7 @@ Q8BlockTerms q8_block_terms(const WeightMatrix& w, int64_t o, const QuantizedX& 
     return t;
   }
   const KCodes c = k_codes(w.dtype, row, b);
-  const int8_t* q = qx.q_row(r) + b * kQK_K;
-  const int16_t* sums = qx.sums16.data() + (r * qx.blocks + b) * 16;
-  const bool six = w.dtype == DType::kQ6_K;
-  for (int k = 0; k < kQK_K; ++k) {
-    t.s += static_cast<int64_t>(six ? c.scale[k / 16] * (c.code[k] - 32) : c.scale[k / 32] * c.code[k]) * q[k];
-  }
-  if (!six)
-    for (int g = 0; g < 8; ++g) t.mins += c.min[g] * static_cast<int64_t>(sums[2 * g] + sums[2 * g + 1]);
+  k_block_sums(c, qx.q_row(r) + b * kQK_K, qx.sums16.data() + (r * qx.blocks + b) * 16, &t.s, &t.mins);
   t.d = static_cast<float>(c.d), t.dmin = static_cast<float>(c.dmin);
   return t;
 }

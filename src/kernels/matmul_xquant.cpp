@@ -47,10 +47,14 @@ ActFormat act_format(DType t) {
     case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
-    case DType::kQ8_0: return ActFormat::kQ8x32;
+    case DType::kQ8_0:
+    case DType::kIQ4_NL: return ActFormat::kQ8x32;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:
-    case DType::kQ6_K: return ActFormat::kQ8x256;
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return ActFormat::kQ8x256;
     default: return ActFormat::kFloat;
   }
 }
