@@ -41,7 +41,7 @@ TinyModelSpec spec_for(const Case& c) {
     s.n_layer = 6;
     s.sliding_window = 4;
   }
-  const bool k_quant = c.type == DType::kQ4_K || c.type == DType::kQ5_K || c.type == DType::kQ6_K;
+  const bool k_quant = dtype_info(c.type)->block_size == 256;
   if (c.arch == "gemma3") s.head_dim = k_quant ? 64 : 32;  // q_dim a whole number of K-quant blocks
   if (k_quant) {
     s.n_embd = 256;
@@ -176,7 +176,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama", DType::kQ5_1, 2}, Case{"llama", DType::kQ4_K, 2}, Case{"llama", DType::kQ5_K, 2},
                       Case{"llama", DType::kQ6_K, 1}, Case{"qwen2", DType::kF32, 2}, Case{"qwen2", DType::kQ4_1, 1},
                       Case{"qwen2", DType::kQ8_0, 4}, Case{"gemma3", DType::kF32, 1}, Case{"gemma3", DType::kQ8_0, 2},
-                      Case{"gemma3", DType::kQ4_K, 1}, Case{"gemma3", DType::kQ5_0, 1}),
+                      Case{"gemma3", DType::kQ4_K, 1}, Case{"gemma3", DType::kQ5_0, 1}, Case{"llama", DType::kQ2_K, 2},
+                      Case{"llama", DType::kQ3_K, 2}, Case{"llama", DType::kIQ4_NL, 2},
+                      Case{"llama", DType::kIQ4_XS, 1}, Case{"qwen2", DType::kQ3_K, 1},
+                      Case{"gemma3", DType::kIQ4_XS, 1}),
     case_name);
 
 // MQA with more heads than one attention call takes (ForwardPass::

@@ -94,7 +94,7 @@ class WeightBinder {
     if (info == nullptr || !info->computable) {
       errors_.push_back("tensor '" + name + "' has type " + dtype_name(t->dtype) +
                         ", which omnibus cannot compute yet (supported: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 "
-                        "q4_K q5_K q6_K)");
+                        "q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs)");
       return w;
     }
     w.dtype = t->dtype;

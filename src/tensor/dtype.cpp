@@ -7,7 +7,8 @@ namespace {
 
 // Sizes of every ggml type, so that files holding types we cannot compute
 // still parse (and `inspect` can show them). Ids 4, 5 and 31-33 were removed
-// from ggml and stay unknown.
+// from ggml and stay unknown. One type a line (clang-format would pack them).
+// clang-format off
 constexpr std::array<DTypeInfo, 31> kTypes = {{
     {0, "f32", 1, 4, true},
     {1, "f16", 1, 2, true},
@@ -17,8 +18,8 @@ constexpr std::array<DTypeInfo, 31> kTypes = {{
     {7, "q5_1", 32, 24, true},
     {8, "q8_0", 32, 34, true},
     {9, "q8_1", 32, 36, false},
-    {10, "q2_K", 256, 84, false},
-    {11, "q3_K", 256, 110, false},
+    {10, "q2_K", 256, 84, true},
+    {11, "q3_K", 256, 110, true},
     {12, "q4_K", 256, 144, true},
     {13, "q5_K", 256, 176, true},
     {14, "q6_K", 256, 210, true},
@@ -27,10 +28,10 @@ constexpr std::array<DTypeInfo, 31> kTypes = {{
     {17, "iq2_xs", 256, 74, false},
     {18, "iq3_xxs", 256, 98, false},
     {19, "iq1_s", 256, 50, false},
-    {20, "iq4_nl", 32, 18, false},
+    {20, "iq4_nl", 32, 18, true},
     {21, "iq3_s", 256, 110, false},
     {22, "iq2_s", 256, 82, false},
-    {23, "iq4_xs", 256, 136, false},
+    {23, "iq4_xs", 256, 136, true},
     {24, "i8", 1, 1, false},
     {25, "i16", 1, 2, false},
     {26, "i32", 1, 4, false},
@@ -41,6 +42,7 @@ constexpr std::array<DTypeInfo, 31> kTypes = {{
     {34, "tq1_0", 256, 54, false},
     {35, "tq2_0", 256, 66, false},
 }};
+// clang-format on
 
 }  // namespace
 
