@@ -9,7 +9,6 @@
 #include <string>
 #include <unistd.h>
 
-#include "backends/cpu/cpu_backend.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -35,8 +34,9 @@ int chat(ChatOptions& o) {
   if (!format.is_ok()) return fail(format.status());
   warn_if_unrecognised(*format);
   resolve_seed(o.gen);
-  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the generator
-  auto gen = Generator::create(loaded->model, backend, o.gen.context, 256, o.model.kv_type);
+  auto backend = make_backend(o.model);  // outlives the generator
+  if (!backend.is_ok()) return fail(backend.status());
+  auto gen = Generator::create(loaded->model, **backend, o.gen.context, 256, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
 
   std::vector<ChatMessage> history;
@@ -88,6 +88,7 @@ CommandRunner add_chat_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("chat", "Interactive chat with the model's chat template; history is kept");
   add_model_options(*cmd, o->model);
   add_kv_type_option(*cmd, o->model);
+  add_backend_option(*cmd, o->model);
   cmd->add_option("--system", o->system, "System message");
   add_generation_flags(*cmd, o->gen);
   return [o] { return chat(*o); };

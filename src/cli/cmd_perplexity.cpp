@@ -6,7 +6,6 @@
 #include <memory>
 #include <string>
 
-#include "backends/cpu/cpu_backend.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/evaluation.h"
@@ -30,8 +29,9 @@ int perplexity(const PerplexityOptions& o) {
   if (chunks == 0)
     return fail(Status::invalid_argument("the text has " + std::to_string(tokens.size()) +
                                          " tokens, fewer than one chunk of " + std::to_string(o.chunk)));
-  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the evaluator
-  auto evaluator = LogitsEvaluator::create(loaded->model, backend, o.chunk, o.chunk, o.model.kv_type);
+  auto backend = make_backend(o.model);  // outlives the evaluator
+  if (!backend.is_ok()) return fail(backend.status());
+  auto evaluator = LogitsEvaluator::create(loaded->model, **backend, o.chunk, o.chunk, o.model.kv_type);
   if (!evaluator.is_ok()) return fail(evaluator.status());
   double total = 0;
   int count = 0;
@@ -55,6 +55,7 @@ CommandRunner add_perplexity_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("perplexity", "Perplexity of a text file (chunks from a fresh context)");
   add_model_options(*cmd, o->model);
   add_kv_type_option(*cmd, o->model);
+  add_backend_option(*cmd, o->model);
   cmd->add_option("-f,--file", o->file, "Text file")->required();
   cmd->add_option("--chunk", o->chunk, "Tokens per chunk")->capture_default_str()->check(CLI::Range(2, 1 << 16));
   return [o] { return perplexity(*o); };

@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 
-#include "backends/cpu/cpu_backend.h"
 #include "base/log.h"
 #include "base/profiler.h"
 #include "base/timer.h"
@@ -73,6 +72,9 @@ void write_stats_json(const std::string& path, const GenerationStats& s, double 
 int run(RunOptions& o) {
   auto text = read_prompt(o);
   if (!text.is_ok()) return fail(text.status());
+  // The backend first: a missing GPU is reported before the model loads.
+  auto backend = make_backend(o.model);  // outlives the generator
+  if (!backend.is_ok()) return fail(backend.status());
   auto loaded = load_model(o.model);
   if (!loaded.is_ok()) return fail(loaded.status());
   const Tokenizer& tok = *loaded->tokenizer;
@@ -99,8 +101,7 @@ int run(RunOptions& o) {
     context = static_cast<int>(std::min<int64_t>(context, static_cast<int64_t>(prompt.size()) +
                                                               o.gen.options.max_tokens + 1));
   const Stopwatch setup;
-  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the generator
-  auto gen = Generator::create(loaded->model, backend, context, o.batch, o.model.kv_type);
+  auto gen = Generator::create(loaded->model, **backend, context, o.batch, o.model.kv_type);
   if (!gen.is_ok()) return fail(gen.status());
   // "load" counts the KV store and the forward pass's buffers too (their
   // pages are faulted in at creation), as llama.cpp's load counts its
@@ -149,6 +150,7 @@ CommandRunner add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Complete a prompt (streamed to stdout; stats to stderr)");
   add_model_options(*cmd, o->model);
   add_kv_type_option(*cmd, o->model);
+  add_backend_option(*cmd, o->model);
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
   cmd->add_flag("--chat", o->chat, "Wrap the prompt as one user message in the model's chat template");

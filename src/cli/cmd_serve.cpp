@@ -15,7 +15,6 @@
 #include <string>
 #include <thread>
 
-#include "backends/cpu/cpu_backend.h"
 #include "base/log.h"
 #include "base/timer.h"
 #include "bench/machine_limits.h"
@@ -105,7 +104,9 @@ int serve(ServeOptions& o) {
   // Listen first: while the model loads, /health says 503 "loading" (and
   // so does every other route but /metrics) instead of refusing connections.
   DeferredService service;
-  CpuBackend backend(resolve_threads(o.model.threads));  // outlives the engine it makes runners for
+  auto made = make_backend(o.model);
+  if (!made.is_ok()) return fail(made.status());
+  Backend& backend = **made;              // outlives the engine it makes runners for
   std::unique_ptr<ServingEngine> engine;  // outlives `http`, which points at it through `service`
   server::HttpServer http(service, o.http);
   Status bound = http.bind();
@@ -163,6 +164,7 @@ CommandRunner add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (continuous batching, paged KV cache)");
   add_model_options(*cmd, o->model);
   add_kv_type_option(*cmd, o->model);
+  add_backend_option(*cmd, o->model);
   cmd->add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->http.port, "Port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->http.api_key, "Require 'Authorization: Bearer KEY' on every route but /health");

@@ -10,6 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cpu/cpu_backend.h"
+#if defined(OMNIBUS_HAVE_CUDA)
+#include "backends/cuda/cuda_backend.h"
+#endif
 #include "base/cpu_features.h"
 #include "base/log.h"
 #include "base/timer.h"
@@ -44,6 +48,27 @@ void add_kv_type_option(CLI::App& cmd, ModelOptions& o) {
       ->default_str("f16");
 }
 
+void add_backend_option(CLI::App& cmd, ModelOptions& o) {
+  cmd.add_option("--backend", o.backend,
+                 "Where the model runs: cpu (default) or cuda (one NVIDIA GPU; needs a build with "
+                 "-DOMNIBUS_CUDA=ON; f16 KV cache only; build-checked, not yet tested on a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->default_str("cpu");
+}
+
+Result<std::unique_ptr<Backend>> make_backend(const ModelOptions& o) {
+  if (o.backend == "cuda") {
+#if defined(OMNIBUS_HAVE_CUDA)
+    OMNIBUS_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> cuda, CudaBackend::create());
+    log_info("backend: {}", cuda->describe());
+    return std::unique_ptr<Backend>(std::move(cuda));
+#else
+    return Status::unsupported("omnibus was built without CUDA (configure with -DOMNIBUS_CUDA=ON)");
+#endif
+  }
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(resolve_threads(o.threads)));
+}
+
 std::string default_model_path() {
   if (const char* env = std::getenv("OMNIBUS_MODEL"); env != nullptr && *env != '\0') return env;
   namespace fs = std::filesystem;
@@ -70,7 +95,8 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   if (Status kernels_ok = kernel_choice_status(); !kernels_ok.is_ok()) return kernels_ok;
   Stopwatch clock;
   LoadedModel out;
-  auto model = Model::load(path, ModelLoadOptions{.interleave = options.interleave});
+  const bool interleave = options.interleave && options.backend != "cuda";
+  auto model = Model::load(path, ModelLoadOptions{.interleave = interleave});
   if (!model.is_ok()) {
     Status s = model.status();
     if (options.model_path.empty() && s.code() == StatusCode::kIoError)
@@ -90,7 +116,7 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   log_info("CPU features: {}; matmul kernels: {}; attention kernels: {} ({} cache)", cpu_features().describe(),
            kernels().name, attention_path_name(c.head_dim, options.kv_type), kv_cache_type_name(options.kv_type));
   log_info("weights repacked into the interleaved layout: {:.1f} MiB{}", out.model->repacked_bytes() / 1048576.0,
-           options.interleave ? "" : " (--no-interleave)");
+           interleave ? "" : (options.backend == "cuda" ? " (--backend cuda)" : " (--no-interleave)"));
   return out;
 }
 

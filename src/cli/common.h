@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "kernels/kv_quant.h"
+#include "model/backend.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -22,12 +23,20 @@ struct ModelOptions {
   bool verbose = false;
   bool interleave = true;  // --no-interleave: keep every matrix in the file's layout
   KvCacheType kv_type = KvCacheType::kF16;  // --kv-type
+  std::string backend = "cpu";              // --backend: cpu or cuda
 };
 
 // Adds -m/--model, -t/--threads, --verbose, --no-interleave to a subcommand.
 void add_model_options(CLI::App& cmd, ModelOptions& options);
 // Adds --kv-type, for the subcommands that run the model.
 void add_kv_type_option(CLI::App& cmd, ModelOptions& options);
+// Adds --backend cpu|cuda, for the subcommands that run the model.
+void add_backend_option(CLI::App& cmd, ModelOptions& options);
+
+// The backend --backend names: the CPU's with -t threads, or (built with
+// -DOMNIBUS_CUDA=ON, a GPU present) the CUDA backend. An error saying why
+// otherwise. It must outlive what it makes.
+Result<std::unique_ptr<Backend>> make_backend(const ModelOptions& options);
 
 // The default model: $OMNIBUS_MODEL, else models/<default> under the current
 // directory or the source tree the binary was built in.
@@ -41,7 +50,8 @@ struct LoadedModel {
 };
 
 // Loads model and tokenizer; logs what was loaded and (verbose) which kernel
-// path runs.
+// path runs. With --backend cuda the weights stay in the file's row layout
+// (the GPU copies them; a CPU repacking would go unused).
 Result<LoadedModel> load_model(const ModelOptions& options);
 
 // The whole file as bytes, or an I/O error naming it.

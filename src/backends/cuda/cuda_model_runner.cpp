@@ -59,6 +59,7 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::shared_ptr
   r->max_positions_ = max_positions;
   const ModelConfig& c = r->model_->config();
   for (int layer = 0; layer < c.n_layer; ++layer) r->blocks_.push_back(resolve_block(c, layer, false));
+  OMNIBUS_CUDA_RETURN_IF_ERROR(cudaGetDevice(&r->device_), "reading the current device");
   OMNIBUS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking), "creating a stream");
   OMNIBUS_ASSIGN_OR_RETURN(r->weights_, CudaWeights::upload(*r->model_));
   OMNIBUS_RETURN_IF_ERROR(r->allocate_buffers());
@@ -308,6 +309,9 @@ Status CudaModelRunner::run(std::span<const BatchRow> rows, KvCache& cache, floa
   if (kv == nullptr) return Status::invalid_argument("the CUDA runner needs a cache of the CUDA backend");
   OMNIBUS_RETURN_IF_ERROR(check(rows, *kv));
   if (rows.empty()) return Status::ok();
+  // The current device is per host thread, and the engine's step thread is
+  // not the one that made the runner.
+  OMNIBUS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "selecting the runner's device");
   if (profiler_ == nullptr || !profiler_->enabled()) return forward(rows, *kv, logits);
   profiler_->set_phase(rows.size() > 1 ? ProfilePhase::kPrefill : ProfilePhase::kDecode);
   ProfileScope scope(profiler_, ProfileOp::kForward);

@@ -73,6 +73,7 @@ class CudaModelRunner final : public ModelRunner {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<CudaWeights> weights_;
   std::vector<BlockSpec> blocks_;
+  int device_ = 0;  // the GPU it was made on; run() selects it for its thread
   int max_batch_ = 0;
   int64_t max_positions_ = 0;
   cudaStream_t stream_ = nullptr;
