@@ -52,16 +52,16 @@ fi
 
 command -v clang-format >/dev/null || { echo "ci_lint: clang-format is not installed (scripts/setup.sh)" >&2; exit 1; }
 mapfile -t files < <(git diff --name-only --diff-filter=ACMR "$base" -- \
-  '*.cpp' '*.cc' '*.h' '*.hpp' ':(exclude)src/third_party/*')
+  '*.cpp' '*.cc' '*.h' '*.hpp' '*.cu' '*.cuh' ':(exclude)src/third_party/*')
 echo "ci_lint: clang-format $(clang-format --version | grep -o '[0-9][0-9.]*' | head -1) on lines changed since" \
   "$(git rev-parse --short "$base") in ${#files[@]} file(s)" >&2
 ((${#files[@]})) || exit 0
 
 if ((fix)); then
-  git clang-format --force --extensions cpp,cc,h,hpp "$base" -- "${files[@]}"
+  git clang-format --force --extensions cpp,cc,h,hpp,cu,cuh "$base" -- "${files[@]}"
   exit 0
 fi
-out="$(git clang-format --diff --extensions cpp,cc,h,hpp "$base" -- "${files[@]}" || true)"
+out="$(git clang-format --diff --extensions cpp,cc,h,hpp,cu,cuh "$base" -- "${files[@]}" || true)"
 if grep -q '^diff --git' <<<"$out"; then
   echo "$out"
   echo "ci_lint: the lines above are not clang-formatted; fix with: scripts/ci_lint.sh --fix $base" >&2

@@ -7,6 +7,9 @@
 #   sanitizers  scripts/ci_sanitizers.sh: ASan+UBSan clang build (-Werror,
 #               -Wthread-safety), every ctest test in it, e2e included
 #   fuzz        scripts/fuzz_all.sh 60: each libFuzzer target 60 s on its corpus
+#   cuda-build  scripts/ci_cuda_build.sh: the CUDA backend built (-DOMNIBUS_CUDA=ON,
+#               its own folder) and its tests run, which skip without a GPU;
+#               skipped, saying so, where nvcc is absent
 # The golden tests compare against llama.cpp's outputs on the real model
 # (committed in tests/golden/) and are required here, not skipped. A failing
 # stage does not stop the others; the script fails if any did and prints
@@ -47,6 +50,7 @@ stage build build_and_test
 stage lint scripts/ci_lint.sh
 stage sanitizers scripts/ci_sanitizers.sh
 stage fuzz scripts/fuzz_all.sh 60
+stage cuda-build scripts/ci_cuda_build.sh
 
 echo "=== stages" >&2
 printf '  %s\n' "${summary[@]}" >&2
