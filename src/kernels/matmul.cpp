@@ -97,6 +97,34 @@ int64_t total_row_units(std::span<const MatmulTarget> targets) {
   return units;
 }
 
+// Where thread `thread` of `threads` starts in the row units of the targets
+// laid end to end, cutting them so each thread reads about the same weight
+// bytes. Targets of one type cut as units * thread / threads does; where
+// types mix (a Q4_K_M file's Q4_K q and k beside a Q6_K v) an even cut by
+// rows gave the thread holding the Q6_K rows the longer part and the other
+// thread a wait at every layer. Bytes are the cost that matters for
+// decode, which streams the weights from memory.
+int64_t balanced_unit_start(std::span<const MatmulTarget> targets, int thread, int threads) {
+  if (thread <= 0) return 0;
+  const int64_t total_units = total_row_units(targets);
+  if (thread >= threads) return total_units;
+  bool one_cost = true;
+  for (const MatmulTarget& t : targets) one_cost = one_cost && t.w->row_bytes == targets[0].w->row_bytes;
+  if (one_cost) return total_units * thread / threads;
+  // Unit bytes: a unit is kRowUnit rows (the last one of a target may be
+  // short, counted whole: a few rows' error at most).
+  int64_t total_bytes = 0;
+  for (const MatmulTarget& t : targets) total_bytes += row_units(*t.w) * static_cast<int64_t>(t.w->row_bytes);
+  const int64_t goal = total_bytes * thread / threads;
+  int64_t offset = 0, bytes = 0;
+  for (const MatmulTarget& t : targets) {
+    const int64_t units = row_units(*t.w), unit_bytes = static_cast<int64_t>(t.w->row_bytes);
+    if (bytes + units * unit_bytes >= goal) return offset + (goal - bytes + unit_bytes / 2) / unit_bytes;
+    offset += units, bytes += units * unit_bytes;
+  }
+  return total_units;
+}
+
 // The output rows of row units [unit_begin, unit_end) of the targets laid
 // end to end.
 void run_units(std::span<const MatmulTarget> targets, const float* x, const matmul_detail::QuantizedX* qx,
@@ -152,7 +180,8 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
   }
   if (n_x < kDynamicSplitRows) {
     pool->run([&](int index, int count) {
-      run_units(targets, x, shared_qx, n_x, total_units * index / count, total_units * (index + 1) / count);
+      run_units(targets, x, shared_qx, n_x, balanced_unit_start(targets, index, count),
+                balanced_unit_start(targets, index + 1, count));
     });
     return;
   }
@@ -204,8 +233,8 @@ void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t
     qx = &own;
   }
   if (split == ShareSplit::kAcrossTargets) {
-    const int64_t total_units = total_row_units(targets);
-    run_units(targets, x, qx, n_x, total_units * thread / threads, total_units * (thread + 1) / threads);
+    run_units(targets, x, qx, n_x, balanced_unit_start(targets, thread, threads),
+              balanced_unit_start(targets, thread + 1, threads));
     return;
   }
   for (const MatmulTarget& t : targets) {

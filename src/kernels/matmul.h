@@ -85,8 +85,9 @@ class MatmulScratch {
 };
 
 // How matmul_share cuts the output rows among threads.
-//  kAcrossTargets: the rows of all targets end to end, one piece each (as
-//    matmul_shared_input does: the best balance).
+//  kAcrossTargets: the rows of all targets end to end, one piece each, cut
+//    at equal weight bytes where the targets' types differ (as
+//    matmul_shared_input does for decode: the best balance).
 //  kEachTarget: each target's rows cut alike (matmul_share_rows), so a
 //    thread holds the same rows of every target and can apply an
 //    elementwise op across them (SwiGLU on gate and up) without a barrier.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -72,6 +73,63 @@ TEST(MatmulBench, DISABLED_DecodeAndPrefillThroughput) {
                     static_cast<long long>(s.cols), static_cast<long long>(s.n_x), threads, t * 1e6, bytes / t / 1e9,
                     flops / t / 1e9);
       }
+    }
+  }
+}
+
+// Decode (one x row) at the shapes of an 8B model (Llama 3.1 8B: hidden
+// 4096, FFN 14336, vocab 128256), every matrix far larger than the caches,
+// in the types a Q4_K_M file mixes (Q4_K, Q6_K) and the legacy ones for
+// comparison: GB/s of weight bytes read, the figure to hold against the
+// machine's read bandwidth (`omnibus roofline`). Interleaved layout, as
+// the forward pass uses it.
+TEST(MatmulBench, DISABLED_DecodeAtEightBillionShapes) {
+  struct Shape {
+    DType type;
+    int64_t rows, cols;
+  };
+  const Shape shapes[] = {
+      {DType::kQ4_K, 14336, 4096}, {DType::kQ6_K, 4096, 14336}, {DType::kQ4_K, 4096, 14336},
+      {DType::kQ6_K, 14336, 4096}, {DType::kQ4_0, 14336, 4096}, {DType::kQ8_0, 14336, 4096},
+      {DType::kQ5_K, 14336, 4096},
+  };
+  // OMNIBUS_BENCH_TYPE=q6_K: that type only; OMNIBUS_BENCH_THREADS=1: one
+  // pool size; OMNIBUS_BENCH_REPS: timed calls per shape (default 60). With
+  // `perf stat -e cycles:u` the cycle difference between REPS=0 and REPS=n
+  // is the kernel's, a figure a busy machine does not inflate as it does
+  // wall time.
+  const char* only = std::getenv("OMNIBUS_BENCH_TYPE");
+  const char* threads_env = std::getenv("OMNIBUS_BENCH_THREADS");
+  const char* reps_env = std::getenv("OMNIBUS_BENCH_REPS");
+  const int reps = reps_env != nullptr ? std::atoi(reps_env) : 60;
+  std::vector<int> pool_sizes = {1, 2};
+  if (threads_env != nullptr) pool_sizes = {std::atoi(threads_env)};
+  std::printf("path: %s\n", matmul_path_name());
+  for (int threads : pool_sizes) {
+    ThreadPool pool(threads);
+    for (const Shape& s : shapes) {
+      if (only != nullptr && dtype_name(s.type) != only) continue;
+      const auto w = testing_util::random_weights(s.type, s.rows, s.cols, 1);
+      const auto x = testing_util::random_floats(s.cols, 2);
+      std::vector<float> y(static_cast<size_t>(s.rows));
+      AlignedBuffer<uint8_t> copy;
+      WeightMatrix view = w.view;
+      if (can_interleave8(s.type)) {
+        copy.resize(interleaved8_bytes(w.view));
+        view = interleave8(w.view, copy.data());
+      }
+      std::vector<double> times;
+      if (reps == 0) continue;
+      for (int i = 0; i < reps; ++i) {
+        Stopwatch watch;
+        matmul(view, x.data(), 1, y.data(), &pool);
+        times.push_back(watch.seconds());
+      }
+      std::sort(times.begin(), times.end());
+      const double t = times[times.size() / 2];
+      const double bytes = static_cast<double>(s.rows) * static_cast<double>(w.view.row_bytes);
+      std::printf("%-5s %6lldx%-6lld threads=%d median %8.1f us %7.2f GB/s\n", dtype_name(s.type).c_str(),
+                  static_cast<long long>(s.rows), static_cast<long long>(s.cols), threads, t * 1e6, bytes / t / 1e9);
     }
   }
 }

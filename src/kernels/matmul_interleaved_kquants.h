@@ -177,7 +177,7 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
   __m256 acc[NG * MR];
 #pragma GCC unroll 8
   for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
-  const __m256i low = _mm256_set1_epi8(0x0F), three = _mm256_set1_epi8(3);
+  const __m256i low = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];
     const int16_t* xs[MR];
@@ -218,8 +218,14 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
               const __m256i packed = load256(ql + 32 * (16 * h + 8 * (gv & 1) + l));
               const __m256i nib = gv < 2 ? _mm256_and_si256(packed, low)
                                          : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
-              const __m256i top = _mm256_and_si256(_mm256_srli_epi16(load256(qh + 32 * (8 * h + l)), 2 * gv), three);
-              const __m256i codes = _mm256_or_si256(nib, _mm256_slli_epi16(top, 4));
+              // Bits 2gv, 2gv + 1 of each qh byte to bits 4-5 in one shift
+              // and one mask (a 16-bit shift carries bits across the byte
+              // boundary, but only outside the mask).
+              const __m256i qh_chunk = load256(qh + 32 * (8 * h + l));
+              const __m256i top = gv == 2   ? _mm256_and_si256(qh_chunk, bits45)
+                                  : gv == 3 ? _mm256_and_si256(_mm256_srli_epi16(qh_chunk, 2), bits45)
+                                            : _mm256_and_si256(_mm256_slli_epi16(qh_chunk, 4 - 2 * gv), bits45);
+              const __m256i codes = _mm256_or_si256(nib, top);
 #pragma GCC unroll 4
               for (int i = 0; i < MR; ++i) {
                 pairs[i] = _mm256_add_epi16(pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 32 * v + 4 * l)));
