@@ -5,8 +5,15 @@
 #   2. runs cuda_backend_test with OMNIBUS_MODEL set and fails if any test
 #      failed or skipped (on a GPU nothing may skip);
 #   3. runs the default model greedily for 32 tokens with --backend cpu and
-#      --backend cuda and compares the texts (prints both, and where they
-#      part if they do).
+#      --backend cuda and prints both texts (and where they part, if they
+#      do). The backends are not bit-identical, so differing texts alone do
+#      not fail: a near tie can send greedy decoding down another path.
+#      The verdict is step 2's CudaRunnerTest.DefaultModelGreedyPromptMatchesTheCpu,
+#      which runs the same prompt 32 greedy steps on the CPU and each step
+#      on the GPU with the CPU's tokens, and requires the same top token
+#      except in a near tie (the CPU's logits of the two within 2 x 1e-2 of
+#      its largest |logit|, as the runner tests compare); its summary is
+#      printed here.
 # Results go to stdout and to $OUT (or ./cuda-results) as tests.log,
 # cpu.txt, cuda.txt and the two stats lines; record them in
 # docs/design/cuda-backend.md ("Results on a GPU").
@@ -39,7 +46,8 @@ fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOMNIBUS_WERROR=ON -DOMNIBUS_CUDA=ON >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target omnibus cuda_backend_test
 
-export OMNIBUS_MODEL="$PWD/$model" OMNIBUS_REQUIRE_MODEL=1
+prompt="The capital of France is"
+export OMNIBUS_MODEL="$PWD/$model" OMNIBUS_REQUIRE_MODEL=1 OMNIBUS_CUDA_PROMPT="$prompt"
 status=0
 "$BUILD_DIR/src/backends/cuda/cuda_backend_test" 2>&1 | tee "$results/tests.log" || status=1
 if grep -q "SKIPPED \]" "$results/tests.log"; then
@@ -48,7 +56,6 @@ if grep -q "SKIPPED \]" "$results/tests.log"; then
 fi
 
 bin="$BUILD_DIR/src/cli/omnibus"
-prompt="The capital of France is"
 for backend in cpu cuda; do
   "$bin" run -m "$model" -p "$prompt" -n 32 --temp 0 --backend "$backend" >"$results/$backend.txt" \
     2>"$results/$backend-stats.txt" || { cat "$results/$backend-stats.txt" >&2; status=1; }
@@ -59,9 +66,17 @@ done
 if cmp -s "$results/cpu.txt" "$results/cuda.txt"; then
   echo "test_cuda.sh: 32 greedy tokens identical on cpu and cuda"
 else
-  # The first byte where they part.
+  # The first byte where they part: allowed after a near tie (below).
   at=$(cmp "$results/cpu.txt" "$results/cuda.txt" 2>/dev/null | grep -o 'byte [0-9]*' || echo "the end of the shorter")
-  echo "test_cuda.sh: the greedy texts differ from $at" >&2
+  echo "test_cuda.sh: the greedy texts part at $at (not a failure by itself: see the top-1 check below)"
+fi
+# The top-1 check of the same prompt (step 2 ran it; a failure there has
+# already set the status).
+grep -E "^(greedy prompt:|cpu greedy:|cuda top-1 on cpu text:)" "$results/tests.log" || {
+  echo "test_cuda.sh: DefaultModelGreedyPromptMatchesTheCpu printed no summary (did it run?)" >&2
   status=1
+}
+if grep -q "FAILED.*DefaultModelGreedyPromptMatchesTheCpu" "$results/tests.log"; then
+  echo "test_cuda.sh: the GPU's top token differed from the CPU's outside a near tie (tests.log)" >&2
 fi
 exit $status

@@ -219,8 +219,8 @@ TEST(ForwardBatchTest, RefusesACacheOfAnotherBackendOrModel) {
     int block_size() const override { return 16; }
     uint64_t bytes() const override { return 0; }
     int64_t block_transfer_bytes() const override { return 0; }
-    void copy_block_out(int, uint8_t*) const override {}
-    void copy_block_in(int, const uint8_t*) override {}
+    Status copy_block_out(int, uint8_t*) const override { return Status::ok(); }
+    Status copy_block_in(int, const uint8_t*) override { return Status::ok(); }
   } foreign;
   const std::vector<int32_t> table = {0};
   const BatchRow row{1, table, 0, true};

@@ -562,8 +562,9 @@ Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
       failed = Status::resource_exhausted("no memory for the KV blob now; retry later");
       return;
     }
-    for (int64_t b = 0; b < n_blocks; ++b)
-      kv_store_->copy_block_out(table[b], reinterpret_cast<uint8_t*>(blocks.data()) + b * transfer_shape().block_bytes);
+    for (int64_t b = 0; b < n_blocks && failed.is_ok(); ++b)
+      failed = kv_store_->copy_block_out(table[b],
+                                         reinterpret_cast<uint8_t*>(blocks.data()) + b * transfer_shape().block_bytes);
     kv_->free_sequence(probe);
   }));
   OMNIBUS_RETURN_IF_ERROR(failed);
@@ -616,8 +617,15 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
     }
     const std::span<const BlockId> table = kv_->block_table(probe);
     const auto* bytes = reinterpret_cast<const uint8_t*>(contents.blocks.data());
-    for (int64_t b = cached / kv_->block_size(); b < n / kv_->block_size(); ++b)
-      kv_store_->copy_block_in(table[b], bytes + b * transfer_shape().block_bytes);
+    for (int64_t b = cached / kv_->block_size(); b < n / kv_->block_size(); ++b) {
+      if (Status s = kv_store_->copy_block_in(table[b], bytes + b * transfer_shape().block_bytes); !s.is_ok()) {
+        // Nothing committed: the probe's new blocks go back to the pool
+        // unpublished, whatever they hold.
+        kv_->free_sequence(probe);
+        result = s;
+        return;
+      }
+    }
     // As a finished prefill: the blocks enter the prefix cache, and stay
     // there (free, evictable) once the probe lets go of them.
     Status s = kv_->commit_tokens(probe, std::span(contents.tokens).subspan(static_cast<size_t>(cached)));

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "base/status.h"
 #include "kernels/kv_quant.h"
 #include "model/model_config.h"
 
@@ -27,10 +28,12 @@ class KvCache {
   // KV handover: one block of every layer and KV head in the transfer
   // format (the CPU store's layout, per layer and KV head: keys then
   // values, then the quantized caches' scales); a backend with another
-  // layout converts.
+  // layout converts. A copy that fails (a device cache's transfer error)
+  // says so; `out` then holds nothing usable, and a block copied in is
+  // unchanged or partly written (its sequence must not be committed).
   virtual int64_t block_transfer_bytes() const = 0;
-  virtual void copy_block_out(int block, uint8_t* out) const = 0;
-  virtual void copy_block_in(int block, const uint8_t* in) = 0;
+  virtual Status copy_block_out(int block, uint8_t* out) const = 0;
+  virtual Status copy_block_in(int block, const uint8_t* in) = 0;
 
  protected:
   KvCache() = default;

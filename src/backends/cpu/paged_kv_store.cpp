@@ -118,20 +118,22 @@ int64_t PagedKvStore::block_transfer_bytes() const {
   return total;
 }
 
-void PagedKvStore::copy_block_out(int block, uint8_t* out) const {
+Status PagedKvStore::copy_block_out(int block, uint8_t* out) const {
   for_each_block_region(block, [&](const uint8_t* p, int64_t bytes) {
     std::memcpy(out, p, static_cast<size_t>(bytes));
     out += bytes;
   });
+  return Status::ok();  // host memory: a copy cannot fail
 }
 
-void PagedKvStore::copy_block_in(int block, const uint8_t* in) {
+Status PagedKvStore::copy_block_in(int block, const uint8_t* in) {
   // The regions are this store's own buffers: writing through them is
   // writing to *this.
   for_each_block_region(block, [&](const uint8_t* p, int64_t bytes) {
     std::memcpy(const_cast<uint8_t*>(p), in, static_cast<size_t>(bytes));
     in += bytes;
   });
+  return Status::ok();
 }
 
 }  // namespace omnibus

@@ -114,8 +114,8 @@ class PagedKvStore final : public KvCache {
   // in the store's own layout. A store of the same model, type and block
   // size reads the bytes back bit for bit. `block` must be in range.
   int64_t block_transfer_bytes() const override;
-  void copy_block_out(int block, uint8_t* out) const override;
-  void copy_block_in(int block, const uint8_t* in) override;
+  Status copy_block_out(int block, uint8_t* out) const override;
+  Status copy_block_in(int block, const uint8_t* in) override;
 
  private:
   PagedKvStore() = default;

@@ -79,21 +79,21 @@ TEST(PagedKvStoreTransfer, BlockBytesRoundTripThroughEveryAccessor) {
     std::vector<uint8_t> pattern(static_cast<size_t>(bytes));
     for (int b = 0; b < kBlocks; ++b) {
       for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 31 + b * 7 + 1);
-      from->copy_block_in(b, pattern.data());
+      ASSERT_TRUE(from->copy_block_in(b, pattern.data()).is_ok());
     }
     std::vector<uint8_t> out(static_cast<size_t>(bytes));
-    from->copy_block_out(3, out.data());
-    to->copy_block_in(1, out.data());
+    ASSERT_TRUE(from->copy_block_out(3, out.data()).is_ok());
+    ASSERT_TRUE(to->copy_block_in(1, out.data()).is_ok());
     for (int layer = 0; layer < 2; ++layer)
       for (int offset = 0; offset < kBlockSize; ++offset) expect_same_position(*from, *to, layer, 3, 1, offset);
     // Every other block of `to` is still all zeros.
     const std::vector<uint8_t> zeros(static_cast<size_t>(bytes), 0);
     for (int b : {0, 2, 3, 4}) {
-      to->copy_block_out(b, out.data());
+      ASSERT_TRUE(to->copy_block_out(b, out.data()).is_ok());
       EXPECT_EQ(out, zeros) << "block " << b;
     }
     // And what block 3 of `from` holds is what went in.
-    from->copy_block_out(3, out.data());
+    ASSERT_TRUE(from->copy_block_out(3, out.data()).is_ok());
     for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 31 + 3 * 7 + 1);
     EXPECT_EQ(out, pattern);
   }

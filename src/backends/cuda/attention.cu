@@ -1,7 +1,7 @@
 // Paged attention over the f16 cache (KvLayout), and the store of a step's
 // keys and values into it.
 //
-// Attention: one CTA per (row, query head), kThreads threads walking the
+// Attention: one CTA per (row, query head) (rows on grid x, heads on y), kThreads threads walking the
 // row's visible positions kThreads at a time. Each thread scores one
 // position against q (K's transposed layout puts consecutive positions of
 // one dimension side by side, so the threads' reads of a block coalesce),
@@ -71,8 +71,9 @@ __global__ void attention_kernel(const uint16_t* cache, KvLayout l, int layer, c
   __shared__ float weight_s[kThreads];
   __shared__ int64_t value_s[kThreads];  // where each tile position's V starts
   __shared__ float scratch[kThreads / 32];
-  const int h = blockIdx.x;
-  const int64_t r = blockIdx.y;
+  // Rows on grid x (up to 2^31 - 1), heads on y (up to 65535).
+  const int64_t r = blockIdx.x;
+  const int h = blockIdx.y;
   const int hd = l.head_dim;
   const int kv_head = h / (n_head / l.n_head_kv);
   const int pos = rows.positions[r];
@@ -137,7 +138,7 @@ void store_kv(uint16_t* cache, const KvLayout& layout, int layer, const float* k
 void attention(const uint16_t* cache, const KvLayout& layout, int layer, const float* q, int64_t n_rows, int n_head,
                float scale, int window, const RowTables& rows, float* out, cudaStream_t stream) {
   if (n_rows == 0) return;
-  const dim3 grid(static_cast<unsigned>(n_head), static_cast<unsigned>(n_rows));
+  const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>(n_head));
   attention_kernel<<<grid, kThreads, 0, stream>>>(cache, layout, layer, q, n_head, scale, window, rows, out);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "backends/cuda/cuda_kernels.h"
 #include "backends/cuda/cuda_kv_cache.h"
 #include "backends/cuda/cuda_model_runner.h"
 #include "backends/cuda/cuda_status.h"
@@ -25,15 +26,26 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device) {
                                     " present)");
   cudaDeviceProp prop{};
   OMNIBUS_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device), "reading device properties");
-  // dp4a (the int8 matmul) needs sm_61; the build targets sm_90 and PTX.
+  const std::string sm = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+  // dp4a (the int8 matmul) needs sm_61.
   if (prop.major * 10 + prop.minor < 61)
-    return Status::unsupported(std::string("CUDA device ") + prop.name + " is sm_" + std::to_string(prop.major) +
-                               std::to_string(prop.minor) + "; the CUDA backend needs sm_61 or newer");
-  const std::string description = "cuda (" + std::string(prop.name) + ", sm_" + std::to_string(prop.major) +
-                                  std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) +
-                                  " GiB)";
+    return Status::unsupported(std::string("CUDA device ") + prop.name + " is " + sm +
+                               "; the CUDA backend needs sm_61 or newer");
+  const std::string description =
+      "cuda (" + std::string(prop.name) + ", " + sm + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
   std::unique_ptr<CudaBackend> backend(new CudaBackend(device, description));
   OMNIBUS_RETURN_IF_ERROR(backend->use_device());
+  // The build has machine code for some architectures and PTX for the
+  // newest (CMAKE_CUDA_ARCHITECTURES): a device it has no image for would
+  // fail its first launch ("no kernel image"), so ask here, once.
+  if (const cudaError_t image = cuda::kernel_image_status(); image != cudaSuccess) {
+    (void)cudaGetLastError();  // handled: not a later launch's failure
+    return Status::unsupported(std::string("CUDA device ") + prop.name + " (" + sm +
+                               ") cannot run this build's kernels (" + cudaGetErrorString(image) +
+                               "): built for CUDA architectures " + cuda::kBuiltArchitectures +
+                               "; configure with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major) +
+                               std::to_string(prop.minor) + " (or use --backend cpu)");
+  }
   return backend;
 }
 

@@ -25,6 +25,28 @@ struct DeviceMatrix {
   int64_t row_bytes = 0;
 };
 
+// Whether the current device can run this build's kernels: cudaSuccess, or
+// the error cudaFuncGetAttributes gives for one of them (no kernel image
+// for the device's architecture). kBuiltArchitectures names what the build
+// targets (CMAKE_CUDA_ARCHITECTURES).
+cudaError_t kernel_image_status();
+#ifndef OMNIBUS_CUDA_ARCHITECTURES
+#define OMNIBUS_CUDA_ARCHITECTURES "unknown"
+#endif
+inline constexpr const char* kBuiltArchitectures = OMNIBUS_CUDA_ARCHITECTURES;
+
+// What one launch covers. Every kernel puts its large dimension on grid x
+// (at most 2^31 - 1 CTAs): the elementwise kernels, the K/V store and the
+// activation quantizer take up to 256 elements a CTA, RMSNorm one row a
+// CTA (rows times heads for the Q/K norms), attention one row a CTA on x
+// with the query heads on grid y (at most 65535). matmul splits a batch
+// too long for its grid y into several launches itself. A runner refuses
+// at creation a max_batch these do not cover.
+inline constexpr int64_t kMaxGridX = 0x7FFFFFFF;
+inline constexpr int64_t kMaxLaunchElements = kMaxGridX * 256;
+inline constexpr int64_t kMaxLaunchRows = kMaxGridX;
+inline constexpr int64_t kMaxAttentionHeads = 65535;
+
 // Whether matmul and embed take weights of this type.
 bool weight_type_supported(int type);
 // The activations' block for weights of this type: 32 (legacy quants), 256
@@ -40,7 +62,8 @@ void quantize_activations(const float* x, int64_t n_x, int64_t cols, int block, 
 // y (n_x rows of w.rows) = x times w transposed. Quantized w reads the int8
 // form (xq, xs from quantize_activations with activation_block(w.type));
 // float w (F32, F16, BF16) reads x. Either pair of pointers may be null when
-// the type does not need it.
+// the type does not need it. Any n_x: past 65535 * 8 rows (the grid's y
+// limit) it launches once per that many rows.
 void matmul(const DeviceMatrix& w, const float* x, const int8_t* xq, const float* xs, int64_t n_x, float* y,
             cudaStream_t stream);
 

@@ -37,25 +37,31 @@ Result<std::unique_ptr<CudaKvCache>> CudaKvCache::create(const ModelConfig& conf
   return std::unique_ptr<CudaKvCache>(new CudaKvCache(layout, std::move(buffer)));
 }
 
-void CudaKvCache::copy_block_out(int block, uint8_t* out) const {
+Status CudaKvCache::copy_block_out(int block, uint8_t* out) const {
   const size_t bytes = static_cast<size_t>(block_transfer_bytes());
   const uint16_t* from = buffer_.as<uint16_t>() + static_cast<int64_t>(block) * layout_.block_elements();
   // Runners synchronise at the end of run(), so the block is settled here.
   const Status s = cuda::cuda_status(cudaMemcpy(out, from, bytes, cudaMemcpyDeviceToHost), "copying a KV block out");
   if (!s.is_ok()) {
+    (void)cudaGetLastError();  // handled here: not a later step's failure
     log_error("{}", s.to_string());
     std::memset(out, 0, bytes);
   }
+  return s;
 }
 
-void CudaKvCache::copy_block_in(int block, const uint8_t* in) {
+Status CudaKvCache::copy_block_in(int block, const uint8_t* in) {
   const size_t bytes = static_cast<size_t>(block_transfer_bytes());
   uint16_t* to = buffer_.as<uint16_t>() + static_cast<int64_t>(block) * layout_.block_elements();
   // From pageable memory cudaMemcpy may return before the DMA lands; the
   // device sync makes sure the next run() on any stream sees the block.
   Status s = cuda::cuda_status(cudaMemcpy(to, in, bytes, cudaMemcpyHostToDevice), "copying a KV block in");
   if (s.is_ok()) s = cuda::cuda_status(cudaDeviceSynchronize(), "copying a KV block in");
-  if (!s.is_ok()) log_error("{}", s.to_string());
+  if (!s.is_ok()) {
+    (void)cudaGetLastError();
+    log_error("{}", s.to_string());
+  }
+  return s;
 }
 
 }  // namespace omnibus

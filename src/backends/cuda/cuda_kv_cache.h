@@ -25,11 +25,11 @@ class CudaKvCache final : public KvCache {
   int block_size() const override { return layout_.block_size; }
   uint64_t bytes() const override { return buffer_.bytes(); }
   int64_t block_transfer_bytes() const override { return layout_.block_elements() * 2; }
-  // Device-to-host and host-to-device copies of one block; synchronous. The
-  // interface has no way to report an error, so a failed copy is logged
-  // (and, out, leaves `out` zeroed).
-  void copy_block_out(int block, uint8_t* out) const override;
-  void copy_block_in(int block, const uint8_t* in) override;
+  // Device-to-host and host-to-device copies of one block; synchronous. A
+  // failed copy returns the CUDA error (and logs it); `out` is then zeroed,
+  // never stale bytes passed off as the block.
+  Status copy_block_out(int block, uint8_t* out) const override;
+  Status copy_block_in(int block, const uint8_t* in) override;
 
   const cuda::KvLayout& layout() const { return layout_; }
   uint16_t* data() { return buffer_.as<uint16_t>(); }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <new>
 
 #include "kernels/rope.h"
 
@@ -18,6 +20,12 @@ struct MetaOffsets {
         logits_rows(3 * int64_t{max_batch}),
         tables(4 * int64_t{max_batch}) {}
 };
+
+// The sizes the growing buffers start at: logits rows, block-table
+// entries, RoPE positions.
+constexpr int kInitialLogitsRows = 8;
+constexpr int64_t kInitialTableEntries = 4096;
+constexpr int64_t kInitialRopePositions = 4096;
 
 bool stage_implemented(BlockStage stage) {
   // The Hadamard rotation belongs to the CPU's q4_0 cache; this backend's
@@ -53,6 +61,29 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::shared_ptr
   if (const std::string missing = unsupported(*model); !missing.empty())
     return Status::unsupported("the CUDA backend cannot run " + model->config().architecture + " model '" +
                                model->config().name + "': " + missing + " (use --backend cpu)");
+  // What one launch covers (cuda_kernels.h): a step of max_batch rows must
+  // fit every launch's grid.
+  const ModelConfig& c = model->config();
+  const int64_t widest = std::max({c.n_embd, c.q_dim(), c.kv_dim(), c.n_ff});
+  if (int64_t{max_batch} * widest > cuda::kMaxLaunchElements ||
+      int64_t{max_batch} * std::max(c.n_head, 1) > cuda::kMaxLaunchRows || c.n_head > cuda::kMaxAttentionHeads)
+    return Status::invalid_argument("max batch " + std::to_string(max_batch) +
+                                    " is more rows than the CUDA kernels' launches cover for this model (rows of " +
+                                    std::to_string(widest) + " floats, " + std::to_string(c.n_head) +
+                                    " heads); lower --max-batched-tokens or the chunk");
+  // No exception crosses the seam: host allocations (a weight gathered
+  // back into rows, the RoPE angles) that fail come back as a Status.
+  try {
+    return create_on_device(std::move(model), max_batch, max_positions);
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted("out of host memory creating the CUDA runner");
+  } catch (const std::exception& e) {
+    return Status::internal(std::string("creating the CUDA runner: ") + e.what());
+  }
+}
+
+Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create_on_device(std::shared_ptr<const Model> model,
+                                                                           int max_batch, int64_t max_positions) {
   std::unique_ptr<CudaModelRunner> r(new CudaModelRunner());
   r->model_ = std::move(model);
   r->max_batch_ = max_batch;
@@ -63,7 +94,12 @@ Result<std::unique_ptr<CudaModelRunner>> CudaModelRunner::create(std::shared_ptr
   OMNIBUS_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&r->stream_, cudaStreamNonBlocking), "creating a stream");
   OMNIBUS_ASSIGN_OR_RETURN(r->weights_, CudaWeights::upload(*r->model_));
   OMNIBUS_RETURN_IF_ERROR(r->allocate_buffers());
-  OMNIBUS_RETURN_IF_ERROR(r->upload_rope_tables());
+  OMNIBUS_RETURN_IF_ERROR(r->ensure_rope_positions(std::min(max_positions, kInitialRopePositions)));
+  // The weights went up with cudaMemcpy from pageable memory, which may
+  // return before the copy lands, on the legacy stream, which does not
+  // order against this runner's non-blocking stream: wait for all of it
+  // here, so the first run() cannot read weights still in flight.
+  OMNIBUS_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize(), "uploading the weights");
   return r;
 }
 
@@ -90,40 +126,74 @@ Status CudaModelRunner::allocate_buffers() {
   OMNIBUS_RETURN_IF_ERROR(floats(v_, c.kv_dim(), "values"));
   OMNIBUS_RETURN_IF_ERROR(floats(gate_, c.n_ff, "MLP activations"));
   OMNIBUS_RETURN_IF_ERROR(floats(up_, c.n_ff, "MLP activations"));
-  OMNIBUS_RETURN_IF_ERROR(floats(logits_, c.vocab_size, "logits"));
+  OMNIBUS_RETURN_IF_ERROR(ensure_logits_rows(std::min(max_batch_, kInitialLogitsRows)));
   // Matmul inputs are n_embd (q/k/v, gate/up, output), q_dim (wo) or n_ff
   // (down) wide; scales one per 32 values at most.
   const int64_t widest = std::max({c.n_embd, c.q_dim(), c.n_ff});
   OMNIBUS_ASSIGN_OR_RETURN(xq_, cuda::DeviceBuffer::allocate(rows * static_cast<size_t>(widest), "int8 activations"));
   OMNIBUS_RETURN_IF_ERROR(floats(xs_, widest / 32 + 1, "activation scales"));
   const MetaOffsets at(max_batch_);
-  // Room for every row's table at a 16-position block size to start with.
-  const int64_t tables = int64_t{max_batch_} * ((max_positions_ + 15) / 16 + 1);
-  meta_host_.resize(static_cast<size_t>(at.tables + tables));
+  // Room for short tables to start with (a few thousand block ids); a step
+  // with longer ones grows it (upload_rows).
+  meta_host_.resize(static_cast<size_t>(at.tables + std::max<int64_t>(kInitialTableEntries, max_batch_)));
   OMNIBUS_ASSIGN_OR_RETURN(meta_, cuda::DeviceBuffer::allocate(meta_host_.size() * 4, "block tables"));
   return Status::ok();
 }
 
-// cos and sin of every position's angles, computed on the host by the
-// CPU's rope_angles (double precision), so both backends turn q and k by
-// the same floats.
-Status CudaModelRunner::upload_rope_tables() {
+Status CudaModelRunner::ensure_logits_rows(int rows) {
+  if (rows <= logits_rows_) return Status::ok();
+  const int grown = std::min(max_batch_, std::max(rows, 2 * logits_rows_));
+  const size_t bytes = static_cast<size_t>(grown) * static_cast<size_t>(model_->config().vocab_size) * sizeof(float);
+  // The old buffer may still be read by a step that failed before its
+  // synchronisation; the new one is allocated before the old is freed.
+  OMNIBUS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "growing the logits buffer");
+  OMNIBUS_ASSIGN_OR_RETURN(logits_, cuda::DeviceBuffer::allocate(bytes, "logits"));
+  logits_rows_ = grown;
+  return Status::ok();
+}
+
+// cos and sin of the angles of positions [0, n), n at least `positions`:
+// the new positions' computed on the host by the CPU's rope_angles (double
+// precision), so both backends turn q and k by the same floats; the old
+// ones copied over on the device. Doubling, so a long context costs a few
+// growths, and only the positions reached are ever computed or held.
+Status CudaModelRunner::ensure_rope_positions(int64_t positions) {
+  if (positions <= rope_positions_) return Status::ok();
+  const int64_t old = rope_positions_;
+  const int64_t grown = std::min(max_positions_, std::max(positions, 2 * old));
   const ModelConfig& c = model_->config();
   const RopeParams* sets[2] = {&c.rope, c.sliding_window > 0 ? &c.window_rope : nullptr};
+  // The old tables may still be read by a step that failed before its
+  // synchronisation.
+  OMNIBUS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "growing the RoPE tables");
   for (int set = 0; set < 2; ++set) {
     if (sets[set] == nullptr) continue;
-    const int pairs = sets[set]->rot_dims / 2;
-    const size_t n = static_cast<size_t>(max_positions_) * static_cast<size_t>(pairs);
-    std::vector<float> cos(n), sin(n);
-    for (int64_t p = 0; p < max_positions_; ++p)
-      rope_angles(*sets[set], p, cos.data() + p * pairs, sin.data() + p * pairs);
-    OMNIBUS_ASSIGN_OR_RETURN(rope_cos_[set], cuda::DeviceBuffer::allocate(n * 4, "RoPE angles"));
-    OMNIBUS_ASSIGN_OR_RETURN(rope_sin_[set], cuda::DeviceBuffer::allocate(n * 4, "RoPE angles"));
-    OMNIBUS_CUDA_RETURN_IF_ERROR(cudaMemcpy(rope_cos_[set].as<void>(), cos.data(), n * 4, cudaMemcpyHostToDevice),
-                                 "uploading RoPE angles");
-    OMNIBUS_CUDA_RETURN_IF_ERROR(cudaMemcpy(rope_sin_[set].as<void>(), sin.data(), n * 4, cudaMemcpyHostToDevice),
-                                 "uploading RoPE angles");
+    const auto pairs = static_cast<size_t>(sets[set]->rot_dims / 2);
+    const size_t kept = static_cast<size_t>(old) * pairs, added = static_cast<size_t>(grown - old) * pairs;
+    std::vector<float> cos(added), sin(added);
+    for (int64_t p = old; p < grown; ++p) {
+      const size_t at = static_cast<size_t>(p - old) * pairs;
+      rope_angles(*sets[set], p, cos.data() + at, sin.data() + at);
+    }
+    cuda::DeviceBuffer* tables[2] = {&rope_cos_[set], &rope_sin_[set]};
+    const std::vector<float>* values[2] = {&cos, &sin};
+    for (int t = 0; t < 2; ++t) {
+      OMNIBUS_ASSIGN_OR_RETURN(cuda::DeviceBuffer table,
+                               cuda::DeviceBuffer::allocate((kept + added) * sizeof(float), "RoPE angles"));
+      if (kept > 0)
+        OMNIBUS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(table.as<void>(), tables[t]->as<const void>(),
+                                                     kept * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+                                     "growing the RoPE tables");
+      OMNIBUS_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(table.as<float>() + kept, values[t]->data(), added * sizeof(float),
+                                                   cudaMemcpyHostToDevice, stream_),
+                                   "uploading RoPE angles");
+      // Both copies done before the old table is freed and the host
+      // values go out of scope.
+      OMNIBUS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "uploading RoPE angles");
+      *tables[t] = std::move(table);
+    }
   }
+  rope_positions_ = grown;
   return Status::ok();
 }
 
@@ -205,7 +275,7 @@ void CudaModelRunner::project(std::span<const Target> targets, const float* inpu
   }
 }
 
-void CudaModelRunner::run_block(int layer, const BlockSpec& block, int n, CudaKvCache& kv) {
+Status CudaModelRunner::run_block(int layer, const BlockSpec& block, int n, CudaKvCache& kv) {
   const ModelConfig& c = model_->config();
   const CudaLayerWeights& l = weights_->layers[static_cast<size_t>(layer)];
   const MetaOffsets at(max_batch_);
@@ -275,31 +345,48 @@ void CudaModelRunner::run_block(int layer, const BlockSpec& block, int n, CudaKv
       case BlockStage::kRotateQkv:
       case BlockStage::kRotateOutput: break;  // refused at create (stage_implemented)
     }
+    // A launch error (a bad configuration, no kernel image) is this
+    // stage's: forward() cleared any older one before the first launch.
+    if (const cudaError_t error = cudaPeekAtLastError(); error != cudaSuccess)
+      return cuda::cuda_status(
+          error, std::string("launching ") + block_stage_name(stage) + " (layer " + std::to_string(layer) + ")");
   }
+  return Status::ok();
 }
 
 Status CudaModelRunner::forward(std::span<const BatchRow> rows, CudaKvCache& kv, float* logits) {
   const ModelConfig& c = model_->config();
   const int n = static_cast<int>(rows.size());
+  // The runtime's last error may hold an earlier failure that was handled
+  // and returned then (an allocation, a KV block copy): clear it, so the
+  // checks below see only this step's launches. (A sticky error, a kernel
+  // fault, stays and fails the step, as it must.)
+  (void)cudaGetLastError();
+  int64_t last_position = 0;
+  for (const BatchRow& r : rows) last_position = std::max<int64_t>(last_position, r.pos);
+  OMNIBUS_RETURN_IF_ERROR(ensure_rope_positions(last_position + 1));
   int n_out = 0;
   OMNIBUS_RETURN_IF_ERROR(upload_rows(rows, &n_out));
+  OMNIBUS_RETURN_IF_ERROR(ensure_logits_rows(n_out));
   const MetaOffsets at(max_batch_);
   const auto* meta = meta_.as<const int32_t>();
   const float embed_scale = c.spec->embedding_scaled ? std::sqrt(static_cast<float>(c.n_embd)) : 1.0f;
   cuda::embed(weights_->token_embd, meta + at.tokens, n, embed_scale, x_.as<float>(), stream_);
-  for (int layer = 0; layer < c.n_layer; ++layer) run_block(layer, blocks_[static_cast<size_t>(layer)], n, kv);
+  OMNIBUS_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError(), "launching the embedding lookup");
+  for (int layer = 0; layer < c.n_layer; ++layer)
+    OMNIBUS_RETURN_IF_ERROR(run_block(layer, blocks_[static_cast<size_t>(layer)], n, kv));
   if (n_out > 0) {
-    // The final norm of the rows that want logits, packed together.
+    // The final norm of the rows that want logits, gathered and packed,
+    // then the output projection of those rows only.
     cuda::rms_norm(x_.as<float>(), meta + at.logits_rows, weights_->output_norm, xn_.as<float>(), n_out, c.n_embd,
                    c.rms_eps, stream_);
     const Target output[] = {{&weights_->output, logits_.as<float>()}};
     project(output, xn_.as<float>(), n_out);
-    OMNIBUS_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launching the forward pass");
+    OMNIBUS_CUDA_RETURN_IF_ERROR(cudaPeekAtLastError(), "launching the output projection");
     const size_t bytes = static_cast<size_t>(n_out) * static_cast<size_t>(c.vocab_size) * sizeof(float);
     OMNIBUS_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(logits, logits_.as<const void>(), bytes, cudaMemcpyDeviceToHost, stream_), "copying logits");
   }
-  OMNIBUS_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "launching the forward pass");
   OMNIBUS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "running the forward pass");
   return Status::ok();
 }
@@ -312,10 +399,18 @@ Status CudaModelRunner::run(std::span<const BatchRow> rows, KvCache& cache, floa
   // The current device is per host thread, and the engine's step thread is
   // not the one that made the runner.
   OMNIBUS_CUDA_RETURN_IF_ERROR(cudaSetDevice(device_), "selecting the runner's device");
-  if (profiler_ == nullptr || !profiler_->enabled()) return forward(rows, *kv, logits);
-  profiler_->set_phase(rows.size() > 1 ? ProfilePhase::kPrefill : ProfilePhase::kDecode);
-  ProfileScope scope(profiler_, ProfileOp::kForward);
-  return forward(rows, *kv, logits);
+  // No exception crosses the seam: a host allocation that fails (a grown
+  // block table, new RoPE angles) is a Status.
+  try {
+    if (profiler_ == nullptr || !profiler_->enabled()) return forward(rows, *kv, logits);
+    profiler_->set_phase(rows.size() > 1 ? ProfilePhase::kPrefill : ProfilePhase::kDecode);
+    ProfileScope scope(profiler_, ProfileOp::kForward);
+    return forward(rows, *kv, logits);
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted("out of host memory running a step on the CUDA backend");
+  } catch (const std::exception& e) {
+    return Status::internal(std::string("running a step on the CUDA backend: ") + e.what());
+  }
 }
 
 }  // namespace omnibus

@@ -1,11 +1,14 @@
 // The CUDA backend's ModelRunner: the transformer layers on the GPU over a
 // CudaKvCache, each layer's stages taken from its BlockSpec (model/
 // block_spec.h), as the CPU's schedules take them. The weights are uploaded
-// once at creation (CudaWeights) and every activation buffer is sized then
-// for max_batch rows, so a step moves only its token ids, positions and
-// block tables to the device and the logits rows back
-// (docs/design/cuda-backend.md). Each run() ends synchronised: its logits
-// are in host memory and the cache is settled when it returns.
+// once at creation (CudaWeights, then a device synchronisation, so no
+// step can race the uploads) and the layers' activation buffers are sized
+// then for max_batch rows; the logits (wanted rows only), block tables and
+// RoPE tables start small and grow when a step needs more. A step moves
+// only its token ids, positions and block tables to the device and the
+// logits rows back (docs/design/cuda-backend.md). Each run() ends
+// synchronised: its logits are in host memory and the cache is settled
+// when it returns.
 //
 // Not bit-identical to the CPU backend (float sums in other orders; the
 // device's expf), but the same math: quantized weights multiply int8
@@ -55,13 +58,21 @@ class CudaModelRunner final : public ModelRunner {
 
  private:
   CudaModelRunner() = default;
+  static Result<std::unique_ptr<CudaModelRunner>> create_on_device(std::shared_ptr<const Model> model, int max_batch,
+                                                                   int64_t max_positions);
   Status allocate_buffers();
-  Status upload_rope_tables();
+  // RoPE tables covering positions [0, positions) at least (grown
+  // geometrically up to max_positions; never shrunk).
+  Status ensure_rope_positions(int64_t positions);
+  // A logits buffer of `rows` rows at least.
+  Status ensure_logits_rows(int rows);
   Status check(std::span<const BatchRow> rows, const CudaKvCache& kv) const;
   // The rows' ids, positions and block tables into meta_ (one copy).
   Status upload_rows(std::span<const BatchRow> rows, int* logits_rows);
   Status forward(std::span<const BatchRow> rows, CudaKvCache& kv, float* logits);
-  void run_block(int layer, const BlockSpec& block, int n, CudaKvCache& kv);
+  // Launches one layer's stages; an error names the stage whose launch
+  // failed (cudaPeekAtLastError after each).
+  Status run_block(int layer, const BlockSpec& block, int n, CudaKvCache& kv);
   // input (n rows of each matrix's cols) times each matrix into its output;
   // the int8 form of input made once per activation block size.
   struct Target {
@@ -80,14 +91,19 @@ class CudaModelRunner final : public ModelRunner {
   Profiler* profiler_ = nullptr;
 
   // Activations, max_batch rows each (floats unless said).
-  cuda::DeviceBuffer x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_, logits_;
+  cuda::DeviceBuffer x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
   cuda::DeviceBuffer xq_, xs_;  // the int8 form of a matmul input and its scales
-  // cos and sin of every position's RoPE angles: [0] the model's, [1] the
-  // window layers' (models with sliding windows).
+  // The output projection of the rows that want logits, packed: room for
+  // logits_rows_ rows of vocab floats (grows on demand, up to max_batch).
+  cuda::DeviceBuffer logits_;
+  int logits_rows_ = 0;
+  // cos and sin of the RoPE angles of positions [0, rope_positions_):
+  // [0] the model's, [1] the window layers' (models with sliding windows).
   cuda::DeviceBuffer rope_cos_[2], rope_sin_[2];
+  int64_t rope_positions_ = 0;
   // Per step, int32: tokens, positions, table starts, the rows wanting
-  // logits (max_batch each), then the block tables; grows when a step's
-  // tables do not fit.
+  // logits (max_batch each), then the block tables; starts with room for
+  // short tables and grows when a step's tables do not fit.
   cuda::DeviceBuffer meta_;
   std::vector<int32_t> meta_host_;
 };

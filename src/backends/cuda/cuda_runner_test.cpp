@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include "backends/cpu/cpu_backend.h"
@@ -20,6 +21,8 @@
 #include "backends/cuda/cuda_test_util.h"
 #include "real_model.h"
 #include "tiny_model.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab_from_gguf.h"
 
 namespace omnibus {
 namespace {
@@ -154,8 +157,8 @@ TEST_F(CudaRunnerTest, DecodesFromACacheHandedOverByTheCpu) {
   std::vector<uint8_t> block(static_cast<size_t>((*cpu_kv)->block_transfer_bytes()));
   ASSERT_EQ((*gpu_kv)->block_transfer_bytes(), (*cpu_kv)->block_transfer_bytes());
   for (int b = 0; b < 3; ++b) {
-    (*cpu_kv)->copy_block_out(b, block.data());
-    (*gpu_kv)->copy_block_in(b, block.data());
+    ASSERT_TRUE((*cpu_kv)->copy_block_out(b, block.data()).is_ok());
+    ASSERT_TRUE((*gpu_kv)->copy_block_in(b, block.data()).is_ok());
   }
   const BatchRow next[] = {{.token = tokens[39], .block_table = table, .pos = 39, .want_logits = true}};
   Logits cpu{std::vector<float>(static_cast<size_t>(c.vocab_size)), c.vocab_size};
@@ -187,6 +190,141 @@ TEST_F(CudaRunnerTest, RefusesWhatItCannotRun) {
   EXPECT_EQ((*runner)->run(bad_token, **kv, logits.data()).code(), StatusCode::kInvalidArgument);
   const BatchRow past_table[] = {{.token = 1, .block_table = table, .pos = 32, .want_logits = true}};
   EXPECT_FALSE((*runner)->run(past_table, **kv, logits.data()).is_ok());
+}
+
+// Positions past the RoPE tables' first size (4096): the runner grows them
+// in the step that needs them, and agrees with the CPU there.
+TEST_F(CudaRunnerTest, RopeTablesGrowForLatePositions) {
+  TinyModelSpec spec;
+  spec.matrix_type = DType::kQ8_0;
+  spec.embedding_type = DType::kQ8_0;
+  const std::vector<uint8_t> bytes = testing::make_tiny_model_bytes(spec);
+  const auto model = testing::load_tiny_model(bytes);
+  const ModelConfig& c = model->config();
+  const int context = 6016, blocks = context / 16;
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  for (int b = 0; b < blocks; ++b) table[static_cast<size_t>(b)] = b;
+  const std::vector<int32_t> tokens = random_tokens(16, spec.vocab, 13);
+  Logits out[2];
+  Backend* backends[2] = {&cpu_, cuda_.get()};
+  for (int i = 0; i < 2; ++i) {
+    auto kv = backends[i]->create_kv_cache(c, blocks, 16, KvCacheType::kF16);
+    auto runner = backends[i]->create_runner(model, 8, context);
+    ASSERT_TRUE(kv.is_ok() && runner.is_ok());
+    out[i] = Logits{std::vector<float>(16 * static_cast<size_t>(c.vocab_size)), c.vocab_size};
+    // Positions 0..7, then 6000..6007 (the cache between is zeros on both).
+    for (int part = 0; part < 2; ++part) {
+      std::vector<BatchRow> rows;
+      for (int r = 0; r < 8; ++r)
+        rows.push_back({.token = tokens[static_cast<size_t>(part * 8 + r)],
+                        .block_table = table,
+                        .pos = part * 6000 + r,
+                        .want_logits = true});
+      const Status s = (*runner)->run(rows, **kv, out[i].values.data() + static_cast<size_t>(part * 8) * c.vocab_size);
+      ASSERT_TRUE(s.is_ok()) << s.to_string();
+    }
+  }
+  expect_close(out[0], out[1], 2e-3, "late positions");
+}
+
+// One step of more rows than a grid's y dimension takes (65535): the
+// matmul splits its launch, attention has the rows on grid x. 70,000
+// one-position sequences, a few wanting logits (the logits buffer grows to
+// them), against the same rows run 1,000 at a time: the same bits (batch
+// invariance).
+TEST_F(CudaRunnerTest, StepsLongerThanAGridDimension) {
+  TinyModelSpec spec;
+  spec.matrix_type = DType::kQ4_0;
+  spec.embedding_type = DType::kQ4_0;
+  const std::vector<uint8_t> bytes = testing::make_tiny_model_bytes(spec);
+  const auto model = testing::load_tiny_model(bytes);
+  const ModelConfig& c = model->config();
+  const int n = 70000, chunk = 1000, every = 5000;
+  const std::vector<int32_t> tokens = random_tokens(n, spec.vocab, 21);
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(n));
+  std::vector<BatchRow> rows(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    tables[static_cast<size_t>(i)] = {i};
+    rows[static_cast<size_t>(i)] = {.token = tokens[static_cast<size_t>(i)],
+                                    .block_table = tables[static_cast<size_t>(i)],
+                                    .pos = 0,
+                                    .want_logits = i % every == every - 1};
+  }
+  const size_t wanted = n / every, vocab = static_cast<size_t>(c.vocab_size);
+  std::vector<float> whole(wanted * vocab), chunked(wanted * vocab);
+  {
+    auto kv = cuda_->create_kv_cache(c, n, 16, KvCacheType::kF16);
+    auto runner = cuda_->create_runner(model, n, 16);
+    ASSERT_TRUE(kv.is_ok() && runner.is_ok());
+    const Status s = (*runner)->run(rows, **kv, whole.data());
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+  }
+  auto kv = cuda_->create_kv_cache(c, n, 16, KvCacheType::kF16);
+  auto runner = cuda_->create_runner(model, chunk, 16);
+  ASSERT_TRUE(kv.is_ok() && runner.is_ok());
+  size_t out = 0;
+  for (int start = 0; start < n; start += chunk) {
+    const std::span<const BatchRow> part(rows.data() + start, static_cast<size_t>(chunk));
+    const Status s = (*runner)->run(part, **kv, chunked.data() + out * vocab);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    for (const BatchRow& r : part) out += r.want_logits ? 1 : 0;
+  }
+  ASSERT_EQ(out, wanted);
+  EXPECT_EQ(whole, chunked);
+}
+
+// The greedy continuation scripts/test_cuda.sh prints: the prompt
+// (OMNIBUS_CUDA_PROMPT, default "The capital of France is", encoded as
+// `omnibus run` encodes it) and 32 greedy tokens of the CPU, every step also
+// run on the GPU on the CPU's tokens. The GPU's top token must be the
+// CPU's except in a near tie: the CPU's logits of the two within 2 x 1e-2
+// of its largest |logit| (expect_close, as the tests above). Both texts
+// are printed: the CPU's greedy one and the GPU's top tokens on it.
+TEST_F(CudaRunnerTest, DefaultModelGreedyPromptMatchesTheCpu) {
+  const std::string path = testing::real_model_path();
+  if (path.empty()) OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL("OMNIBUS_MODEL is not set");
+  auto loaded = Model::load(path, ModelLoadOptions{.interleave = false});
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  const std::shared_ptr<const Model> model = std::move(loaded).value();
+  auto vocab = vocab_from_gguf(model->gguf());
+  ASSERT_TRUE(vocab.is_ok()) << vocab.status().to_string();
+  auto tokenizer = Tokenizer::create(std::move(vocab).value());
+  ASSERT_TRUE(tokenizer.is_ok()) << tokenizer.status().to_string();
+  const char* env_prompt = std::getenv("OMNIBUS_CUDA_PROMPT");
+  const std::string prompt = env_prompt != nullptr ? env_prompt : "The capital of France is";
+  std::vector<int32_t> tokens = (*tokenizer)->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  ASSERT_FALSE(tokens.empty());
+  const ModelConfig& c = model->config();
+  const int steps = 32, context = 128;
+  const std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
+  auto cpu_kv = cpu_.create_kv_cache(c, 8, 16, KvCacheType::kF16);
+  auto gpu_kv = cuda_->create_kv_cache(c, 8, 16, KvCacheType::kF16);
+  auto cpu_run = cpu_.create_runner(model, 64, context);
+  auto gpu_run = cuda_->create_runner(model, 64, context);
+  ASSERT_TRUE(cpu_kv.is_ok() && gpu_kv.is_ok() && cpu_run.is_ok() && gpu_run.is_ok());
+  Logits cpu{std::vector<float>(static_cast<size_t>(c.vocab_size)), c.vocab_size};
+  Logits gpu = cpu;
+  std::vector<BatchRow> rows;
+  for (size_t i = 0; i < tokens.size(); ++i)
+    rows.push_back({.token = tokens[i], .block_table = table, .pos = static_cast<int32_t>(i)});
+  rows.back().want_logits = true;
+  std::vector<int32_t> cpu_text, gpu_text;
+  for (int step = 0; step < steps; ++step) {
+    ASSERT_TRUE((*cpu_run)->run(rows, **cpu_kv, cpu.values.data()).is_ok());
+    ASSERT_TRUE((*gpu_run)->run(rows, **gpu_kv, gpu.values.data()).is_ok());
+    expect_close(cpu, gpu, 1e-2, "greedy step " + std::to_string(step));
+    const int next = argmax(cpu.row(0), c.vocab_size);
+    cpu_text.push_back(next);
+    gpu_text.push_back(argmax(gpu.row(0), c.vocab_size));
+    rows = {{.token = next, .block_table = table, .pos = static_cast<int32_t>(tokens.size()), .want_logits = true}};
+    tokens.push_back(next);
+  }
+  int agreed = 0;
+  for (size_t i = 0; i < cpu_text.size(); ++i) agreed += cpu_text[i] == gpu_text[i];
+  std::printf("greedy prompt: top-1 agreed on %d of %d steps (a difference allowed only in a near tie)\n", agreed,
+              steps);
+  std::printf("cpu greedy:             %s%s\n", prompt.c_str(), (*tokenizer)->decode(cpu_text).c_str());
+  std::printf("cuda top-1 on cpu text: %s%s\n", prompt.c_str(), (*tokenizer)->decode(gpu_text).c_str());
 }
 
 // The default model: a prompt, then 16 greedy steps fed the CPU's tokens,

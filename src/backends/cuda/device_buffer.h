@@ -33,8 +33,14 @@ class DeviceBuffer {
   static Result<DeviceBuffer> allocate(size_t bytes, const std::string& what) {
     DeviceBuffer buffer;
     void* p = nullptr;
-    OMNIBUS_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, bytes == 0 ? 1 : bytes),
-                                 "allocating " + std::to_string(bytes) + " bytes for " + what);
+    const cudaError_t error = cudaMalloc(&p, bytes == 0 ? 1 : bytes);
+    if (error != cudaSuccess) {
+      // A failed cudaMalloc also sets the runtime's last error, which a
+      // later cudaGetLastError would report as that call's failure: this
+      // one is handled here (returned), so clear it.
+      (void)cudaGetLastError();
+      return cuda_status(error, "allocating " + std::to_string(bytes) + " bytes for " + what);
+    }
     buffer.data_ = p;
     buffer.bytes_ = bytes;
     return buffer;

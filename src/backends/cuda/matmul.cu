@@ -109,18 +109,41 @@ __global__ void matmul_float_kernel(MatmulArgs a) {
   finish_rows(a, o, r0, acc);
 }
 
+// Output rows on grid x (up to 2^31 - 1 CTAs: any vocabulary), groups of
+// kRowsPerWarp activation rows on grid y, which takes at most 65535: a
+// longer batch (a perplexity chunk, a large prefill) goes in launches of
+// kMaxRowsPerLaunch rows, each reading its rows' part of x, xq and xs.
+constexpr int64_t kMaxGridY = 65535;
+constexpr int64_t kMaxRowsPerLaunch = kMaxGridY * kRowsPerWarp;
+
 template <int kType>
 void launch(const MatmulArgs& a, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((a.rows + kWarpsPerCta - 1) / kWarpsPerCta),
-                  static_cast<unsigned>((a.n_x + kRowsPerWarp - 1) / kRowsPerWarp));
-  if constexpr (kType == kF32 || kType == kF16 || kType == kBF16) {
-    matmul_float_kernel<kType><<<grid, kWarpsPerCta * 32, 0, stream>>>(a);
-  } else {
-    matmul_quant_kernel<kType><<<grid, kWarpsPerCta * 32, 0, stream>>>(a);
+  constexpr bool kFloat = kType == kF32 || kType == kF16 || kType == kBF16;
+  // Activation scales per row: one per activation block (quantized types).
+  const int64_t x_blocks = kFloat ? 0 : a.cols / 32 / units_per_block(kType);
+  for (int64_t start = 0; start < a.n_x; start += kMaxRowsPerLaunch) {
+    MatmulArgs part = a;
+    part.n_x = a.n_x - start < kMaxRowsPerLaunch ? a.n_x - start : kMaxRowsPerLaunch;
+    if (a.x != nullptr) part.x = a.x + start * a.cols;
+    if (a.xq != nullptr) part.xq = a.xq + start * a.cols;
+    if (a.xs != nullptr) part.xs = a.xs + start * x_blocks;
+    part.y = a.y + start * a.rows;
+    const dim3 grid(static_cast<unsigned>((a.rows + kWarpsPerCta - 1) / kWarpsPerCta),
+                    static_cast<unsigned>((part.n_x + kRowsPerWarp - 1) / kRowsPerWarp));
+    if constexpr (kFloat) {
+      matmul_float_kernel<kType><<<grid, kWarpsPerCta * 32, 0, stream>>>(part);
+    } else {
+      matmul_quant_kernel<kType><<<grid, kWarpsPerCta * 32, 0, stream>>>(part);
+    }
   }
 }
 
 }  // namespace
+
+cudaError_t kernel_image_status() {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, matmul_quant_kernel<kQ8_0>);
+}
 
 bool weight_type_supported(int type) {
   switch (type) {
