@@ -72,6 +72,17 @@ OMNIBUS_HD uint32_t load_u16(const uint8_t* p) {
 }
 OMNIBUS_HD uint32_t load_u32(const uint8_t* p) { return load_u16(p) | (load_u16(p + 2) << 16); }
 
+// A float's bit pattern as the float.
+OMNIBUS_HD float bits_to_float(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
 // IEEE binary16 bits to float (exact).
 OMNIBUS_HD float half_to_float(uint32_t h) {
 #if defined(__CUDA_ARCH__)
@@ -95,22 +106,11 @@ OMNIBUS_HD float half_to_float(uint32_t h) {
     }
     bits = sign | (static_cast<uint32_t>(e) << 23) | ((mantissa & 0x3FFu) << 13);
   }
-  float f;
-  __builtin_memcpy(&f, &bits, sizeof f);
-  return f;
+  return bits_to_float(bits);
 #endif
 }
 
-OMNIBUS_HD float bf16_to_float(uint32_t h) {
-  const uint32_t bits = h << 16;
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  __builtin_memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
-}
+OMNIBUS_HD float bf16_to_float(uint32_t h) { return bits_to_float(h << 16); }
 
 // Four signed bytes of a times those of b, plus acc (dp4a on the device).
 OMNIBUS_HD int32_t dot_i8x4(int32_t a, int32_t b, int32_t acc) {
@@ -244,14 +244,7 @@ OMNIBUS_HD float unit_value(const QuantUnit& w, int i) {
 template <int kType>
 OMNIBUS_HD float float_weight(const uint8_t* row, int64_t k) {
   if constexpr (kType == kF32) {
-    const uint32_t bits = load_u32(row + 4 * k);
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(bits);
-#else
-    float f;
-    __builtin_memcpy(&f, &bits, sizeof f);
-    return f;
-#endif
+    return bits_to_float(load_u32(row + 4 * k));
   } else if constexpr (kType == kF16) {
     return half_to_float(load_u16(row + 2 * k));
   } else {
