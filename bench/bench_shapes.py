@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import roofline
+from bench_vs_llamacpp import run_omnibus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OMNIBUS = REPO_ROOT / "build" / "src" / "cli" / "omnibus"
@@ -46,16 +47,7 @@ ONE_TOKEN_WORD = " the"
 
 
 def omnibus_run(args, model, prompt_args, n_new, batch, ctx):
-    with tempfile.TemporaryDirectory() as tmp:
-        stats_path = Path(tmp) / "stats.json"
-        cmd = [str(args.omnibus), "run", "-m", str(model), *prompt_args,
-               "-n", str(n_new), "-t", str(args.threads), "-b", str(batch),
-               "-c", str(ctx), "--kv-type", args.kv_type,
-               "--ignore-eos", "--temp", "0", "--stats-json", str(stats_path)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0 or not stats_path.exists():
-            raise SystemExit(f"omnibus failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
-        return json.loads(stats_path.read_text())
+    return run_omnibus(args.omnibus, model, args.threads, batch, [*prompt_args, "-c", str(ctx)], n_new, args.kv_type)
 
 
 def llama_bench(args, model):
