@@ -40,20 +40,25 @@ TEST(MatmulBench, DISABLED_DecodeAndPrefillThroughput) {
     int64_t rows, cols, n_x;
   };
   const Shape shapes[] = {
-      {DType::kQ4_1, 576, 576, 1},    {DType::kQ8_0, 576, 576, 1},    {DType::kQ4_0, 576, 576, 1},
-      {DType::kQ4_1, 576, 1536, 1},   {DType::kQ4_1, 1536, 576, 1},   {DType::kQ4_1, 49152, 576, 1},
-      {DType::kQ8_0, 49152, 576, 1},  {DType::kF16, 576, 1536, 1},    {DType::kF32, 576, 1536, 1},
-      {DType::kQ4_1, 1536, 576, 8},   {DType::kQ4_1, 1536, 576, 512}, {DType::kQ4_1, 576, 1536, 512},
-      {DType::kQ4_K, 1536, 768, 512}, {DType::kF32, 1536, 576, 512}, {DType::kQ4_0, 1536, 576, 512},
-      {DType::kQ8_0, 1536, 576, 512}, {DType::kQ4_1, 49152, 576, 3},  {DType::kQ5_0, 2048, 640, 1},
-      {DType::kQ5_0, 2048, 640, 512}, {DType::kQ6_K, 640, 2048, 512}, {DType::kQ4_K, 640, 1024, 512},
-      {DType::kQ6_K, 640, 2048, 1},   {DType::kQ4_K, 1536, 768, 1},   {DType::kQ5_K, 1536, 768, 512},
-      {DType::kQ5_K, 1536, 768, 1},
+      {DType::kQ4_1, 576, 576, 1},      {DType::kQ8_0, 576, 576, 1},      {DType::kQ4_0, 576, 576, 1},
+      {DType::kQ4_1, 576, 1536, 1},     {DType::kQ4_1, 1536, 576, 1},     {DType::kQ4_1, 49152, 576, 1},
+      {DType::kQ8_0, 49152, 576, 1},    {DType::kF16, 576, 1536, 1},      {DType::kF32, 576, 1536, 1},
+      {DType::kQ4_1, 1536, 576, 8},     {DType::kQ4_1, 1536, 576, 512},   {DType::kQ4_1, 576, 1536, 512},
+      {DType::kQ4_K, 1536, 768, 512},   {DType::kF32, 1536, 576, 512},    {DType::kQ4_0, 1536, 576, 512},
+      {DType::kQ8_0, 1536, 576, 512},   {DType::kQ4_1, 49152, 576, 3},    {DType::kQ5_0, 2048, 640, 1},
+      {DType::kQ5_0, 2048, 640, 512},   {DType::kQ6_K, 640, 2048, 512},   {DType::kQ4_K, 640, 1024, 512},
+      {DType::kQ6_K, 640, 2048, 1},     {DType::kQ4_K, 1536, 768, 1},     {DType::kQ5_K, 1536, 768, 512},
+      {DType::kQ5_K, 1536, 768, 1},     {DType::kQ3_K, 1536, 768, 512},   {DType::kQ3_K, 1536, 768, 1},
+      {DType::kIQ4_XS, 1536, 768, 512}, {DType::kIQ4_XS, 1536, 768, 1},   {DType::kQ2_K, 1536, 768, 512},
+      {DType::kQ2_K, 1536, 768, 1},     {DType::kIQ4_NL, 1536, 768, 512}, {DType::kIQ4_NL, 1536, 768, 1},
   };
+  // OMNIBUS_BENCH_TYPE=q3_K: that type's shapes only.
+  const char* only = std::getenv("OMNIBUS_BENCH_TYPE");
   std::printf("path: %s\n", matmul_path_name());
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
     for (const Shape& s : shapes) {
+      if (only != nullptr && dtype_name(s.type) != only) continue;
       const auto w = testing_util::random_weights(s.type, s.rows, s.cols, 1);
       const auto x = testing_util::random_floats(s.n_x * s.cols, 2);
       std::vector<float> y(static_cast<size_t>(s.n_x * s.rows));

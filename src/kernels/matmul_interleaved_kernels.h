@@ -36,7 +36,7 @@
 #include <algorithm>
 #include <type_traits>
 
-// The kernels, in layers: legacy types, K-quants, the AVX-512 pair tiles.
+// The kernels, in layers: legacy types, K-quants, Q3_K and IQ4_XS, the AVX-512 pair tiles.
 #include "kernels/matmul_interleaved_pair_tiles.h"
 
 namespace omnibus::matmul_detail {
@@ -48,6 +48,10 @@ template <class K, int NG, int MR>
 void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   if constexpr (std::is_same_v<K, IlQ6_K>) {
     q6k_tile<NG, MR>(a, groups, r0, out);
+  } else if constexpr (std::is_same_v<K, IlQ3_K>) {
+    q3k_tile<NG, MR>(a, groups, r0, out);
+  } else if constexpr (std::is_same_v<K, IlIQ4_XS>) {
+    iq4xs_tile<NG, MR>(a, groups, r0, out);
   } else if constexpr (K::kSuper) {
     q4k_tile<K, NG, MR>(a, groups, r0, out);
   } else {
@@ -212,6 +216,8 @@ inline void interleaved_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t
       return interleaved_rows<IlQ5_K>(a, row_begin, row_end);
     case DType::kQ6_K:
       return interleaved_rows<IlQ6_K>(a, row_begin, row_end);
+    case DType::kQ3_K: return interleaved_rows<IlQ3_K>(a, row_begin, row_end);
+    case DType::kIQ4_XS: return interleaved_rows<IlIQ4_XS>(a, row_begin, row_end);
     default:
       break;  // interleave8() makes no other type
   }

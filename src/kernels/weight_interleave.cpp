@@ -71,6 +71,27 @@ void for_each_piece(DType t, int64_t r, Piece&& piece) {
     for (size_t j = 0; j < 16; ++j) piece(offsetof(BlockQ6_K, qh) + 4 * j, kQh + 32 * j + r4, size_t{4}, false);
     return;
   }
+  if (t == DType::kQ3_K) {
+    // GGUF's order is hmask, qs, scales, d; the group's is d[8], scale
+    // words [3][8], hmask [8][32], qs [16][32] (q3k_tile reads these offsets).
+    constexpr size_t kScales = 2 * kInterleaveRows, kHmask = kScales + 12 * kInterleaveRows,
+                     kQs = kHmask + 32 * kInterleaveRows;
+    piece(offsetof(BlockQ3_K, d), static_cast<size_t>(2 * r), size_t{2}, false);
+    for (size_t w = 0; w < 3; ++w) piece(offsetof(BlockQ3_K, scales) + 4 * w, kScales + 32 * w + r4, size_t{4}, false);
+    for (size_t j = 0; j < 8; ++j) piece(offsetof(BlockQ3_K, hmask) + 4 * j, kHmask + 32 * j + r4, size_t{4}, false);
+    for (size_t j = 0; j < 16; ++j) piece(offsetof(BlockQ3_K, qs) + 4 * j, kQs + 32 * j + r4, size_t{4}, false);
+    return;
+  }
+  if (t == DType::kIQ4_XS) {
+    // d[8], scales_h[8], scales_l words [8], qs [32][32] (iq4xs_tile).
+    constexpr size_t kScalesH = 2 * kInterleaveRows, kScalesL = kScalesH + 2 * kInterleaveRows,
+                     kQs = kScalesL + 4 * kInterleaveRows;
+    piece(offsetof(BlockIQ4_XS, d), static_cast<size_t>(2 * r), size_t{2}, false);
+    piece(offsetof(BlockIQ4_XS, scales_h), kScalesH + static_cast<size_t>(2 * r), size_t{2}, false);
+    piece(offsetof(BlockIQ4_XS, scales_l), kScalesL + r4, size_t{4}, false);
+    for (size_t j = 0; j < 32; ++j) piece(offsetof(BlockIQ4_XS, qs) + 4 * j, kQs + 32 * j + r4, size_t{4}, false);
+    return;
+  }
   const size_t sb = scale_bytes(t), hb = high_bytes(t), code_bytes = block_bytes(t) - sb - hb;
   piece(size_t{0}, static_cast<size_t>(2 * r), size_t{2}, false);                                     // d
   if (sb == 4) piece(size_t{2}, static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2}, false);  // m
@@ -96,7 +117,7 @@ size_t packed_row_bytes(const WeightMatrix& w) {
 
 bool can_interleave8(DType t) {
   if (kernels().rows_interleaved == nullptr) return false;  // this CPU's table reads row layout only
-  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K)
+  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kQ3_K || t == DType::kIQ4_XS)
     return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
   if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;
   return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x32;

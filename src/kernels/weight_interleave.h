@@ -24,6 +24,10 @@
 //   Q6_K (per 256-element block): d[8] (f16), scale words [4][8] (row r's
 //     sixteen int8 scales), ql [32][32], qh [16][32] (4-byte chunks as
 //     for the codes below)                   = 8 x 210 bytes
+//   Q3_K: d[8] (f16), scale words [3][8] (row r's twelve packed 6-bit
+//     scale bytes), hmask [8][32], qs [16][32] = 8 x 110 bytes
+//   IQ4_XS: d[8] (f16), scales_h[8] (u16), scales_l words [8], qs [32][32]
+//                                            = 8 x 136 bytes
 // codes: 32-byte chunks j = 0, 1, ...; chunk j holds bytes 4j..4j+3 of each
 // row's quants (qs), row 0 first. For the 4-bit types a byte keeps GGUF's
 // pairing (low nibble: element i, high nibble: element i + 16), so chunk j
