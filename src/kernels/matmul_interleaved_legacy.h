@@ -1,5 +1,5 @@
 // The legacy types' kernels for the interleaved layout (Q4_0, Q4_1, Q5_0,
-// Q8_0; eight rows side by side per block, kernels/weight_interleave.h):
+// Q8_0, IQ4_NL; eight rows side by side per block, kernels/weight_interleave.h):
 // the per-type block descriptions, code unpacking, exact block sums and the
 // group tile. Part of the kernels matmul_interleaved_kernels.h gathers (its
 // top comment says how they are built and why their bits agree); include
@@ -54,6 +54,14 @@ struct IlQ8_0 {
   static constexpr bool kSuper = false;
   static constexpr bool kAffine = false, kBias = false, kSigned = true, kFifthBit = false;
   static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 256;
+};
+
+// IQ4_NL: Q4_0's block layout; each code indexes the code book's signed
+// levels (kIq4nlValues), which then go in as Q8_0's signed codes do.
+struct IlIQ4_NL {
+  static constexpr bool kSuper = false;
+  static constexpr bool kAffine = false, kBias = false, kSigned = true, kFifthBit = false;
+  static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 128;
 };
 
 // Q4_K: 256-element blocks with 6-bit sub-block scales and mins (q4k_tile).
@@ -113,7 +121,28 @@ inline __m256i add_dot4(__m256i acc, __m256i u8, __m256i s8) {
 // 1) share each unpacked block among the x rows.
 template <class K, int NG, int MR>
 inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m256i* sums) {
-  if constexpr (K::kSigned) {
+  if constexpr (std::is_same_v<K, IlIQ4_NL>) {
+    // The nibbles' levels, then |level| x (x with the level's sign).
+    const __m256i book = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+#pragma GCC unroll 8
+    for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+#pragma GCC unroll 8
+      for (int g = 0; g < NG; ++g) {
+        __m256i lo, hi;
+        unpack_codes<K>(codes[g], j, lo, hi);
+        const __m256i w_lo = _mm256_shuffle_epi8(book, lo), w_hi = _mm256_shuffle_epi8(book, hi);
+        const __m256i m_lo = _mm256_abs_epi8(w_lo), m_hi = _mm256_abs_epi8(w_hi);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          __m256i& s = sums[g * MR + i];
+          s = add_dot4(s, m_lo, _mm256_sign_epi8(broadcast4(xb[i] + 4 * j), w_lo));
+          s = add_dot4(s, m_hi, _mm256_sign_epi8(broadcast4(xb[i] + 16 + 4 * j), w_hi));
+        }
+      }
+    }
+  } else if constexpr (K::kSigned) {
     // Q8_0: |w| x (x with w's sign).
 #pragma GCC unroll 8
     for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();

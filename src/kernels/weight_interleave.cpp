@@ -119,7 +119,8 @@ bool can_interleave8(DType t) {
   if (kernels().rows_interleaved == nullptr) return false;  // this CPU's table reads row layout only
   if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kQ3_K || t == DType::kIQ4_XS)
     return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
-  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0) return false;
+  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0 && t != DType::kIQ4_NL)
+    return false;
   return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x32;
 }
 
