@@ -48,6 +48,8 @@ template <class K, int NG, int MR>
 void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   if constexpr (std::is_same_v<K, IlQ6_K>) {
     q6k_tile<NG, MR>(a, groups, r0, out);
+  } else if constexpr (std::is_same_v<K, IlQ2_K>) {
+    q2k_tile<NG, MR>(a, groups, r0, out);
   } else if constexpr (std::is_same_v<K, IlQ3_K>) {
     q3k_tile<NG, MR>(a, groups, r0, out);
   } else if constexpr (std::is_same_v<K, IlIQ4_XS>) {
@@ -217,6 +219,7 @@ inline void interleaved_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t
       return interleaved_rows<IlQ5_K>(a, row_begin, row_end);
     case DType::kQ6_K:
       return interleaved_rows<IlQ6_K>(a, row_begin, row_end);
+    case DType::kQ2_K: return interleaved_rows<IlQ2_K>(a, row_begin, row_end);
     case DType::kQ3_K: return interleaved_rows<IlQ3_K>(a, row_begin, row_end);
     case DType::kIQ4_XS: return interleaved_rows<IlIQ4_XS>(a, row_begin, row_end);
     default:

@@ -1,4 +1,4 @@
-// The kernels of Q3_K and IQ4_XS weights in the interleaved layout (eight
+// The kernels of Q2_K, Q3_K and IQ4_XS weights in the interleaved layout (eight
 // rows side by side per 256-element block; kernels/weight_interleave.h).
 // Part of the kernels matmul_interleaved_kernels.h gathers; include that
 // header, not this one.
@@ -23,6 +23,13 @@ struct IlQ3_K {
   static constexpr bool kSuper = true, kSigned = false;
   static constexpr int kBlockBytes = kInterleaveRows * 110;
   static constexpr int kScaleOffset = 16, kHmaskOffset = 112, kQsOffset = 368;
+};
+// Q2_K group block: d[8], dmin[8] (f16), scale words [4][8] (row r's
+// sixteen scale bytes: 4-bit scale low, 4-bit min high), qs chunks [16][32].
+struct IlQ2_K {
+  static constexpr bool kSuper = true, kSigned = false;
+  static constexpr int kBlockBytes = kInterleaveRows * 84;
+  static constexpr int kScaleOffset = 32, kQsOffset = 160;
 };
 // IQ4_XS group block: d[8] (f16), scales_h[8] (u16), scales_l words [8],
 // qs chunks [32][32].
@@ -142,6 +149,99 @@ void q3k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
         const __m256 dx = _mm256_set1_ps(qx.scale[(r0 + i) * blocks + b]);
         const __m256i sum = _mm256_sub_epi32(S[i], _mm256_slli_epi32(bias[i], 2));
         acc[g * MR + i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(d, dx), acc[g * MR + i]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+}
+
+// Q2_K outputs of NG groups for x rows r0..r0+MR: Q3_K's two low bits
+// alone (the same qs order and 16-element sub-blocks), weighted by the
+// 4-bit scales, and the mins term of Q4_K (lane r of M: the sum of row r's
+// sub-block mins times the x sums of 16), with k_tile's two float steps.
+template <int NG, int MR>
+void q2k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m256 acc[NG * MR];
+#pragma GCC unroll 8
+  for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
+  const __m256i three = _mm256_set1_epi8(3), low4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    const int16_t* xs[MR];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const int64_t xi = (r0 + i) * blocks + b;
+      xb[i] = qx.q.data() + xi * kQK_K;
+      xs[i] = qx.sums16.data() + xi * 16;
+    }
+#pragma GCC unroll 1
+    for (int g = 0; g < NG; ++g) {
+      const uint8_t* blk = groups[g] + b * IlQ2_K::kBlockBytes;
+      if constexpr (MR == 1) prefetch_block_two_ahead<IlQ2_K::kBlockBytes>(blk);
+      const uint8_t* words = blk + IlQ2_K::kScaleOffset;
+      const uint8_t* qs = blk + IlQ2_K::kQsOffset;
+      __m256i S[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+      for (int n = 0; n < 2; ++n) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            const int s = 8 * n + 2 * j + h;
+            const __m256i scale =
+                int16_pairs_of_bytes(_mm256_and_si256(load256(words + 32 * (s / 4)), low4), s % 4, s % 4);
+            __m256i pairs[MR];
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; ++t) {
+              const __m256i q = load256(qs + 32 * (8 * n + 4 * h + t));
+              const __m256i codes = _mm256_and_si256(j == 0 ? q : _mm256_srli_epi16(q, 2 * j), three);
+#pragma GCC unroll 4
+              for (int i = 0; i < MR; ++i) {
+                pairs[i] = _mm256_add_epi16(
+                    pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 128 * n + 32 * j + 16 * h + 4 * t)));
+                keep_in_register(pairs[i]);
+              }
+            }
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
+          }
+        }
+      }
+      __m256i M[MR];
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) M[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int w = 0; w < 4; ++w) {
+        const __m256i mins = _mm256_and_si256(_mm256_srli_epi16(load256(words + 32 * w), 4), low4);
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; ++k) {
+          const __m256i mn = int16_pairs_of_bytes(mins, 2 * k, 2 * k + 1);  // mins 4w + 2k, 4w + 2k + 1
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) {
+            const __m256i x_pair = _mm256_set1_epi32(
+                static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
+            M[i] = _mm256_add_epi32(M[i], _mm256_madd_epi16(mn, x_pair));
+          }
+        }
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      const __m256 neg_dmin = _mm256_xor_ps(
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16))), _mm256_set1_ps(-0.0f));
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256 dx = _mm256_set1_ps(qx.scale[(r0 + i) * blocks + b]);
+        __m256& y = acc[g * MR + i];
+        y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(S[i]), _mm256_mul_ps(d, dx), y);
+        y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(M[i]), _mm256_mul_ps(neg_dmin, dx), y);
       }
     }
   }

@@ -26,7 +26,8 @@ namespace {
 // 256-bit kernels.
 template <class K>
 constexpr bool kPairTile =  // no 512-bit tiles for the code-book and 3-bit types yet
-    !std::is_same_v<K, IlQ3_K> && !std::is_same_v<K, IlIQ4_XS> && !std::is_same_v<K, IlIQ4_NL>;
+    !std::is_same_v<K, IlQ2_K> && !std::is_same_v<K, IlQ3_K> && !std::is_same_v<K, IlIQ4_XS> &&
+    !std::is_same_v<K, IlIQ4_NL>;
 // x rows per pair tile: its accumulators (one or two int32 chains and one
 // float per x row, plus Q4_1's mins; Q4_K/Q5_K: the block sum, the int16
 // pair sums and the float) and the codes fill the 32 registers.

@@ -82,6 +82,16 @@ void for_each_piece(DType t, int64_t r, Piece&& piece) {
     for (size_t j = 0; j < 16; ++j) piece(offsetof(BlockQ3_K, qs) + 4 * j, kQs + 32 * j + r4, size_t{4}, false);
     return;
   }
+  if (t == DType::kQ2_K) {
+    // scales, qs, d, dmin in GGUF; d[8], dmin[8], scale words [4][8], qs
+    // [16][32] in the group (q2k_tile).
+    constexpr size_t kScales = 4 * kInterleaveRows, kQs = kScales + 16 * kInterleaveRows;
+    piece(offsetof(BlockQ2_K, d), static_cast<size_t>(2 * r), size_t{2}, false);
+    piece(offsetof(BlockQ2_K, dmin), static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2}, false);
+    for (size_t w = 0; w < 4; ++w) piece(offsetof(BlockQ2_K, scales) + 4 * w, kScales + 32 * w + r4, size_t{4}, false);
+    for (size_t j = 0; j < 16; ++j) piece(offsetof(BlockQ2_K, qs) + 4 * j, kQs + 32 * j + r4, size_t{4}, false);
+    return;
+  }
   if (t == DType::kIQ4_XS) {
     // d[8], scales_h[8], scales_l words [8], qs [32][32] (iq4xs_tile).
     constexpr size_t kScalesH = 2 * kInterleaveRows, kScalesL = kScalesH + 2 * kInterleaveRows,
@@ -115,9 +125,12 @@ size_t packed_row_bytes(const WeightMatrix& w) {
 
 }  // namespace
 
-bool can_interleave8(DType t) {
-  if (kernels().rows_interleaved == nullptr) return false;  // this CPU's table reads row layout only
-  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kQ3_K || t == DType::kIQ4_XS)
+bool can_interleave8(DType t) { return can_interleave8(kernels(), t); }
+
+bool can_interleave8(const KernelTable& table, DType t) {
+  if (table.rows_interleaved == nullptr) return false;  // the table reads row layout only
+  if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kQ2_K || t == DType::kQ3_K ||
+      t == DType::kIQ4_XS)
     return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
   if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0 && t != DType::kIQ4_NL)
     return false;

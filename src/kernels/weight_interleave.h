@@ -25,6 +25,8 @@
 //   Q6_K (per 256-element block): d[8] (f16), scale words [4][8] (row r's
 //     sixteen int8 scales), ql [32][32], qh [16][32] (4-byte chunks as
 //     for the codes below)                   = 8 x 210 bytes
+//   Q2_K: d[8], dmin[8] (f16), scale words [4][8] (row r's sixteen
+//     scale | min << 4 bytes), qs [16][32]    = 8 x 84 bytes
 //   Q3_K: d[8] (f16), scale words [3][8] (row r's twelve packed 6-bit
 //     scale bytes), hmask [8][32], qs [16][32] = 8 x 110 bytes
 //   IQ4_XS: d[8] (f16), scales_h[8] (u16), scales_l words [8], qs [32][32]
@@ -56,8 +58,9 @@ namespace omnibus {
 // Rows side by side in the interleaved layout.
 inline constexpr int kInterleaveRows = 8;
 
-// True when matmul() has an interleaved kernel for t on this CPU (and the
-// build multiplies int8 activations).
+// True when `table` has an interleaved kernel for t (and the build
+// multiplies int8 activations); without a table, the process's (kernels()).
+bool can_interleave8(const KernelTable& table, DType t);
 bool can_interleave8(DType t);
 
 // Bytes of the interleaved copy of w (whole groups of eight rows).

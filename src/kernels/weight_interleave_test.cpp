@@ -107,17 +107,18 @@ TEST_P(Interleave, CopiedRowRunsTileTheMatrixInOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Types, Interleave,
                          ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K,
-                                           DType::kQ5_K, DType::kQ6_K, DType::kQ3_K, DType::kIQ4_XS, DType::kIQ4_NL),
+                                           DType::kQ5_K, DType::kQ6_K, DType::kQ3_K, DType::kIQ4_XS, DType::kIQ4_NL,
+                                           DType::kQ2_K),
                          [](const auto& info) { return dtype_name(info.param); });
 
 // The int16 sums of the K-quant kernels at their worst: every code at its
 // largest, the largest 6-bit scales and mins (Q6_K: int8 scales 127, -128
-// and -1; Q3_K: scales 31 and -32; IQ4_XS: levels 113 and -127, scales 31
+// and -1; Q3_K: scales 31 and -32; Q2_K: codes 3, scales and mins 15; IQ4_XS: levels 113 and -127, scales 31
 // and -32), x at +127 or -127 in every position. Both layouts must still give
 // the same bits, and the scalar path's exact sums within float rounding (a
 // saturated int16 would be off by thousands).
 TEST(InterleaveKQuants, LargestCodesScalesAndActivationsStayExact) {
-  for (DType t : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ3_K, DType::kIQ4_XS}) {
+  for (DType t : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ3_K, DType::kIQ4_XS, DType::kQ2_K}) {
     if (!can_interleave8(t)) GTEST_SKIP() << "no interleaved kernel on this CPU or build";
     const int64_t rows = 16, cols = 512;
     const size_t row_bytes = dtype_bytes(t, cols).value(), block_bytes = row_bytes / 2;
@@ -132,6 +133,9 @@ TEST(InterleaveKQuants, LargestCodesScalesAndActivationsStayExact) {
         } else if (t == DType::kQ3_K) {
           std::memcpy(blk + offsetof(BlockQ3_K, d), d, 2);
           if (r % 2 == 1) std::memset(blk + offsetof(BlockQ3_K, scales), 0, 12);  // every scale -32
+        } else if (t == DType::kQ2_K) {
+          std::memcpy(blk + offsetof(BlockQ2_K, d), d, 2);
+          std::memcpy(blk + offsetof(BlockQ2_K, dmin), d, 2);
         } else if (t == DType::kIQ4_XS) {
           std::memcpy(blk + offsetof(BlockIQ4_XS, d), d, 2);
           if (r % 2 == 1) {  // level -127 (code 0) everywhere, every scale -32
