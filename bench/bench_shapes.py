@@ -12,15 +12,18 @@ engines see the same machine:
 Medians over --reps repetitions (after one discarded warm-up of each) go
 into a table on stdout and into bench/results/shapes_<timestamp>.json.
 
-The limits: decode reads every weight once per token, so its bound is the
-read bandwidth (probed right before and after each omnibus decode run,
-bench/roofline.py) over the weight bytes read per token; prefill is
+The limits: decode reads every weight once per token (and, after --depth
+tokens, their K and V), so its bound is the read bandwidth (probed right
+before and after each omnibus decode run, bench/roofline.py) over those
+bytes per token; prefill is
 arithmetic, reported against the FP32 matmul peak numpy reaches.
 
 This is a benchmark, not a test: nothing fails on slow numbers.
 
   bench/bench_shapes.py --llama-bench /tmp/llama-build/.../bin/llama-bench \\
       --models ~/.cache/omnibus/shapes/llama-3.1-8b-Q4_K_M.gguf --reps 5
+  # long context: decode only, after 4096 tokens, q8_0 cache on both sides
+  bench/bench_shapes.py --llama-bench ... --models ... --prefill 0 --depth 4096 --kv-type q8_0
 """
 
 import argparse
@@ -70,12 +73,27 @@ def llama_bench(args, model):
 
 
 def median(values):
-    values = list(values)
+    values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def fmt(value, spec, suffix=""):
+    return "-" if value is None else f"{value:{spec}}{suffix}"
 
 
 def bench_model(args, model, prompt_file):
     costs = roofline.model_costs(model)
+    # A decode step after --depth tokens also reads their K and V (about
+    # depth + decode / 2 positions on average over the run).
+    kv_bytes = 0.0
+    if args.depth > 0:
+        per_position = roofline.kv_values_per_position(model)["kv_values_per_position"]
+        kv_bytes = per_position * roofline.KV_VALUE_BYTES[args.kv_type] * (args.depth + args.decode / 2)
+    bytes_per_token = costs["bytes_per_token"] + kv_bytes
     depth_file = None
     if args.depth > 0:
         depth_file = prompt_file.parent / f"depth{args.depth}.txt"
@@ -83,12 +101,14 @@ def bench_model(args, model, prompt_file):
     ctx = max(args.prefill, args.depth) + args.decode + 64
 
     def prefill():
+        if args.prefill == 0:  # decode only (long-context rows): no prefill run on either side
+            return {"prefill_tokens_per_s": None, "prompt_tokens": 0, "load_ms": None, "peak_rss_mib": 0}
         return omnibus_run(args, model, ["-f", str(prompt_file)], 1, args.prefill, ctx)
 
     def decode():
         prompt = ["-f", str(depth_file)] if depth_file else ["-p", SHORT_PROMPT]
         return roofline.between_probes(
-            lambda: omnibus_run(args, model, prompt, args.decode, args.prefill, ctx), args.threads)
+            lambda: omnibus_run(args, model, prompt, args.decode, max(args.prefill, 512), ctx), args.threads)
 
     prefill(), decode(), llama_bench(args, model)  # warm-up: page cache, clocks
     pre, dec, around, llama = [], [], [], []
@@ -98,21 +118,22 @@ def bench_model(args, model, prompt_file):
         dec.append(run)
         around.append(probes)
         llama.append(llama_bench(args, model))
-        print(f"  {model.name} rep {rep + 1}/{args.reps}: omnibus pp {pre[-1]['prefill_tokens_per_s']:.1f} "
-              f"tg {run['decode_tokens_per_s']:.2f}; llama.cpp pp {llama[-1]['prefill_tokens_per_s']:.1f} "
+        print(f"  {model.name} rep {rep + 1}/{args.reps}: omnibus pp {fmt(pre[-1]['prefill_tokens_per_s'], '.1f')} "
+              f"tg {run['decode_tokens_per_s']:.2f}; llama.cpp pp {fmt(llama[-1].get('prefill_tokens_per_s'), '.1f')} "
               f"tg {llama[-1]['decode_tokens_per_s']:.2f}", file=sys.stderr)
-    if pre[0]["prompt_tokens"] != args.prefill:
+    if args.prefill and pre[0]["prompt_tokens"] != args.prefill:
         print(f"warning: omnibus counted {pre[0]['prompt_tokens']} prompt tokens, wanted {args.prefill}",
               file=sys.stderr)
     bw = median(sum(p) / len(p) for p in around)
-    shares = [roofline.paired_share(d["decode_tokens_per_s"], p, costs["bytes_per_token"])
+    shares = [roofline.paired_share(d["decode_tokens_per_s"], p, bytes_per_token)
               for d, p in zip(dec, around)]
-    llama_shares = [roofline.paired_share(l["decode_tokens_per_s"], p, costs["bytes_per_token"])
+    llama_shares = [roofline.paired_share(l["decode_tokens_per_s"], p, bytes_per_token)
                     for l, p in zip(llama, around)]
     return {
         "model": str(model),
         "file_gb": model.stat().st_size / 1e9,
-        "bytes_per_token": costs["bytes_per_token"],
+        "bytes_per_token": bytes_per_token,
+        "kv_bytes_per_token": kv_bytes,
         "matmul_params": costs["matmul_params"],
         "omnibus": {
             "prefill_tokens_per_s": median(r["prefill_tokens_per_s"] for r in pre),
@@ -122,11 +143,11 @@ def bench_model(args, model, prompt_file):
             "decode_share_of_bandwidth": median(shares),
         },
         "llamacpp": {
-            "prefill_tokens_per_s": median(l["prefill_tokens_per_s"] for l in llama),
+            "prefill_tokens_per_s": median(l.get("prefill_tokens_per_s") for l in llama),
             "decode_tokens_per_s": median(l["decode_tokens_per_s"] for l in llama),
             "decode_share_of_bandwidth": median(llama_shares),
         },
-        "prefill_ratio": median(p["prefill_tokens_per_s"] / l["prefill_tokens_per_s"] for p, l in zip(pre, llama)),
+        "prefill_ratio": median(ratio(p["prefill_tokens_per_s"], l.get("prefill_tokens_per_s")) for p, l in zip(pre, llama)),
         "decode_ratio": median(d["decode_tokens_per_s"] / l["decode_tokens_per_s"] for d, l in zip(dec, llama)),
         "read_gb_per_s": bw,
         "runs": {"omnibus_prefill": pre, "omnibus_decode": dec, "llamacpp": llama, "probes": around},
@@ -144,9 +165,10 @@ def print_table(results, args, fp32_gflops):
     print("|" + " --- |" * 11)
     for r in results:
         o, l = r["omnibus"], r["llamacpp"]
-        peak_share = o["prefill_tokens_per_s"] * 2 * r["matmul_params"] / (fp32_gflops * 1e9)
-        print(f"| {Path(r['model']).stem} | {r['file_gb']:.2f} | {o['prefill_tokens_per_s']:.1f} "
-              f"| {l['prefill_tokens_per_s']:.1f} | {r['prefill_ratio']:.2f}x | {100 * peak_share:.0f}% "
+        pp = o["prefill_tokens_per_s"]
+        peak_share = None if pp is None else 100 * pp * 2 * r["matmul_params"] / (fp32_gflops * 1e9)
+        print(f"| {Path(r['model']).stem} | {r['file_gb']:.2f} | {fmt(pp, '.1f')} "
+              f"| {fmt(l['prefill_tokens_per_s'], '.1f')} | {fmt(r['prefill_ratio'], '.2f', 'x')} | {fmt(peak_share, '.0f', '%')} "
               f"| {o['decode_tokens_per_s']:.2f} | {l['decode_tokens_per_s']:.2f} | {r['decode_ratio']:.2f}x "
               f"| {100 * o['decode_share_of_bandwidth']:.0f}% | {100 * l['decode_share_of_bandwidth']:.0f}% |")
 
@@ -158,7 +180,7 @@ def parse_args():
     p.add_argument("--models", type=Path, nargs="*", help=f"GGUF files (default: {DEFAULT_SHAPES}/*.gguf but F16)")
     p.add_argument("-t", "--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--prefill", type=int, default=512)
+    p.add_argument("--prefill", type=int, default=512, help="prompt tokens of the prefill runs (0: decode only)")
     p.add_argument("--decode", type=int, default=128)
     p.add_argument("--depth", type=int, default=0, help="decode after this many tokens of context")
     p.add_argument("--kv-type", choices=("f16", "q8_0"), default="f16")
