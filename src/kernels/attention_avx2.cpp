@@ -31,13 +31,15 @@
 // position (values).
 // A bf16 cache goes through the f16 kernels with a cheaper widening
 // (BF16Elements, attention_avx2_common.h). The building blocks are in
-// attention_avx2_common.h and attention_avx2_kernels.h, the order of the
-// passes and prefetches in attention_chunk_driver.h (shared with the
-// AVX-512 kernels, attention_avx512.cpp, which give the same bits), the
-// two-row version in attention_pair_avx2.cpp.
+// attention_avx2_common.h and attention_avx2_kernels.h (Avx2Kernels), the
+// order of the passes and prefetches in the ISA-neutral
+// attention_chunk_driver.h (shared with the AVX-512 kernels,
+// attention_avx512.cpp, which give the same bits), the two-row version in
+// attention_pair_avx2.cpp.
 // Requires head_dim % 8 == 0 (q8_0: % 32); attention.cpp falls back to the
 // reference otherwise.
 #include "kernels/attention.h"
+#include "kernels/attention_avx2_kernels.h"
 #include "kernels/attention_chunk_driver.h"
 
 namespace omnibus::avx2 {
@@ -45,8 +47,8 @@ namespace omnibus::avx2 {
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
                      const ChunkAhead& ahead) {
-  attention_detail::attention_chunk_with<attention_detail::Avx2Kernels>(s, q, runs, row_stride, scores, out,
-                                                                         head_begin, head_end, ahead);
+  omnibus::attention_detail::attention_chunk_with<attention_detail::Avx2Kernels>(s, q, runs, row_stride, scores, out,
+                                                                                 head_begin, head_end, ahead);
 }
 
 }  // namespace omnibus::avx2

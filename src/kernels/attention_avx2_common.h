@@ -12,9 +12,13 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "kernels/attention_driver_common.h"
 #include "kernels/line_cursor.h"
 
 namespace omnibus::avx2::attention_detail {
+// The drivers' shared types and limits (SpreadPrefetch, NextKeys,
+// kMaxHeadsPerPass).
+using namespace ::omnibus::attention_detail;
 namespace {
 
 // 8 f16 values widened to f32.
@@ -134,25 +138,6 @@ inline void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes
   for (int64_t j = 0; j < count; ++j, p += stride_bytes) asm volatile("prefetcht0 %0" : : "m"(*p));
 }
 
-// Prefetches spread over a kernel's loop instead of issued in one burst
-// before it: at step i, line i of a and of b (while i < lines). With one or
-// two per step of the d loop instead of ~200 per KV block up front, a
-// decode row at 2,048 positions from DRAM went 309-333 -> 280-311 us (bf16;
-// docs/profiling.md); likely the burst queued on the core's few
-// outstanding misses.
-struct SpreadPrefetch {
-  const char* a = nullptr;  // may be null
-  const char* b = nullptr;  // may be null
-  int a_lines = 0, b_lines = 0;
-  // The next unit's lines, for the AVX-512 16-bit score kernels to step
-  // (their GroupPrefetch); null elsewhere.
-  LineCursor* ahead = nullptr;
-  void at(int i) const {
-    if (i < a_lines) asm volatile("prefetcht0 %0" : : "m"(a[64 * i]));
-    if (i < b_lines) asm volatile("prefetcht0 %0" : : "m"(b[64 * i]));
-  }
-};
-
 // e^x for x <= 0 (softmax inputs after subtracting the max); below about
 // -87.3 the result is the smallest normal float, ~1e-38, not 0: harmless
 // next to the max position's 1.
@@ -246,12 +231,6 @@ inline float softmax_numerators(float* scores, int64_t n, float* max_out) {
 
 // Heads of one GQA group sharing a KV head, at most this many per kernel call.
 constexpr int kHeadsPerKernel = 3;
-
-// Heads [head_begin, head_end), at most kMaxHeadsPerPass of them. Each
-// pass over a run (a KV block) serves every head before moving on, so the
-// heads that share a KV head (GQA) read its block from L1 rather than from
-// memory once each; each head's arithmetic is unchanged by the grouping.
-constexpr int kMaxHeadsPerPass = 16;
 
 // Q of heads [head_begin, head_begin + heads) rounded to f16, as llama.cpp's
 // CPU attention does, into qbuf.

@@ -1,6 +1,8 @@
 // The AVX2 attention kernels shared by one row and two (attention_avx2.cpp,
 // attention_pair_avx2.cpp): scores from row-major, transposed f16/bf16 and
-// q8_0 K; the weighted sums of V. Include only from *_avx2.cpp files.
+// q8_0 K; the weighted sums of V; Avx2Kernels, the form the drivers
+// (attention_chunk_driver.h, attention_pair_driver.h) take them in. Include
+// only from *_avx2.cpp files (and the AVX-512 ones, which build on them).
 #pragma once
 
 #include <cstring>
@@ -302,13 +304,6 @@ struct RunWeights {
   }
 };
 
-// out[g][0..8 * VECS) += w[g][j] * v_j[0..8 * VECS) over the positions of
-// `runs` in order (rows at Fmt::rows(run) + offset, `stride` apart) for G
-// heads sharing the V rows, each V vector widened once. Per output float:
-// loaded from out, one FMA per position in order, stored back, so splitting
-// positions into runs (or calls) changes nothing. The accumulators stay in
-// registers across runs (a load and store per KV block cost ~10% at
-// 16-position blocks).
 // The weights of a quantized cache's (q8_0, q4_0) value sums over the 32
 // values from dimension d of KV head kv: p times each position's scale of
 // that group, made per run into scratch.
@@ -316,25 +311,14 @@ inline RunWeights quantized_weights(const AttentionShape& s, const float* const*
   return RunWeights{p, scratch, kv * s.scale_head_stride + d / kKvQ8Group * s.k_dim_stride};
 }
 
-// Lines of another KV head's K (transposed; codes for q8_0) for
-// accumulate_heads32 to fetch while it runs: for run r, at position j <
-// lines, line line0 + j from the run's K (k, or k_q when q8) plus
-// head_bytes. Empty runs: none (the kernel then fetches the next run's V
-// rows instead).
-struct NextKeys {
-  std::span<const KvRun> runs;
-  int64_t head_bytes = 0;
-  bool q8 = false;
-  int64_t line0 = 0, lines = 0;
-  // The next unit's lines (LineCursor), for the AVX-512 16-bit value loops
-  // to step once a position (kValueStepWeight) instead of the above.
-  LineCursor* ahead = nullptr;
-  const char* first_line(const KvRun& run) const {
-    const char* k = q8 ? reinterpret_cast<const char*>(run.k_q) : reinterpret_cast<const char*>(run.k);
-    return k + head_bytes + 64 * line0;
-  }
-};
-
+// out[g][0..8 * VECS) += w[g][j] * v_j[0..8 * VECS) over the positions of
+// `runs` in order (rows at Fmt::rows(run) + offset, `stride` apart) for G
+// heads sharing the V rows, each V vector widened once. Per output float:
+// loaded from out, one FMA per position in order, stored back, so splitting
+// positions into runs (or calls) changes nothing. The accumulators stay in
+// registers across runs (a load and store per KV block cost ~10% at
+// 16-position blocks). nk: another KV head's K to fetch meanwhile
+// (attention_driver_common.h).
 template <class Fmt, int G, int VECS>
 inline void accumulate_heads32(const RunWeights& weights, std::span<const KvRun> runs, int64_t offset, int64_t stride,
                                float* const* out, const NextKeys& nk = {}) {
@@ -440,6 +424,85 @@ inline void accumulate_values(const AttentionShape& s, int n, const float* const
     accumulate_heads<decltype(fmt)>(n, width, RunWeights{p}, runs, offset, row_stride, out, nk);
   });
 }
+
+// (row, head) slots of the AVX2 pair kernels (attention_pair_avx2.cpp):
+// heads i0 .. i0 + n of row 0, then the same of row 1, six at most.
+constexpr int kPairSlots = 2 * kHeadsPerKernel;
+
+// The AVX2 inner loops, as the drivers (attention_chunk_driver.h,
+// attention_pair_driver.h) call them: every ISA helper a driver needs is a
+// member here, so the drivers include no ISA header.
+struct Avx2Kernels {
+  // Query heads sharing a KV head per call: three fill the 16 ymm registers.
+  static constexpr int kHeadsPerBatch = attention_detail::kHeadsPerKernel;
+  // The same limit for the score kernels of the layouts other than the
+  // paged store's (score_heads_q8, score_heads_transposed, score_heads4)
+  // and for the pair driver's slots (2 x this many).
+  static constexpr int kHeadsPerKernel = attention_detail::kHeadsPerKernel;
+  // No LineCursor: measured 2% slower on the Intel VM, 9% on a Zen 4 VM
+  // (the value loop spills already).
+  static constexpr bool kFetchesAhead = false;
+
+  // fn(F16Elements{}) or fn(BF16Elements{}), by a 16-bit cache's type: the
+  // Fmt the score kernels below take.
+  template <class Fn>
+  static void with_16bit_elements(KvCacheType type, Fn&& fn) {
+    attention_detail::with_16bit_elements(type, fn);
+  }
+  static void prefetch_rows(const void* first, int64_t count, int64_t stride_bytes) {
+    attention_detail::prefetch_rows(first, count, stride_bytes);
+  }
+  static void round_q_to_f16(const float* q, int head_begin, int heads, int head_dim, float (*qbuf)[kMaxHeadDim]) {
+    attention_detail::round_q_to_f16(q, head_begin, heads, head_dim, qbuf);
+  }
+
+  template <class Fmt, int G, class PrefetchOf>
+  static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
+                         int head_dim, float scale, float* const* out, PrefetchOf&& prefetch_of) {
+    score_runs_transposed<Fmt, G>(q, runs, head_offset, dim_stride, head_dim, scale, out, prefetch_of);
+  }
+  template <int G, class PrefetchOf>
+  static void score_runs_q8(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
+                            int64_t scale_offset, int64_t dim_stride, int head_dim, float scale, float* const* out,
+                            PrefetchOf&& prefetch_of) {
+    attention_detail::score_runs_q8<G>(q, runs, head_offset, scale_offset, dim_stride, head_dim, scale, out,
+                                       prefetch_of);
+  }
+  template <int G, class PrefetchOf>
+  static void score_runs_q4(const Q4Query* const* q, std::span<const KvRun> runs, int64_t head_bytes,
+                            int64_t scale_offset, int64_t octet_stride, int64_t scale_stride, int head_dim, float scale,
+                            float* const* out, PrefetchOf&& prefetch_of) {
+    attention_detail::score_runs_q4<G>(q, runs, head_bytes, scale_offset, octet_stride, scale_stride, head_dim, scale,
+                                       out, prefetch_of);
+  }
+  // The scores of one run in the other layouts: q8_0 K transposed per
+  // block, 16-bit K transposed per block, row-major 16-bit K.
+  template <int G>
+  static void score_heads_q8(const float* const* q, const int8_t* k, const uint16_t* k_scale, int64_t dim_stride,
+                             int64_t count, int head_dim, float scale, float* const* out) {
+    attention_detail::score_heads_q8<G>(q, k, k_scale, dim_stride, count, head_dim, scale, out);
+  }
+  template <class Fmt, int G>
+  static void score_heads_transposed(const float* const* q, const uint16_t* k, int64_t dim_stride, int64_t count,
+                                     int head_dim, float scale, float* const* out) {
+    attention_detail::score_heads_transposed<Fmt, G>(q, k, dim_stride, count, head_dim, scale, out);
+  }
+  template <class Fmt, int G>
+  static void score_heads4(const float* const* q, const uint16_t* k, int64_t stride, int count, int head_dim,
+                           float scale, float* const* out) {
+    attention_detail::score_heads4<Fmt, G>(q, k, stride, count, head_dim, scale, out);
+  }
+  static float softmax_numerators(float* scores, int64_t n, float* max_out) {
+    return attention_detail::softmax_numerators(scores, n, max_out);
+  }
+  // Output floats per accumulate_values call.
+  static int value_width(const AttentionShape&) { return 32; }
+  static void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
+                                int kv, int d, int64_t row_stride, float* scratch, float* const* out,
+                                const NextKeys& nk) {
+    attention_detail::accumulate_values(s, n, p, runs, kv, d, row_stride, scratch, out, nk);
+  }
+};
 
 }  // namespace
 }  // namespace omnibus::avx2::attention_detail

@@ -10,8 +10,8 @@ namespace omnibus::avx512 {
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
                      const ChunkAhead& ahead) {
-  avx2::attention_detail::attention_chunk_with<Avx512Kernels>(s, q, runs, row_stride, scores, out, head_begin,
-                                                              head_end, ahead);
+  omnibus::attention_detail::attention_chunk_with<Avx512Kernels>(s, q, runs, row_stride, scores, out, head_begin,
+                                                                 head_end, ahead);
 }
 
 }  // namespace omnibus::avx512

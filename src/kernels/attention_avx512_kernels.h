@@ -311,7 +311,10 @@ inline void score_groups(ScoreGroups<Element> groups, int limit, PrefetchOf&& pr
     score(vec, n, group_prefetch(starts, n_starts, prefetch_of));
 }
 
-struct Avx512Kernels {
+// The drivers' Kernels (attention_chunk_driver.h): Avx2Kernels's helpers
+// and its kernels for the layouts other than the paged store's, with wider
+// ones for the paged layout, the softmax and the values.
+struct Avx512Kernels : Avx2Kernels {
   // Query heads sharing a KV head per call: four (GQA groups of 4 and 8,
   // Gemma 3's MQA 4:1) fit the 32 zmm registers in both passes (scores:
   // 4 x 4 accumulators; values: 4 x 4 accumulators and 4 weights).

@@ -1,12 +1,24 @@
-// The driver of one chunk of one query row (attention.h, attention_chunk)
-// shared by the AVX2 and AVX-512 paths: which KV head and run is computed
-// when, and what is prefetched meanwhile. `Kernels` supplies the inner
-// loops (scores, softmax numerators, value sums); every implementation
-// must give the same bits per float (attention_avx2.cpp's kernels, or
-// attention_avx512.cpp's wider ones with the same arithmetic per float),
-// so the path a CPU takes never changes a result. Internal linkage, like
-// the headers it builds on: each file has its own copy for its own
-// instructions.
+// The driver of one chunk of one query row (attention.h, attention_chunk),
+// ISA-neutral: which KV head and run is computed when, and what is
+// prefetched meanwhile. `Kernels` supplies the inner loops (scores, softmax
+// numerators, value sums) and every ISA helper the driver calls (Q's
+// rounding to f16, prefetches, the 16-bit element formats), so this header
+// includes no ISA header; the AVX2 and AVX-512 paths instantiate it
+// (Avx2Kernels in attention_avx2_kernels.h, Avx512Kernels), a test with
+// plain flags a scalar one (attention_driver_test.cpp). Every SIMD
+// implementation gives the same bits per float, so the path a CPU takes
+// never changes a result. Internal linkage, like the headers it builds on:
+// each file has its own copy for its own instructions.
+//
+// What a Kernels struct has: kHeadsPerBatch (heads per score and value
+// call in the paged layout, at most kMaxHeadsPerBatch), kHeadsPerKernel
+// (per score call in the other layouts; the pair driver's slots are twice
+// it), kFetchesAhead (its loops step a LineCursor); with_16bit_elements,
+// prefetch_rows, round_q_to_f16; score_runs, score_runs_q8, score_runs_q4
+// (all of a chunk's runs of one KV head, the paged layout), score_heads_q8,
+// score_heads_transposed, score_heads4 (one run, other layouts);
+// softmax_numerators; value_width and accumulate_values. Avx2Kernels
+// documents each.
 #pragma once
 
 #include <algorithm>
@@ -15,64 +27,29 @@
 #include <utility>
 
 #include "kernels/attention.h"
-#include "kernels/attention_avx2_kernels.h"
+#include "kernels/attention_driver_common.h"
+#include "kernels/attention_q4.h"
+#include "kernels/line_cursor.h"
 
-namespace omnibus::avx2::attention_detail {
+namespace omnibus::attention_detail {
 namespace {
-
-// Query heads of one KV head per kernel call at most, on any path.
-constexpr int kMaxHeadsPerBatch = 4;
-
-// The AVX2 inner loops (attention_avx2_kernels.h).
-struct Avx2Kernels {
-  // Query heads sharing a KV head per call: three fill the 16 ymm registers.
-  static constexpr int kHeadsPerBatch = kHeadsPerKernel;
-  // No LineCursor: measured 2% slower on the Intel VM, 9% on a Zen 4 VM
-  // (the value loop spills already).
-  static constexpr bool kFetchesAhead = false;
-  template <class Fmt, int G, class PrefetchOf>
-  static void score_runs(const float* const* q, std::span<const KvRun> runs, int64_t head_offset, int64_t dim_stride,
-                         int head_dim, float scale, float* const* out, PrefetchOf&& prefetch_of) {
-    score_runs_transposed<Fmt, G>(q, runs, head_offset, dim_stride, head_dim, scale, out, prefetch_of);
-  }
-  template <int G, class PrefetchOf>
-  static void score_runs_q8(const float* const* q, std::span<const KvRun> runs, int64_t head_offset,
-                            int64_t scale_offset, int64_t dim_stride, int head_dim, float scale, float* const* out,
-                            PrefetchOf&& prefetch_of) {
-    attention_detail::score_runs_q8<G>(q, runs, head_offset, scale_offset, dim_stride, head_dim, scale, out,
-                                       prefetch_of);
-  }
-  template <int G, class PrefetchOf>
-  static void score_runs_q4(const Q4Query* const* q, std::span<const KvRun> runs, int64_t head_bytes,
-                            int64_t scale_offset, int64_t octet_stride, int64_t scale_stride, int head_dim,
-                            float scale, float* const* out, PrefetchOf&& prefetch_of) {
-    attention_detail::score_runs_q4<G>(q, runs, head_bytes, scale_offset, octet_stride, scale_stride, head_dim, scale,
-                                       out, prefetch_of);
-  }
-  static float softmax_numerators(float* scores, int64_t n, float* max_out) {
-    return attention_detail::softmax_numerators(scores, n, max_out);
-  }
-  // Output floats per accumulate_values call.
-  static int value_width(const AttentionShape&) { return 32; }
-  static void accumulate_values(const AttentionShape& s, int n, const float* const* p, std::span<const KvRun> runs,
-                                int kv, int d, int64_t row_stride, float* scratch, float* const* out,
-                                const NextKeys& nk) {
-    attention_detail::accumulate_values(s, n, p, runs, kv, d, row_stride, scratch, out, nk);
-  }
-};
 
 template <class Kernels>
 void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                   float* scores, const AttentionPartial& out, int head_begin, int head_end, const ChunkAhead& ahead) {
   const int group = s.n_head / s.n_head_kv;
   const int heads = head_end - head_begin;
+  // Heads per score call in the layouts other than the paged store's (the
+  // calls below take 1..3).
+  constexpr int kPerCall = Kernels::kHeadsPerKernel;
+  static_assert(kPerCall >= 1 && kPerCall <= 3);
   int64_t n_kv = 0;
   for (const KvRun& run : runs) n_kv += run.count;
   alignas(32) float qbuf[kMaxHeadsPerPass][kMaxHeadDim];
-  round_q_to_f16(q, head_begin, heads, s.head_dim, qbuf);
+  Kernels::round_q_to_f16(q, head_begin, heads, s.head_dim, qbuf);
   // The heads of the call that share a KV head (GQA) go through the kernels
   // together, up to Kernels::kHeadsPerBatch at a time (the scores of other
-  // layouts than the store's: kHeadsPerKernel, their AVX2 kernels' limit),
+  // layouts than the store's: Kernels::kHeadsPerKernel),
   // so each K and V vector is widened from f16 once for all of them.
   const int kv_first = head_begin / group, kv_last = (head_end - 1) / group;
   // At long context K and V come from DRAM: fetch the next run (a KV block)
@@ -84,7 +61,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   const int64_t element_bytes = q8 ? 1 : 2;
   auto bytes_of = [&](int64_t elements) { return q4 ? elements / 2 : elements * element_bytes; };
   auto prefetch = [&](const void* from, int64_t elements) {
-    prefetch_rows(from, (bytes_of(elements) + 63) / 64, 64);  // every line of the span
+    Kernels::prefetch_rows(from, (bytes_of(elements) + 63) / 64, 64);  // every line of the span
   };
   // Where KV head kv's K (codes, for q8_0 and q4_0) and V rows of a run start.
   auto key_bytes = [&](const KvRun& run, int kv) {
@@ -145,8 +122,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
                       static_cast<int>((value_span(runs[v_run]) + 63) / 64)};
     // Lines past the loop's head_dim steps (blocks of more than 32
     // positions at head_dim 64) go in a burst now.
-    if (pf.a_lines > s.head_dim) prefetch_rows(pf.a + 64 * s.head_dim, pf.a_lines - s.head_dim, 64);
-    if (pf.b_lines > s.head_dim) prefetch_rows(pf.b + 64 * s.head_dim, pf.b_lines - s.head_dim, 64);
+    if (pf.a_lines > s.head_dim) Kernels::prefetch_rows(pf.a + 64 * s.head_dim, pf.a_lines - s.head_dim, 64);
+    if (pf.b_lines > s.head_dim) Kernels::prefetch_rows(pf.b + 64 * s.head_dim, pf.b_lines - s.head_dim, 64);
     return pf;
   };
   // The call's heads that share KV head kv, counted from head_begin.
@@ -154,8 +131,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
     return std::pair{std::max(head_begin, kv * group) - head_begin, std::min(head_end, (kv + 1) * group) - head_begin};
   };
   // For each run r (positions first .. first + count) and each batch of at
-  // most kHeadsPerKernel heads sharing a KV head (the AVX2 score kernels of
-  // these layouts take three): fn(run, first, i0, n, kv),
+  // most Kernels::kHeadsPerKernel heads sharing a KV head (the AVX2 score
+  // kernels of these layouts take three): fn(run, first, i0, n, kv),
   // i0 counted from head_begin; the bursts of prefetches.
   auto for_runs_and_head_batches = [&](auto&& fn) {
     int64_t first = 0;
@@ -164,8 +141,7 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       prefetch_values(r);
       for (int kv = kv_first; kv <= kv_last; ++kv) {
         const auto [i_begin, i_end] = heads_of_kv(kv);
-        for (int i0 = i_begin; i0 < i_end; i0 += kHeadsPerKernel)
-          fn(runs[r], first, i0, std::min(kHeadsPerKernel, i_end - i0), kv);
+        for (int i0 = i_begin; i0 < i_end; i0 += kPerCall) fn(runs[r], first, i0, std::min(kPerCall, i_end - i0), kv);
       }
       first += runs[r].count;
     }
@@ -296,14 +272,28 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
           }
           continue;
         }
-        with_16bit_elements(s.kv_type, [&](auto fmt) {
+        Kernels::with_16bit_elements(s.kv_type, [&](auto fmt) {
           using Fmt = decltype(fmt);
           switch (n) {
-            case 4: if constexpr (kBatch >= 4) { Kernels::template score_runs<Fmt, 4>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break; }
+            case 4:
+              if constexpr (kBatch >= 4) {
+                Kernels::template score_runs<Fmt, 4>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs,
+                                                     prefetch_of);
+                break;
+              }
               [[fallthrough]];
-            case 3: Kernels::template score_runs<Fmt, 3>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
-            case 2: Kernels::template score_runs<Fmt, 2>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
-            default: Kernels::template score_runs<Fmt, 1>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs, prefetch_of); break;
+            case 3:
+              Kernels::template score_runs<Fmt, 3>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs,
+                                                   prefetch_of);
+              break;
+            case 2:
+              Kernels::template score_runs<Fmt, 2>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs,
+                                                   prefetch_of);
+              break;
+            default:
+              Kernels::template score_runs<Fmt, 1>(qs, runs, head_offset, s.k_dim_stride, s.head_dim, s.scale, outs,
+                                                   prefetch_of);
+              break;
           }
         });
       }
@@ -315,8 +305,8 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
   // Other layouts: every KV head's scores run by run, then the softmax,
   // then the values.
   for_runs_and_head_batches([&](const KvRun& run, int64_t first, int i0, int n, int kv) {
-    const float* qs[kHeadsPerKernel];
-    float* outs[kHeadsPerKernel];
+    const float* qs[kPerCall];
+    float* outs[kPerCall];
     if (q8) {
       for (int g = 0; g < n; ++g) {
         qs[g] = qbuf[i0 + g];
@@ -325,9 +315,15 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       const int8_t* k = run.k_q + kv * s.kv_head_step();
       const uint16_t* ks = run.k_scale + kv * s.scale_head_stride;
       switch (n) {
-        case 3: score_heads_q8<3>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-        case 2: score_heads_q8<2>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-        default: score_heads_q8<1>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+        case 3:
+          Kernels::template score_heads_q8<3>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs);
+          break;
+        case 2:
+          Kernels::template score_heads_q8<2>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs);
+          break;
+        default:
+          Kernels::template score_heads_q8<1>(qs, k, ks, s.k_dim_stride, run.count, s.head_dim, s.scale, outs);
+          break;
       }
       return;
     }
@@ -337,12 +333,21 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
         outs[g] = scores + (i0 + g) * n_kv + first;
       }
       const uint16_t* k = run.k + kv * s.kv_head_step();
-      with_16bit_elements(s.kv_type, [&](auto fmt) {
+      Kernels::with_16bit_elements(s.kv_type, [&](auto fmt) {
         using Fmt = decltype(fmt);
         switch (n) {
-          case 3: score_heads_transposed<Fmt, 3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-          case 2: score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
-          default: score_heads_transposed<Fmt, 1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale, outs); break;
+          case 3:
+            Kernels::template score_heads_transposed<Fmt, 3>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale,
+                                                             outs);
+            break;
+          case 2:
+            Kernels::template score_heads_transposed<Fmt, 2>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale,
+                                                             outs);
+            break;
+          default:
+            Kernels::template score_heads_transposed<Fmt, 1>(qs, k, s.k_dim_stride, run.count, s.head_dim, s.scale,
+                                                             outs);
+            break;
         }
       });
       return;
@@ -354,12 +359,12 @@ void attend_heads(const AttentionShape& s, const float* q, std::span<const KvRun
       }
       const uint16_t* k = run.k + j * row_stride + kv * s.kv_head_step();
       const int count = static_cast<int>(std::min<int64_t>(4, run.count - j));
-      with_16bit_elements(s.kv_type, [&](auto fmt) {
+      Kernels::with_16bit_elements(s.kv_type, [&](auto fmt) {
         using Fmt = decltype(fmt);
         switch (n) {
-          case 3: score_heads4<Fmt, 3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-          case 2: score_heads4<Fmt, 2>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
-          default: score_heads4<Fmt, 1>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+          case 3: Kernels::template score_heads4<Fmt, 3>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+          case 2: Kernels::template score_heads4<Fmt, 2>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
+          default: Kernels::template score_heads4<Fmt, 1>(qs, k, row_stride, count, s.head_dim, s.scale, outs); break;
         }
       });
     }
@@ -387,4 +392,4 @@ void attention_chunk_with(const AttentionShape& s, const float* q, std::span<con
 }
 
 }  // namespace
-}  // namespace omnibus::avx2::attention_detail
+}  // namespace omnibus::attention_detail

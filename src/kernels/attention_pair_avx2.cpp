@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
-#include "kernels/attention_chunk_driver.h"
+#include "kernels/attention_avx2_kernels.h"
 #include "kernels/attention_pair_driver.h"
 
 namespace omnibus::avx2::attention_detail {
@@ -179,9 +179,8 @@ namespace omnibus::avx2 {
 void attention_chunk_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
                           const AttentionPartial& out1, int head_begin, int head_end) {
-  attention_detail::attention_chunk_pair_with<attention_detail::Avx2PairKernels>(s, q0, q1, runs, count0, row_stride,
-                                                                                 scores, out0, out1, head_begin,
-                                                                                 head_end);
+  omnibus::attention_detail::attention_chunk_pair_with<attention_detail::Avx2PairKernels>(
+      s, q0, q1, runs, count0, row_stride, scores, out0, out1, head_begin, head_end);
 }
 
 }  // namespace omnibus::avx2

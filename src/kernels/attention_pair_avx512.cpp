@@ -85,8 +85,8 @@ struct Avx512PairKernels : Avx512Kernels {
 void attention_chunk_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
                           int64_t count0, int64_t row_stride, float* scores, const AttentionPartial& out0,
                           const AttentionPartial& out1, int head_begin, int head_end) {
-  avx2::attention_detail::attention_chunk_pair_with<Avx512PairKernels>(s, q0, q1, runs, count0, row_stride, scores,
-                                                                       out0, out1, head_begin, head_end);
+  omnibus::attention_detail::attention_chunk_pair_with<Avx512PairKernels>(s, q0, q1, runs, count0, row_stride, scores,
+                                                                          out0, out1, head_begin, head_end);
 }
 
 }  // namespace omnibus::avx512

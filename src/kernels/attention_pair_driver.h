@@ -1,27 +1,24 @@
 // The driver of one chunk of two consecutive prompt rows (attention.h,
-// attention_row_pair_paged) shared by the AVX2 and AVX-512 paths: the
+// attention_row_pair_paged), ISA-neutral like attention_chunk_driver.h: the
 // scores of both rows' (row, head) slots, each row's softmax, the value
 // sums of both rows over the positions they share and row 1's last
 // position alone. `Kernels` supplies the inner loops (pair_scores,
 // softmax_numerators, accumulate_slots over slot_width output floats,
-// accumulate_values over value_width); every implementation gives the
-// single-row kernels' bits per float, so each row's output is bit-identical
-// to its own single-row result on any path. Internal linkage, like the
-// headers it builds on.
+// accumulate_values over value_width) and the ISA helpers (round_q_to_f16);
+// every implementation gives the single-row kernels' bits per float, so
+// each row's output is bit-identical to its own single-row result on any
+// path. Internal linkage, like the headers it builds on.
 #pragma once
 
 #include <algorithm>
 #include <span>
 
 #include "kernels/attention.h"
-#include "kernels/attention_avx2_kernels.h"
+#include "kernels/attention_driver_common.h"
+#include "kernels/attention_q4.h"
 
-namespace omnibus::avx2::attention_detail {
+namespace omnibus::attention_detail {
 namespace {
-
-// Slots are (row, head): heads i0 .. i0 + n of row 0, then the same of row
-// 1; 2n of them (n <= kHeadsPerKernel).
-constexpr int kPairSlots = 2 * kHeadsPerKernel;
 
 template <class Kernels>
 void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
@@ -31,9 +28,13 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   const int heads = head_end - head_begin;
   int64_t n_kv = 0;
   for (const KvRun& run : runs) n_kv += run.count;
+  // Slots are (row, head): heads i0 .. i0 + n of row 0, then the same of
+  // row 1; 2n of them (n <= Kernels::kHeadsPerKernel).
+  constexpr int kPerCall = Kernels::kHeadsPerKernel;
+  constexpr int kSlots = 2 * kPerCall;
   alignas(32) float qbuf[2][kMaxHeadsPerPass][kMaxHeadDim];
-  round_q_to_f16(q0, head_begin, heads, s.head_dim, qbuf[0]);
-  round_q_to_f16(q1, head_begin, heads, s.head_dim, qbuf[1]);
+  Kernels::round_q_to_f16(q0, head_begin, heads, s.head_dim, qbuf[0]);
+  Kernels::round_q_to_f16(q1, head_begin, heads, s.head_dim, qbuf[1]);
   // q4_0 scores take each row's Q as q8_0 codes (attention_q4.h).
   Q4Query q4buf[2][kMaxHeadsPerPass];
   if (s.kv_type == KvCacheType::kQ4_0) {
@@ -47,8 +48,8 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   auto for_head_batches = [&](auto&& fn) {
     for (int kv = kv_first; kv <= kv_last; ++kv) {
       const int i_end = std::min(head_end, (kv + 1) * group) - head_begin;
-      for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kHeadsPerKernel)
-        fn(kv, i0, std::min(kHeadsPerKernel, i_end - i0));
+      for (int i0 = std::max(head_begin, kv * group) - head_begin; i0 < i_end; i0 += kPerCall)
+        fn(kv, i0, std::min(kPerCall, i_end - i0));
     }
   };
   Kernels::pair_scores(s, runs, kv_first, kv_last, for_head_batches, qbuf, q4buf, score_row);
@@ -67,17 +68,15 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
   KvRunScratch<kAttentionChunk> shared_scratch, tail_scratch;
   KvRun* shared = shared_scratch.data();
   KvRun* tail = tail_scratch.data();
-  // q8_0, q4_0: each slot's weights times the scales (RunWeights); the
-  // single-row tail's AVX-512 value pass takes two groups' of up to
-  // kHeadsPerKernel heads.
-  alignas(32) float weights[kPairSlots * kAttentionChunk];
-  static_assert(kPairSlots >= 2 * kHeadsPerKernel);
+  // q8_0, q4_0: each slot's weights times the scales; the single-row
+  // tail's AVX-512 value pass takes two groups' of up to kPerCall heads.
+  alignas(32) float weights[kSlots * kAttentionChunk];
   const int64_t k_step = s.k_run_step(row_stride), v_step = s.v_run_step(row_stride);
   const size_t n_shared = slice_runs(runs, 0, count0, k_step, v_step, shared);
   const size_t n_tail = slice_runs(runs, count0, n_kv - count0, k_step, v_step, tail);
   for_head_batches([&](int kv, int i0, int n) {
-    const float* ps[kPairSlots];
-    float* outs[kPairSlots];
+    const float* ps[kSlots];
+    float* outs[kSlots];
     const int slot_width = Kernels::slot_width(s);
     for (int d = 0; d < s.head_dim; d += slot_width) {
       for (int g = 0; g < 2 * n; ++g) {
@@ -90,8 +89,8 @@ void attend_heads_pair(const AttentionShape& s, const float* q0, const float* q1
     if (n_tail == 0) return;
     const int value_width = Kernels::value_width(s);
     for (int d = 0; d < s.head_dim; d += value_width) {
-      const float* ps1[kHeadsPerKernel];
-      float* outs1[kHeadsPerKernel];
+      const float* ps1[kPerCall];
+      float* outs1[kPerCall];
       for (int g = 0; g < n; ++g) {
         ps1[g] = score_row(1, i0 + g) + count0;
         outs1[g] = out1.acc + static_cast<int64_t>(i0 + g) * s.head_dim + d;
@@ -111,4 +110,4 @@ void attention_chunk_pair_with(const AttentionShape& s, const float* q0, const f
 }
 
 }  // namespace
-}  // namespace omnibus::avx2::attention_detail
+}  // namespace omnibus::attention_detail
