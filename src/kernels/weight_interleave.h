@@ -55,6 +55,8 @@
 
 namespace omnibus {
 
+struct KernelTable;  // kernels/kernel_table.h
+
 // Rows side by side in the interleaved layout.
 inline constexpr int kInterleaveRows = 8;
 
