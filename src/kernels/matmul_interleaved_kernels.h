@@ -61,8 +61,9 @@ void tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* 
   }
 }
 
-// Batches: MR x rows share each unpacked block. Three for 4- and 5-bit codes,
-// four for Q8_0: with four x rows the Q4 tile's sixteen accumulators no
+// Batches: MR x rows share each unpacked block. Three for unsigned codes,
+// four for signed ones (Q8_0, the IQ4 code books: one int32 sum a row, no
+// int16 pair sums): with four x rows the Q4 tile's sixteen accumulators no
 // longer fit the registers and its loop spilled (`*MatmulBench*`, 512 rows,
 // one thread, in turns: Q4_1 19.5-20.1 -> 18.3-18.9 ms, Q4_0 18.7-18.9 ->
 // 18.0-18.2 with three; Q8_0 28.9-29.2 -> 29.4-29.7, so it keeps four).

@@ -26,6 +26,15 @@ inline void prefetch_block_two_ahead(const uint8_t* blk) {
     _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * kBlockBytes + c), _MM_HINT_T0);
 }
 
+// Group g's accumulator for x row i to out[g][i * 8 ..].
+template <int NG, int MR>
+inline void store_tile(const __m256* acc, float* const* out) {
+#pragma GCC unroll 8
+  for (int g = 0; g < NG; ++g)
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+}
+
 // vpshufb control: in each 32-bit lane (weight row) both int16 halves <- byte
 // c of the lane (the scale of sub-block c of a four-scale word).
 inline __m256i scale_pair_control(int c) {
@@ -149,10 +158,7 @@ void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
       }
     }
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < NG; ++g)
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+  store_tile<NG, MR>(acc, out);
 }
 
 // vpshufb control: in each 32-bit lane (weight row) int16 half k <- byte
@@ -165,6 +171,28 @@ inline __m256i high_bytes_control(int b0, int b1) {
 }
 inline __m256i int16_pairs_of_bytes(__m256i words, int b0, int b1) {
   return _mm256_srai_epi16(_mm256_shuffle_epi8(words, high_bytes_control(b0, b1)), 8);
+}
+
+// Lane r of sums[i]: the sum over the sixteen 16-element sub-blocks s of
+// row r's int8 value s (byte s % 4 of lane r of words[s / 4]) times x row
+// i's sum16 s, exactly: Q6_K's and Q3_K's code bias, Q2_K's mins term.
+template <int MR>
+inline void byte_weighted_x_sums(const __m256i* words, const int16_t* const* xs, __m256i* sums) {
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) sums[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int w = 0; w < 4; ++w) {
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      const __m256i values = int16_pairs_of_bytes(words[w], 2 * k, 2 * k + 1);  // sub-blocks 4w + 2k, 4w + 2k + 1
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m256i x_pair =
+            _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
+        sums[i] = _mm256_add_epi32(sums[i], _mm256_madd_epi16(values, x_pair));
+      }
+    }
+  }
 }
 
 // Q6_K outputs (as q4k_tile). Group block (weight_interleave.h): d[8] (f16),
@@ -244,22 +272,9 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
         }
       }
       // The code bias: 32 x sum over the sixteen scales of scale x sum16(q_x).
+      const __m256i scale_words[4] = {load256(words), load256(words + 32), load256(words + 64), load256(words + 96)};
       __m256i bias[MR];
-#pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) bias[i] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int w = 0; w < 4; ++w) {
-        const __m256i word = load256(words + 32 * w);
-#pragma GCC unroll 2
-        for (int k = 0; k < 2; ++k) {
-          const __m256i sc = int16_pairs_of_bytes(word, 2 * k, 2 * k + 1);  // scales 4w + 2k, 4w + 2k + 1
-#pragma GCC unroll 4
-          for (int i = 0; i < MR; ++i) {
-            const __m256i x_pair = _mm256_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
-            bias[i] = _mm256_add_epi32(bias[i], _mm256_madd_epi16(sc, x_pair));
-          }
-        }
-      }
+      byte_weighted_x_sums<MR>(scale_words, xs, bias);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i) {
@@ -269,10 +284,7 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
       }
     }
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < NG; ++g)
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+  store_tile<NG, MR>(acc, out);
 }
 
 }  // namespace

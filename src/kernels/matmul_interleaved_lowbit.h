@@ -128,21 +128,7 @@ void q3k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
       }
       // The code bias: 4 x sum over the sixteen scales of scale x sum16(q_x).
       __m256i bias[MR];
-#pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) bias[i] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int w = 0; w < 4; ++w) {
-#pragma GCC unroll 2
-        for (int k = 0; k < 2; ++k) {
-          const __m256i sc = int16_pairs_of_bytes(sw[w], 2 * k, 2 * k + 1);  // scales 4w + 2k, 4w + 2k + 1
-#pragma GCC unroll 4
-          for (int i = 0; i < MR; ++i) {
-            const __m256i x_pair = _mm256_set1_epi32(
-                static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
-            bias[i] = _mm256_add_epi32(bias[i], _mm256_madd_epi16(sc, x_pair));
-          }
-        }
-      }
+      byte_weighted_x_sums<MR>(sw, xs, bias);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
 #pragma GCC unroll 4
       for (int i = 0; i < MR; ++i) {
@@ -152,10 +138,7 @@ void q3k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
       }
     }
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < NG; ++g)
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+  store_tile<NG, MR>(acc, out);
 }
 
 // Q2_K outputs of NG groups for x rows r0..r0+MR: Q3_K's two low bits
@@ -216,23 +199,11 @@ void q2k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
           }
         }
       }
-      __m256i M[MR];
+      // The mins term: sum over the sixteen mins of min x sum16(q_x).
+      __m256i mins[4], M[MR];
 #pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) M[i] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int w = 0; w < 4; ++w) {
-        const __m256i mins = _mm256_and_si256(_mm256_srli_epi16(load256(words + 32 * w), 4), low4);
-#pragma GCC unroll 2
-        for (int k = 0; k < 2; ++k) {
-          const __m256i mn = int16_pairs_of_bytes(mins, 2 * k, 2 * k + 1);  // mins 4w + 2k, 4w + 2k + 1
-#pragma GCC unroll 4
-          for (int i = 0; i < MR; ++i) {
-            const __m256i x_pair = _mm256_set1_epi32(
-                static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
-            M[i] = _mm256_add_epi32(M[i], _mm256_madd_epi16(mn, x_pair));
-          }
-        }
-      }
+      for (int w = 0; w < 4; ++w) mins[w] = _mm256_and_si256(_mm256_srli_epi16(load256(words + 32 * w), 4), low4);
+      byte_weighted_x_sums<MR>(mins, xs, M);
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
       const __m256 neg_dmin = _mm256_xor_ps(
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16))), _mm256_set1_ps(-0.0f));
@@ -245,10 +216,7 @@ void q2k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
       }
     }
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < NG; ++g)
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+  store_tile<NG, MR>(acc, out);
 }
 
 // IQ4_XS outputs of NG groups for x rows r0..r0+MR (as q6k_tile). Sub-block
@@ -318,10 +286,7 @@ void iq4xs_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, f
       }
     }
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < NG; ++g)
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) _mm256_storeu_ps(out[g] + i * kInterleaveRows, acc[g * MR + i]);
+  store_tile<NG, MR>(acc, out);
 }
 
 }  // namespace
