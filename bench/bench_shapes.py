@@ -9,7 +9,8 @@ engines see the same machine:
     prompt (or after --depth tokens of context), each a fresh process;
   * llama-bench -p PREFILL -n DECODE [-d DEPTH] -r 1, one process per
     repetition, the same threads.
-Medians over --reps repetitions (after one discarded warm-up of each) go
+Medians over --reps repetitions (after one discarded warm-up of each; with
+--depth, of omnibus only) go
 into a table on stdout and into bench/results/shapes_<timestamp>.json.
 
 The limits: decode reads every weight once per token (and, after --depth
@@ -110,7 +111,12 @@ def bench_model(args, model, prompt_file):
         return roofline.between_probes(
             lambda: omnibus_run(args, model, prompt, args.decode, max(args.prefill, 512), ctx), args.threads)
 
-    prefill(), decode(), llama_bench(args, model)  # warm-up: page cache, clocks
+    # Warm-up (page cache, clocks): the omnibus runs read the whole file
+    # into the page cache for both engines; after --depth tokens a llama-bench
+    # warm-up would cost another long prefill and is left out.
+    prefill(), decode()
+    if args.depth == 0:
+        llama_bench(args, model)
     pre, dec, around, llama = [], [], [], []
     for rep in range(args.reps):
         pre.append(prefill())
