@@ -12,6 +12,7 @@
 #include "backends/cpu/forward.h"
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
+#include "kernels/kernel_table_test_util.h"
 #include "kernels/weight_interleave.h"
 #include "tiny_model.h"
 
@@ -65,12 +66,13 @@ std::vector<int32_t> contiguous_table(int n) {
 }
 
 // Logits of every position, running the tokens in chunks of `chunk` rows,
-// with the sequence in blocks 0, 1, ... of `block_size` positions.
+// with the sequence in blocks 0, 1, ... of `block_size` positions, on
+// `table`'s kernels.
 std::vector<float> engine_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens, int chunk,
                                  int threads, int block_size = 16, int max_positions = 64,
-                                 KvCacheType kv_type = KvCacheType::kF16) {
+                                 KvCacheType kv_type = KvCacheType::kF16, const KernelTable& kernel_table = kernels()) {
   ThreadPool pool(threads);
-  ForwardPass fp(model, pool, chunk, max_positions);
+  ForwardPass fp(model, pool, chunk, max_positions, kernel_table);
   const int blocks = (max_positions + block_size - 1) / block_size;
   auto kv = PagedKvStore::create(model->config(), blocks, block_size, kv_type);
   EXPECT_TRUE(kv.is_ok());
@@ -100,27 +102,63 @@ class ForwardTest : public ::testing::TestWithParam<Case> {};
 // sequences: every one within 2e-2 of the logit scale, and at least one
 // clean, within 5e-4 (a wrong op shows in all five). Float weight types
 // quantize nothing, so every sequence must be clean for them.
+// The whole forward pass runs once per kernel table this CPU runs (the
+// OMNIBUS_KERNELS names), the model loaded for the table (its weight
+// layout) and the runner holding it: each table against the reference as
+// above and against the scalar table within twice those tolerances (both
+// are that close to the reference), and the SIMD tables bit for bit
+// against each other (kernel_table.h: they share one reduction order).
 TEST_P(ForwardTest, MatchesReferenceForward) {
   const auto bytes = make_tiny_model_bytes(spec_for(GetParam()));
-  auto model = load_tiny_model(bytes);
   const bool int8_activations = dtype_info(GetParam().type)->block_size > 1;
-  double cleanest = INFINITY;
-  for (uint32_t seed = 1; seed <= 5; ++seed) {
-    const auto tokens = random_tokens(9, model->config().vocab_size, seed);
-    const auto want = reference_logits(*model, tokens);
-    const auto got = engine_logits(model, tokens, 4, 2);
-    ASSERT_EQ(want.size(), got.size());
+  const double tolerance = int8_activations ? 2e-2 : 5e-4;
+  // Relative: the largest error over max(1, max |want|).
+  auto relative_error = [](const std::vector<float>& want, const std::vector<float>& got) {
     double max_abs = 0, max_err = 0;
     for (size_t i = 0; i < want.size(); ++i) {
       max_abs = std::max(max_abs, std::fabs(double(want[i])));
       max_err = std::max(max_err, std::fabs(double(want[i]) - got[i]));
     }
+    return max_err / std::max(1.0, max_abs);
+  };
+  const auto tables = testing_util::runnable_tables();
+  std::vector<double> cleanest(tables.size(), INFINITY);
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    auto reference_model = load_tiny_model(bytes);
+    const auto tokens = random_tokens(9, reference_model->config().vocab_size, seed);
+    const auto want = reference_logits(*reference_model, tokens);
+    double max_abs = 0;
+    for (float x : want) max_abs = std::max(max_abs, std::fabs(double(x)));
     EXPECT_GT(max_abs, 0.1) << "logits too small to be a meaningful check";
-    const double relative = max_err / std::max(1.0, max_abs);
-    EXPECT_LT(relative, int8_activations ? 2e-2 : 5e-4) << "seed " << seed << ": max |logit| " << max_abs << ", max error " << max_err;
-    cleanest = std::min(cleanest, relative);
+    std::vector<float> scalar, first_simd;
+    const char* first_simd_name = nullptr;
+    for (size_t t = 0; t < tables.size(); ++t) {
+      const KernelTable& table = *tables[t];
+      const auto got = engine_logits(load_tiny_model(bytes, {}, table), tokens, 4, 2, 16, 64, KvCacheType::kF16, table);
+      ASSERT_EQ(want.size(), got.size());
+      const double relative = relative_error(want, got);
+      EXPECT_LT(relative, tolerance) << table.name << ", seed " << seed << ": max |logit| " << max_abs;
+      cleanest[t] = std::min(cleanest[t], relative);
+      if (table.isa == Isa::kScalar) {
+        scalar = got;
+      } else if (first_simd.empty()) {
+        first_simd = got;
+        first_simd_name = table.name;
+      } else {
+        EXPECT_EQ(0, std::memcmp(first_simd.data(), got.data(), got.size() * sizeof(float)))
+            << table.name << " against " << first_simd_name << ", seed " << seed;
+      }
+    }
+    // runnable_tables() ends with the scalar one.
+    ASSERT_FALSE(scalar.empty());
+    if (!first_simd.empty()) {
+      EXPECT_LT(relative_error(scalar, first_simd), 2 * tolerance)
+          << first_simd_name << " against scalar, seed " << seed;
+    }
   }
-  EXPECT_LT(cleanest, 5e-4) << "no token sequence matched the reference within float rounding";
+  for (size_t t = 0; t < tables.size(); ++t)
+    EXPECT_LT(cleanest[t], 5e-4) << tables[t]->name
+                                 << ": no token sequence matched the reference within float rounding";
 }
 
 TEST_P(ForwardTest, LogitsAreBatchInvariant) {

@@ -168,8 +168,11 @@ Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8
   return Model::from_gguf(std::move(file).value(), options);
 }
 
-std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options) {
-  auto model = try_load_tiny_model(bytes, options);
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options,
+                                             const KernelTable& table) {
+  auto file = GgufFile::parse(MappedFile::from_memory(bytes));
+  if (!file.is_ok()) throw std::runtime_error(file.status().to_string());
+  auto model = Model::from_gguf(std::move(file).value(), options, table);
   if (!model.is_ok()) throw std::runtime_error(model.status().to_string());
   return *model;
 }

@@ -37,7 +37,9 @@ struct TinyModelSpec {
 std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec);
 
 // Loads the bytes as a Model. `bytes` must outlive the model.
-std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options = {});
+// `table`: the kernels the model is loaded for (Model::from_gguf).
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options = {},
+                                             const KernelTable& table = kernels());
 Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes,
                                                           const ModelLoadOptions& options = {});
 

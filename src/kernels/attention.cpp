@@ -11,10 +11,16 @@
 
 namespace omnibus {
 
+void attention_row(const KernelTable& table, const AttentionShape& s, const float* q, const uint16_t* k,
+                   const uint16_t* v, int64_t row_stride, int64_t n_kv, float* scores, float* out, int head_begin,
+                   int head_end) {
+  const KvRun whole{k, v, n_kv};
+  attention_row_paged(table, s, q, std::span(&whole, 1), row_stride, scores, out, head_begin, head_end);
+}
+
 void attention_row(const AttentionShape& s, const float* q, const uint16_t* k, const uint16_t* v, int64_t row_stride,
                    int64_t n_kv, float* scores, float* out, int head_begin, int head_end) {
-  const KvRun whole{k, v, n_kv};
-  attention_row_paged(s, q, std::span(&whole, 1), row_stride, scores, out, head_begin, head_end);
+  attention_row(kernels(), s, q, k, v, row_stride, n_kv, scores, out, head_begin, head_end);
 }
 
 namespace {
@@ -58,10 +64,16 @@ const char* attention_path_name(int head_dim, KvCacheType kv_type) {
   return resolve_attention(kernels(), s).name;
 }
 
+void attention_chunk(const KernelTable& table, const AttentionShape& s, const float* q, std::span<const KvRun> runs,
+                     int64_t row_stride, float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead) {
+  resolve_attention(table, s).chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
+}
+
 void attention_chunk(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
                      const ChunkAhead& ahead) {
-  resolve_attention(kernels(), s).chunk(s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
+  attention_chunk(kernels(), s, q, runs, row_stride, scores, out, head_begin, head_end, ahead);
 }
 
 void attention_merge(int head_dim, int heads, const AttentionPartial& next, const AttentionPartial& state) {
@@ -160,14 +172,22 @@ struct RowPairState {
   AttentionPartial next(int row) { return {next_acc[row], next_max[row], next_sum[row]}; }
 };
 
-// The pair kernel of this process's table (attention_pairs_supported).
-AttentionChunkPairFn pair_chunk_fn(const AttentionShape& s) { return resolve_attention(kernels(), s).pair; }
+// The pair kernel of `table` for the shape (attention_pairs_supported).
+AttentionChunkPairFn pair_chunk_fn(const KernelTable& table, const AttentionShape& s) {
+  return resolve_attention(table, s).pair;
+}
 
 }  // namespace
 
+void attention_row_paged(const KernelTable& table, const AttentionShape& s, const float* q, std::span<const KvRun> runs,
+                         int64_t row_stride, float* scores, float* out, int head_begin, int head_end) {
+  attention_row_paged_with(resolve_attention(table, s).chunk, s, q, runs, row_stride, scores, out, head_begin,
+                           head_end);
+}
+
 void attention_row_paged(const AttentionShape& s, const float* q, std::span<const KvRun> runs, int64_t row_stride,
                          float* scores, float* out, int head_begin, int head_end) {
-  attention_row_paged_with(attention_chunk, s, q, runs, row_stride, scores, out, head_begin, head_end);
+  attention_row_paged(kernels(), s, q, runs, row_stride, scores, out, head_begin, head_end);
 }
 
 void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, const float* q,
@@ -210,11 +230,20 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
   }
 }
 
-bool attention_pairs_supported(const AttentionShape& s) { return pair_chunk_fn(s) != nullptr; }
+bool attention_pairs_supported(const KernelTable& table, const AttentionShape& s) {
+  return pair_chunk_fn(table, s) != nullptr;
+}
+bool attention_pairs_supported(const AttentionShape& s) { return attention_pairs_supported(kernels(), s); }
 
 void attention_row_pair_paged(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
                               int64_t row_stride, float* scores, float* out0, float* out1, int head_begin,
                               int head_end) {
+  attention_row_pair_paged(kernels(), s, q0, q1, runs, row_stride, scores, out0, out1, head_begin, head_end);
+}
+
+void attention_row_pair_paged(const KernelTable& table, const AttentionShape& s, const float* q0, const float* q1,
+                              std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out0, float* out1,
+                              int head_begin, int head_end) {
   int64_t n1 = 0;
   for (const KvRun& run : runs) n1 += run.count;
   const int64_t n0 = n1 - 1;  // >= 1 from real rows: a row sees at least its own position
@@ -223,13 +252,13 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
     // as attention_row_paged gives a row without positions.
     std::fill(out0 + static_cast<int64_t>(head_begin) * s.head_dim, out0 + static_cast<int64_t>(head_end) * s.head_dim,
               0.0f);
-    attention_row_paged(s, q1, runs, row_stride, scores, out1, head_begin, head_end);
+    attention_row_paged(table, s, q1, runs, row_stride, scores, out1, head_begin, head_end);
     return;
   }
   KvRunScratch<kAttentionChunk> chunk_scratch;
   KvRun* chunk_runs = chunk_scratch.data();
   RowPairState pair;
-  const AttentionChunkPairFn pair_chunk = pair_chunk_fn(s);
+  const AttentionChunkPairFn pair_chunk = pair_chunk_fn(table, s);
   const int per_pass = std::clamp(kPassFloats / s.head_dim, 1, kMaxHeadsPerPass);
   for (int h0 = head_begin; h0 < head_end; h0 += per_pass) {
     RunCursor cursor(runs, s.k_run_step(row_stride), s.v_run_step(row_stride));
@@ -248,7 +277,7 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
         if (first > 0) attention_merge(s.head_dim, heads, next0, state0);
       } else {
         // Row 0 ended at the previous chunk; row 1's last position opens this one.
-        attention_chunk(s, q1, std::span(chunk_runs, n), row_stride, scores, part1, h0, h1);
+        attention_chunk(table, s, q1, std::span(chunk_runs, n), row_stride, scores, part1, h0, h1);
       }
       if (first > 0) attention_merge(s.head_dim, heads, next1, state1);
     }
@@ -257,18 +286,32 @@ void attention_row_pair_paged(const AttentionShape& s, const float* q0, const fl
   }
 }
 
-void attention_chunk_shared(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
-                            int64_t row_stride, float* scores, const AttentionPartial& out0,
-                            const AttentionPartial& out1, int head_begin, int head_end) {
+void attention_chunk_shared(const KernelTable& table, const AttentionShape& s, const float* q0, const float* q1,
+                            std::span<const KvRun> runs, int64_t row_stride, float* scores,
+                            const AttentionPartial& out0, const AttentionPartial& out1, int head_begin, int head_end) {
   int64_t n = 0;
   for (const KvRun& run : runs) n += run.count;
   // Row 0 over all of the runs' positions: the pair kernel with no tail.
-  pair_chunk_fn(s)(s, q0, q1, runs, n, row_stride, scores, out0, out1, head_begin, head_end);
+  pair_chunk_fn(table, s)(s, q0, q1, runs, n, row_stride, scores, out0, out1, head_begin, head_end);
+}
+
+void attention_chunk_shared(const AttentionShape& s, const float* q0, const float* q1, std::span<const KvRun> runs,
+                            int64_t row_stride, float* scores, const AttentionPartial& out0,
+                            const AttentionPartial& out1, int head_begin, int head_end) {
+  attention_chunk_shared(kernels(), s, q0, q1, runs, row_stride, scores, out0, out1, head_begin, head_end);
 }
 
 void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std::span<const KvRun> runs0,
                                   const float* q1, std::span<const KvRun> runs1, int64_t shared, int64_t row_stride,
                                   float* scores, float* out0, float* out1, int head_begin, int head_end) {
+  attention_rows_shared_prefix(kernels(), s, q0, runs0, q1, runs1, shared, row_stride, scores, out0, out1, head_begin,
+                               head_end);
+}
+
+void attention_rows_shared_prefix(const KernelTable& table, const AttentionShape& s, const float* q0,
+                                  std::span<const KvRun> runs0, const float* q1, std::span<const KvRun> runs1,
+                                  int64_t shared, int64_t row_stride, float* scores, float* out0, float* out1,
+                                  int head_begin, int head_end) {
   int64_t n0 = 0, n1 = 0;
   for (const KvRun& run : runs0) n0 += run.count;
   for (const KvRun& run : runs1) n1 += run.count;
@@ -277,8 +320,8 @@ void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std:
   // for the other.
   const int64_t together = std::min({shared, n0, n1}) / kAttentionChunk * kAttentionChunk;
   if (together == 0) {
-    attention_row_paged(s, q0, runs0, row_stride, scores, out0, head_begin, head_end);
-    attention_row_paged(s, q1, runs1, row_stride, scores, out1, head_begin, head_end);
+    attention_row_paged(table, s, q0, runs0, row_stride, scores, out0, head_begin, head_end);
+    attention_row_paged(table, s, q1, runs1, row_stride, scores, out1, head_begin, head_end);
     return;
   }
   KvRunScratch<kAttentionChunk> chunk_scratch;
@@ -300,7 +343,7 @@ void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std:
       const AttentionPartial& part1 = first == 0 ? state1 : next1;
       if (first < together) {
         const size_t n = cursor1.slice(first, kAttentionChunk, chunk_runs);
-        attention_chunk_shared(s, q0, q1, std::span(chunk_runs, n), row_stride, scores, part0, part1, h0, h1);
+        attention_chunk_shared(table, s, q0, q1, std::span(chunk_runs, n), row_stride, scores, part0, part1, h0, h1);
         if (first > 0) {
           attention_merge(s.head_dim, heads, next0, state0);
           attention_merge(s.head_dim, heads, next1, state1);
@@ -309,12 +352,12 @@ void attention_rows_shared_prefix(const AttentionShape& s, const float* q0, std:
       }
       if (first < n0) {
         const size_t n = cursor0.slice(first, std::min(kAttentionChunk, n0 - first), chunk_runs);
-        attention_chunk(s, q0, std::span(chunk_runs, n), row_stride, scores, part0, h0, h1);
+        attention_chunk(table, s, q0, std::span(chunk_runs, n), row_stride, scores, part0, h0, h1);
         attention_merge(s.head_dim, heads, next0, state0);  // first >= together > 0
       }
       if (first < n1) {
         const size_t n = cursor1.slice(first, std::min(kAttentionChunk, n1 - first), chunk_runs);
-        attention_chunk(s, q1, std::span(chunk_runs, n), row_stride, scores, part1, h0, h1);
+        attention_chunk(table, s, q1, std::span(chunk_runs, n), row_stride, scores, part1, h0, h1);
         attention_merge(s.head_dim, heads, next1, state1);
       }
     }

@@ -285,6 +285,33 @@ void attention_chunk(const AttentionShape& shape, const float* q, std::span<cons
                      float* scores, const AttentionPartial& out, int head_begin, int head_end,
                      const ChunkAhead& ahead = {});
 }  // namespace neon
+// The entry points above (attention_row, attention_row_paged,
+// attention_chunk, attention_pairs_supported, attention_row_pair_paged,
+// attention_chunk_shared, attention_rows_shared_prefix) with `table`'s
+// kernels for the shape (resolve_attention): a runner passes its own. The
+// overloads without a table take the process's (kernels()), for tests and
+// tools.
+void attention_row(const KernelTable& table, const AttentionShape& shape, const float* q, const uint16_t* k,
+                   const uint16_t* v, int64_t row_stride, int64_t n_kv, float* scores, float* out, int head_begin,
+                   int head_end);
+void attention_row_paged(const KernelTable& table, const AttentionShape& shape, const float* q,
+                         std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out, int head_begin,
+                         int head_end);
+void attention_chunk(const KernelTable& table, const AttentionShape& shape, const float* q, std::span<const KvRun> runs,
+                     int64_t row_stride, float* scores, const AttentionPartial& out, int head_begin, int head_end,
+                     const ChunkAhead& ahead = {});
+bool attention_pairs_supported(const KernelTable& table, const AttentionShape& shape);
+void attention_row_pair_paged(const KernelTable& table, const AttentionShape& shape, const float* q0, const float* q1,
+                              std::span<const KvRun> runs, int64_t row_stride, float* scores, float* out0, float* out1,
+                              int head_begin, int head_end);
+void attention_chunk_shared(const KernelTable& table, const AttentionShape& shape, const float* q0, const float* q1,
+                            std::span<const KvRun> runs, int64_t row_stride, float* scores,
+                            const AttentionPartial& out0, const AttentionPartial& out1, int head_begin, int head_end);
+void attention_rows_shared_prefix(const KernelTable& table, const AttentionShape& shape, const float* q0,
+                                  std::span<const KvRun> runs0, const float* q1, std::span<const KvRun> runs1,
+                                  int64_t shared, int64_t row_stride, float* scores, float* out0, float* out1,
+                                  int head_begin, int head_end);
+
 // The kernels one table (kernels/kernel_table.h) runs a shape with: the
 // table's own, or those of the first table down its attention_fallback
 // chain that takes the shape (the scalar table takes every shape). pair is

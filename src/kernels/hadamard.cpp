@@ -15,11 +15,12 @@ int hadamard_key_block(int head_dim) {
 
 int hadamard_value_block(int head_dim) { return head_dim > 0 && head_dim % 64 == 0 ? 64 : 0; }
 
-void hadamard_blocks(float* x, int64_t count, int n) {
-  const KernelTable& k = kernels();
-  if (n % k.hadamard_lanes == 0) return k.hadamard_blocks(x, count, n);
+void hadamard_blocks(const KernelTable& table, float* x, int64_t count, int n) {
+  if (n % table.hadamard_lanes == 0) return table.hadamard_blocks(x, count, n);
   ref::hadamard_blocks(x, count, n);
 }
+
+void hadamard_blocks(float* x, int64_t count, int n) { hadamard_blocks(kernels(), x, count, n); }
 
 namespace ref {
 

@@ -15,6 +15,8 @@
 
 namespace omnibus {
 
+struct KernelTable;  // kernels/kernel_table.h
+
 // llama.cpp's sizes: K (and Q) in blocks of the largest power of two from
 // 64 up that divides head_dim, V (and the output) in blocks of 64; 0 (no
 // rotation) unless head_dim is a multiple of 64.
@@ -23,7 +25,9 @@ int hadamard_value_block(int head_dim);
 
 // x[0 .. count * n) := each n-value block times H: the fast transform's
 // log2(n) butterfly stages, then times 1/sqrt(n). Per block, so the result
-// never depends on how many blocks a call covers.
+// never depends on how many blocks a call covers. With `table`'s kernels
+// (a runner passes its own), or the process's (kernels()).
+void hadamard_blocks(const KernelTable& table, float* x, int64_t count, int n);
 void hadamard_blocks(float* x, int64_t count, int n);
 
 // The two implementations behind hadamard_blocks (the same bits), for

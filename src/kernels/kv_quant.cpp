@@ -81,9 +81,14 @@ void pack_value_q4(const uint8_t* codes, int head_dim, uint8_t* dst) {
       dst[16 * g + i] = static_cast<uint8_t>(codes[32 * g + i] | codes[32 * g + 16 + i] << 4);
 }
 
+void quantize_kv_q8(const KernelTable& table, const float* x, int64_t n, int8_t* codes, int64_t code_stride,
+                    uint16_t* scales, int64_t scale_stride) {
+  table.quantize_kv_q8(x, n, codes, code_stride, scales, scale_stride);
+}
+
 void quantize_kv_q8(const float* x, int64_t n, int8_t* codes, int64_t code_stride, uint16_t* scales,
                     int64_t scale_stride) {
-  kernels().quantize_kv_q8(x, n, codes, code_stride, scales, scale_stride);
+  quantize_kv_q8(kernels(), x, n, codes, code_stride, scales, scale_stride);
 }
 
 }  // namespace omnibus

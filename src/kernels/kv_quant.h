@@ -10,6 +10,8 @@
 
 namespace omnibus {
 
+struct KernelTable;  // kernels/kernel_table.h
+
 // How the cache stores K and V: IEEE f16 (the default, as llama.cpp's),
 // q8_0 (below), q4_0 (further below), or bf16. bf16 takes the f16 layout and size and keeps 8
 // mantissa bits instead of 11; its point is speed: widening bf16 to f32 is
@@ -31,6 +33,10 @@ inline constexpr int kKvQ8Group = 32;
 // 0 and codes 0. The scalar and AVX2 versions give the same bytes.
 void quantize_kv_q8(const float* x, int64_t n, int8_t* codes, int64_t code_stride, uint16_t* scales,
                     int64_t scale_stride);
+// The same with `table`'s quantizer (a runner passes its own; the above
+// takes the process's, kernels()).
+void quantize_kv_q8(const KernelTable& table, const float* x, int64_t n, int8_t* codes, int64_t code_stride,
+                    uint16_t* scales, int64_t scale_stride);
 namespace ref {
 void quantize_kv_q8(const float* x, int64_t n, int8_t* codes, int64_t code_stride, uint16_t* scales,
                     int64_t scale_stride);

@@ -61,9 +61,13 @@ void run_rows(const KernelTable& table, const MatmulArgs& a, int64_t row_begin, 
 
 }  // namespace matmul_detail
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
+void matmul(const KernelTable& table, const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
   const MatmulTarget target{&w, y};
-  matmul_shared_input(std::span(&target, 1), x, n_x, pool);
+  matmul_shared_input(table, std::span(&target, 1), x, n_x, pool);
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool) {
+  matmul(kernels(), w, x, n_x, y, pool);
 }
 
 namespace {
@@ -126,16 +130,16 @@ int64_t balanced_unit_start(std::span<const MatmulTarget> targets, int thread, i
 }
 
 // The output rows of row units [unit_begin, unit_end) of the targets laid
-// end to end.
-void run_units(std::span<const MatmulTarget> targets, const float* x, const matmul_detail::QuantizedX* qx,
-               int64_t n_x, int64_t unit_begin, int64_t unit_end) {
+// end to end, with `table`'s kernels.
+void run_units(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x,
+               const matmul_detail::QuantizedX* qx, int64_t n_x, int64_t unit_begin, int64_t unit_end) {
   int64_t offset = 0;
   for (const MatmulTarget& t : targets) {
     const int64_t units = row_units(*t.w);
     const int64_t b = std::max(unit_begin, offset), e = std::min(unit_end, offset + units);
     if (b < e) {
       const matmul_detail::MatmulArgs args{t.w, x, qx, n_x, t.y};
-      matmul_detail::run_rows(kernels(), args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
+      matmul_detail::run_rows(table, args, (b - offset) * kRowUnit, std::min(t.w->rows, (e - offset) * kRowUnit));
     }
     offset += units;
   }
@@ -144,10 +148,15 @@ void run_units(std::span<const MatmulTarget> targets, const float* x, const matm
 }  // namespace
 
 void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, ThreadPool* pool) {
+  matmul_shared_input(kernels(), targets, x, n_x, pool);
+}
+
+void matmul_shared_input(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t n_x,
+                         ThreadPool* pool) {
   if (n_x <= 0 || targets.empty()) return;
   DType quant_type;
   if (!shared_quant_type(targets, &quant_type)) {
-    for (const MatmulTarget& one : targets) matmul_shared_input(std::span(&one, 1), x, n_x, pool);
+    for (const MatmulTarget& one : targets) matmul_shared_input(table, std::span(&one, 1), x, n_x, pool);
     return;
   }
   const WeightMatrix& first = *targets[0].w;
@@ -160,10 +169,10 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
     if (pool != nullptr && pool->size() > 1 && n_x >= kParallelQuantizeRows) {
       matmul_detail::QuantizedX* into = &qx;  // the calling thread's, named here (see below)
       pool->run([&](int index, int count) {
-        kernels().quantize_x_rows(quant_type, x, n_x * index / count, n_x * (index + 1) / count, into);
+        table.quantize_x_rows(quant_type, x, n_x * index / count, n_x * (index + 1) / count, into);
       });
     } else {
-      kernels().quantize_x_rows(quant_type, x, 0, n_x, &qx);
+      table.quantize_x_rows(quant_type, x, 0, n_x, &qx);
     }
   }
   // Taken here, on the calling thread: inside the lambda `qx` would name the
@@ -175,12 +184,12 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
   int64_t work = 0;
   for (const MatmulTarget& t : targets) work += n_x * t.w->rows * t.w->cols;
   if (pool == nullptr || pool->size() == 1 || work < kMinParallelWork) {
-    run_units(targets, x, shared_qx, n_x, 0, total_units);
+    run_units(table, targets, x, shared_qx, n_x, 0, total_units);
     return;
   }
   if (n_x < kDynamicSplitRows) {
     pool->run([&](int index, int count) {
-      run_units(targets, x, shared_qx, n_x, balanced_unit_start(targets, index, count),
+      run_units(table, targets, x, shared_qx, n_x, balanced_unit_start(targets, index, count),
                 balanced_unit_start(targets, index + 1, count));
     });
     return;
@@ -191,7 +200,7 @@ void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, 
     for (;;) {
       const int64_t begin = next_unit.fetch_add(chunk, std::memory_order_relaxed);
       if (begin >= total_units) return;
-      run_units(targets, x, shared_qx, n_x, begin, std::min(total_units, begin + chunk));
+      run_units(table, targets, x, shared_qx, n_x, begin, std::min(total_units, begin + chunk));
     }
   });
 }
@@ -217,29 +226,30 @@ std::pair<int64_t, int64_t> matmul_share_rows(int64_t rows, int thread, int thre
   return {std::min(rows, units * thread / threads * kRowUnit), std::min(rows, units * (thread + 1) / threads * kRowUnit)};
 }
 
-void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, int thread, int threads,
-                  ShareSplit split, MatmulScratch* scratch) {
+void matmul_share(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t n_x,
+                  int thread, int threads, ShareSplit split, MatmulScratch* scratch) {
   if (n_x <= 0 || targets.empty()) return;
   DType quant_type;
   if (!shared_quant_type(targets, &quant_type)) {
-    for (const MatmulTarget& one : targets) matmul_share(std::span(&one, 1), x, n_x, thread, threads, split, scratch);
+    for (const MatmulTarget& one : targets)
+      matmul_share(table, std::span(&one, 1), x, n_x, thread, threads, split, scratch);
     return;
   }
   const matmul_detail::QuantizedX* qx = nullptr;
   if (int8_input(*targets[0].w)) {
     matmul_detail::QuantizedX& own = scratch->qx();
     matmul_detail::shape_quantized_x(quant_type, n_x, targets[0].w->cols, &own);
-    kernels().quantize_x_rows(quant_type, x, 0, n_x, &own);
+    table.quantize_x_rows(quant_type, x, 0, n_x, &own);
     qx = &own;
   }
   if (split == ShareSplit::kAcrossTargets) {
-    run_units(targets, x, qx, n_x, balanced_unit_start(targets, thread, threads),
+    run_units(table, targets, x, qx, n_x, balanced_unit_start(targets, thread, threads),
               balanced_unit_start(targets, thread + 1, threads));
     return;
   }
   for (const MatmulTarget& t : targets) {
     const auto [begin, end] = matmul_share_rows(t.w->rows, thread, threads);
-    if (begin < end) matmul_detail::run_rows(kernels(), matmul_detail::MatmulArgs{t.w, x, qx, n_x, t.y}, begin, end);
+    if (begin < end) matmul_detail::run_rows(table, matmul_detail::MatmulArgs{t.w, x, qx, n_x, t.y}, begin, end);
   }
 }
 

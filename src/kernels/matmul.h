@@ -28,6 +28,8 @@
 
 namespace omnibus {
 
+struct KernelTable;  // kernels/kernel_table.h
+
 // How a matrix's blocks are laid out in memory.
 //  kRows: as in GGUF, row after row, row_bytes apart.
 //  kInterleaved8: rows in groups of eight (the last padded with zero rows),
@@ -46,8 +48,11 @@ struct WeightMatrix {
   WeightLayout layout = WeightLayout::kRows;
 };
 
-// y (n_x rows of w.rows) = x (n_x rows of w.cols) times w transposed.
-// pool may be null (run on the calling thread).
+// y (n_x rows of w.rows) = x (n_x rows of w.cols) times w transposed, with
+// `table`'s kernels (the caller's: a runner passes its own). pool may be
+// null (run on the calling thread).
+void matmul(const KernelTable& table, const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool);
+// The same with the process's table (kernels()): tests and tools.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_x, float* y, ThreadPool* pool);
 
 // One weight matrix and where its product goes.
@@ -61,6 +66,9 @@ struct MatmulTarget {
 // split across the pool in one job (one synchronisation instead of one per
 // matrix); otherwise they run one by one. Each output is bit-identical to
 // what matmul() gives for it alone.
+void matmul_shared_input(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t n_x,
+                         ThreadPool* pool);
+// The same with the process's table (kernels()), for tests.
 void matmul_shared_input(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, ThreadPool* pool);
 
 namespace matmul_detail {
@@ -93,13 +101,13 @@ class MatmulScratch {
 //    elementwise op across them (SwiGLU on gate and up) without a barrier.
 enum class ShareSplit : uint8_t { kAcrossTargets, kEachTarget };
 
-// Thread `thread`'s part of matmul_shared_input(targets, x, n_x, pool) for
+// Thread `thread`'s part of matmul_shared_input(table, targets, x, n_x, pool) for
 // code that already runs on every thread of a pool (a decode step as one
 // pool job): quantizes x itself into `scratch` (every thread makes the same
 // bytes, no barrier needed) and computes its share of the output rows. The
 // outputs of all `threads` calls together are bit-identical to matmul()'s.
-void matmul_share(std::span<const MatmulTarget> targets, const float* x, int64_t n_x, int thread, int threads,
-                  ShareSplit split, MatmulScratch* scratch);
+void matmul_share(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int64_t n_x,
+                  int thread, int threads, ShareSplit split, MatmulScratch* scratch);
 
 // The output rows [begin, end) of a `rows`-row matrix that thread `thread`
 // of `threads` computes under ShareSplit::kEachTarget.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_test_util.h"
 
@@ -48,7 +49,7 @@ void check(DType first, DType second, int64_t cols) {
       std::vector<float> ga(ya.size(), -1.0f), gb(yb.size(), -1.0f), gc(yc.size(), -1.0f);
       const MatmulTarget targets[] = {{&a.view, ga.data()}, {&b.view, gb.data()}, {&c.view, gc.data()}};
       MatmulScratch scratch;
-      for (int t = 0; t < threads; ++t) matmul_share(targets, x.data(), n_x, t, threads, split, &scratch);
+      for (int t = 0; t < threads; ++t) matmul_share(kernels(), targets, x.data(), n_x, t, threads, split, &scratch);
       const char* how = split == ShareSplit::kAcrossTargets ? " across targets" : " each target";
       EXPECT_TRUE(same_bits(ya, ga)) << "share " << dtype_name(first) << " " << threads << how;
       EXPECT_TRUE(same_bits(yb, gb)) << "share " << dtype_name(second) << " " << threads << how;

@@ -4,14 +4,23 @@
 
 namespace omnibus {
 
-void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
-  kernels().rms_norm(x, weight, y, n, eps);
+void rms_norm(const KernelTable& t, const float* x, const float* weight, float* y, int64_t n, float eps) {
+  t.rms_norm(x, weight, y, n, eps);
 }
-void swiglu(float* gate, const float* up, int64_t n) { kernels().swiglu(gate, up, n); }
-void geglu(float* gate, const float* up, int64_t n) { kernels().geglu(gate, up, n); }
-float dot_f32(const float* a, const float* b, int64_t n) { return kernels().dot_f32(a, b, n); }
-void axpy_f32(float alpha, const float* x, float* y, int64_t n) { kernels().axpy_f32(alpha, x, y, n); }
-void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { kernels().f32_to_f16_row(x, y, n); }
+void swiglu(const KernelTable& t, float* gate, const float* up, int64_t n) { t.swiglu(gate, up, n); }
+void geglu(const KernelTable& t, float* gate, const float* up, int64_t n) { t.geglu(gate, up, n); }
+float dot_f32(const KernelTable& t, const float* a, const float* b, int64_t n) { return t.dot_f32(a, b, n); }
+void axpy_f32(const KernelTable& t, float alpha, const float* x, float* y, int64_t n) { t.axpy_f32(alpha, x, y, n); }
+void f32_to_f16_row(const KernelTable& t, const float* x, uint16_t* y, int64_t n) { t.f32_to_f16_row(x, y, n); }
+
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+  rms_norm(kernels(), x, weight, y, n, eps);
+}
+void swiglu(float* gate, const float* up, int64_t n) { swiglu(kernels(), gate, up, n); }
+void geglu(float* gate, const float* up, int64_t n) { geglu(kernels(), gate, up, n); }
+float dot_f32(const float* a, const float* b, int64_t n) { return dot_f32(kernels(), a, b, n); }
+void axpy_f32(float alpha, const float* x, float* y, int64_t n) { axpy_f32(kernels(), alpha, x, y, n); }
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { f32_to_f16_row(kernels(), x, y, n); }
 
 void scale_f32(float alpha, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= alpha;

@@ -9,6 +9,8 @@
 
 namespace omnibus {
 
+struct KernelTable;  // kernels/kernel_table.h
+
 // y = x / sqrt(mean(x^2) + eps) * weight. y may alias x.
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
 
@@ -35,6 +37,15 @@ void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 
 // y[i] += x[i]
 void add_f32(const float* x, float* y, int64_t n);
+
+// The table's ops: the functions above with `table`'s kernels instead of
+// the process's (kernels()); a runner passes its own.
+void rms_norm(const KernelTable& table, const float* x, const float* weight, float* y, int64_t n, float eps);
+void swiglu(const KernelTable& table, float* gate, const float* up, int64_t n);
+void geglu(const KernelTable& table, float* gate, const float* up, int64_t n);
+float dot_f32(const KernelTable& table, const float* a, const float* b, int64_t n);
+void axpy_f32(const KernelTable& table, float alpha, const float* x, float* y, int64_t n);
+void f32_to_f16_row(const KernelTable& table, const float* x, uint16_t* y, int64_t n);
 
 // Scalar references of the above, for tests.
 namespace ref {

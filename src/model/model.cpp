@@ -132,31 +132,32 @@ class WeightBinder {
   std::vector<std::string> errors_;
 };
 
-Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const ModelLoadOptions& options) {
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const ModelLoadOptions& options,
+                                                 const KernelTable& table) {
   OMNIBUS_ASSIGN_OR_RETURN(auto file, GgufFile::open(path));
-  auto model = from_gguf(std::move(file), options);
+  auto model = from_gguf(std::move(file), options, table);
   if (!model.is_ok()) return model.status().with_context(path);
   return model;
 }
 
-Result<std::shared_ptr<const Model>> Model::from_gguf(std::unique_ptr<GgufFile> file,
-                                                     const ModelLoadOptions& options) {
+Result<std::shared_ptr<const Model>> Model::from_gguf(std::unique_ptr<GgufFile> file, const ModelLoadOptions& options,
+                                                      const KernelTable& table) {
   std::shared_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   OMNIBUS_ASSIGN_OR_RETURN(m->config_, read_model_config(*m->file_));
   WeightBinder binder(*m);
   OMNIBUS_RETURN_IF_ERROR(binder.bind());
-  if (options.interleave) m->interleave_matrices();
+  if (options.interleave) m->interleave_matrices(table);
   return std::shared_ptr<const Model>(std::move(m));
 }
 
-void Model::interleave_matrices() {
+void Model::interleave_matrices(const KernelTable& table) {
   std::vector<WeightMatrix*> todo;
   for (LayerWeights& l : weights_.layers)
     for (WeightMatrix* w : l.matrices()) todo.push_back(w);
   todo.push_back(&weights_.output);
-  std::erase_if(todo, [](const WeightMatrix* w) {
-    return w->data == nullptr || w->layout != WeightLayout::kRows || !can_interleave8(w->dtype);
+  std::erase_if(todo, [&table](const WeightMatrix* w) {
+    return w->data == nullptr || w->layout != WeightLayout::kRows || !can_interleave8(table, w->dtype);
   });
   // One buffer for all of them, each copy starting on a cache line, on huge
   // pages: decode streams every byte of it each step, and with 4 KiB pages

@@ -14,6 +14,7 @@
 #include "base/aligned_buffer.h"
 #include "base/status.h"
 #include "gguf/gguf_file.h"
+#include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "model/model_config.h"
 
@@ -57,10 +58,14 @@ struct ModelLoadOptions {
 
 class Model {
  public:
-  static Result<std::shared_ptr<const Model>> load(const std::string& path, const ModelLoadOptions& options = {});
+  // `table`: the kernels the model will run with, which decide the weights'
+  // layout (interleaved only where the table has interleaved kernels).
+  static Result<std::shared_ptr<const Model>> load(const std::string& path, const ModelLoadOptions& options = {},
+                                                   const KernelTable& table = kernels());
   // Binds an already-parsed file (tests build models in memory).
   static Result<std::shared_ptr<const Model>> from_gguf(std::unique_ptr<GgufFile> file,
-                                                        const ModelLoadOptions& options = {});
+                                                        const ModelLoadOptions& options = {},
+                                                        const KernelTable& table = kernels());
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -81,7 +86,7 @@ class Model {
   // The interleaved copies of the matrices, end to end in one buffer on
   // huge pages (Model::interleave_matrices).
   AlignedBuffer<uint8_t> repacked_;
-  void interleave_matrices();
+  void interleave_matrices(const KernelTable& table);
 };
 
 }  // namespace omnibus

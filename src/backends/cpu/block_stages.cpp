@@ -37,11 +37,11 @@ void ForwardPass::head_stage(BlockStage stage, const BlockSpec& block, int layer
       for (int64_t i = s.row_begin; i < s.row_end; ++i) {
         for (int h = s.q_begin; h < s.q_end; ++h) {
           float* head = q + i * q_dim + h * hd;
-          rms_norm(head, l.q_norm, head, hd, c.rms_eps);
+          rms_norm(kernels_, head, l.q_norm, head, hd, c.rms_eps);
         }
         for (int h = s.kv_begin; h < s.kv_end; ++h) {
           float* head = k + i * kv_dim + h * hd;
-          rms_norm(head, l.k_norm, head, hd, c.rms_eps);
+          rms_norm(kernels_, head, l.k_norm, head, hd, c.rms_eps);
         }
       }
       return;
@@ -61,9 +61,9 @@ void ForwardPass::head_stage(BlockStage stage, const BlockSpec& block, int layer
       // the whole row would.
       const int nk = hadamard_key_block(c.head_dim), nv = hadamard_value_block(c.head_dim);
       for (int64_t i = s.row_begin; i < s.row_end; ++i) {
-        hadamard_blocks(q + i * q_dim + s.q_begin * hd, (s.q_end - s.q_begin) * hd / nk, nk);
-        hadamard_blocks(k + i * kv_dim + s.kv_begin * hd, (s.kv_end - s.kv_begin) * hd / nk, nk);
-        hadamard_blocks(v + i * kv_dim + s.kv_begin * hd, (s.kv_end - s.kv_begin) * hd / nv, nv);
+        hadamard_blocks(kernels_, q + i * q_dim + s.q_begin * hd, (s.q_end - s.q_begin) * hd / nk, nk);
+        hadamard_blocks(kernels_, k + i * kv_dim + s.kv_begin * hd, (s.kv_end - s.kv_begin) * hd / nk, nk);
+        hadamard_blocks(kernels_, v + i * kv_dim + s.kv_begin * hd, (s.kv_end - s.kv_begin) * hd / nv, nv);
       }
       return;
     }
@@ -88,10 +88,11 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
       // V's in order; both K's and V's scales one per group row.
       for (int h = head_begin; h < head_end; ++h) {
         const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
-        quantize_kv_q8(k_.data() + from, c.head_dim, kv.key_codes_at(layer, block, offset) + h * kv.head_stride(),
-                       kv.key_dim_stride(), kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(),
-                       kv.key_dim_stride());
-        quantize_kv_q8(v_.data() + from, c.head_dim, kv.value_codes_at(layer, block, offset) + h * kv.head_stride(), 1,
+        quantize_kv_q8(kernels_, k_.data() + from, c.head_dim,
+                       kv.key_codes_at(layer, block, offset) + h * kv.head_stride(), kv.key_dim_stride(),
+                       kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+        quantize_kv_q8(kernels_, v_.data() + from, c.head_dim,
+                       kv.value_codes_at(layer, block, offset) + h * kv.head_stride(), 1,
                        kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
       }
       continue;
@@ -115,8 +116,9 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
     uint16_t* key = kv.key_at(layer, block, offset);
     uint16_t* value = kv.value_at(layer, block, offset);
     // f16 or bf16 (both round to nearest even).
-    auto to_16bit = [bf16 = kv.type() == KvCacheType::kBF16](const float* x, uint16_t* y, int64_t n) {
-      if (!bf16) return f32_to_f16_row(x, y, n);
+    auto to_16bit = [bf16 = kv.type() == KvCacheType::kBF16, &table = kernels_](const float* x, uint16_t* y,
+                                                                                int64_t n) {
+      if (!bf16) return f32_to_f16_row(table, x, y, n);
       for (int64_t d = 0; d < n; ++d) y[d] = f32_to_bf16(x[d]);
     };
     for (int h = head_begin; h < head_end; ++h) {
@@ -139,15 +141,15 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
 void ForwardPass::rotate_output_back(float* attn_rows, int64_t count) const {
   const ModelConfig& c = model_->config();
   const int nv = hadamard_value_block(c.head_dim);
-  hadamard_blocks(attn_rows, count * c.q_dim() / nv, nv);
+  hadamard_blocks(kernels_, attn_rows, count * c.q_dim() / nv, nv);
 }
 
 void ForwardPass::activate(const BlockSpec& block, int64_t row_begin, int64_t row_end, int64_t col_begin,
                            int64_t col_end) {
   const int64_t n_ff = model_->config().n_ff;
-  auto gated = [act = block.activation](float* gate, const float* up, int64_t n) {
-    if (act == FfnActivation::kGeluTanh) return geglu(gate, up, n);
-    swiglu(gate, up, n);
+  auto gated = [act = block.activation, &table = kernels_](float* gate, const float* up, int64_t n) {
+    if (act == FfnActivation::kGeluTanh) return geglu(table, gate, up, n);
+    swiglu(table, gate, up, n);
   };
   if (col_begin == 0 && col_end == n_ff) {
     // Whole rows lie one after another: one call over all of them.

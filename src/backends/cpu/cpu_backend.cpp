@@ -8,12 +8,13 @@
 
 namespace omnibus {
 
-CpuBackend::CpuBackend(int threads) : threads_(std::max(1, threads)), pool_(std::make_unique<ThreadPool>(threads_)) {}
+CpuBackend::CpuBackend(int threads, const KernelTable& table)
+    : threads_(std::max(1, threads)), kernels_(table), pool_(std::make_unique<ThreadPool>(threads_)) {}
 
 CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::describe() const {
-  return std::string("cpu (") + kernels().name + " kernels, " + std::to_string(threads_) +
+  return std::string("cpu (") + kernels_.name + " kernels, " + std::to_string(threads_) +
          (threads_ == 1 ? " thread)" : " threads)");
 }
 
@@ -29,7 +30,7 @@ Result<std::unique_ptr<ModelRunner>> CpuBackend::create_runner(std::shared_ptr<c
   if (max_batch < 1) return Status::invalid_argument("max batch must be >= 1");
   if (max_positions < 1) return Status::invalid_argument("max positions must be >= 1");
   return std::unique_ptr<ModelRunner>(
-      std::make_unique<ForwardPass>(std::move(model), *pool_, max_batch, max_positions));
+      std::make_unique<ForwardPass>(std::move(model), *pool_, max_batch, max_positions, kernels_));
 }
 
 }  // namespace omnibus

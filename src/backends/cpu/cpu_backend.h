@@ -1,11 +1,13 @@
-// The CPU backend: ForwardPass runners over PagedKvStore caches, with the
-// process's kernel table (kernels/kernel_table.h), all computing on the one
-// thread pool the backend owns and lends them (docs/design/backend-seam.md).
+// The CPU backend: ForwardPass runners over PagedKvStore caches, with one
+// kernel table (kernels/kernel_table.h; the process's by default), all
+// computing on the one thread pool the backend owns and lends them
+// (docs/design/backend-seam.md).
 #pragma once
 
 #include <memory>
 
 #include "base/thread_pool.h"
+#include "kernels/kernel_table.h"
 #include "model/backend.h"
 
 namespace omnibus {
@@ -13,7 +15,8 @@ namespace omnibus {
 class CpuBackend final : public Backend {
  public:
   // threads >= 1: the pool's size (the calling thread is one of them).
-  explicit CpuBackend(int threads);
+  // table: the kernels every runner computes with (one this CPU runs).
+  explicit CpuBackend(int threads, const KernelTable& table = kernels());
   ~CpuBackend() override;
 
   std::string describe() const override;
@@ -25,6 +28,7 @@ class CpuBackend final : public Backend {
 
  private:
   int threads_;
+  const KernelTable& kernels_;
   std::unique_ptr<ThreadPool> pool_;  // lent to every runner; outlives them (Backend's contract)
 };
 

@@ -15,8 +15,10 @@ namespace omnibus {
 
 using forward_internal::rotates_kv;
 
-ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, int max_batch, int64_t max_positions)
+ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, int max_batch, int64_t max_positions,
+                         const KernelTable& table)
     : model_(std::move(model)),
+      kernels_(table),
       max_batch_(max_batch),
       pool_(pool),
       decode_as_one_job_(decode_as_one_job_by_default()),
@@ -127,7 +129,7 @@ void ForwardPass::set_profiler(Profiler* profiler) {
 
 void ForwardPass::project(ProfileOp op, const WeightMatrix& w, const float* x, int n, float* y) {
   ProfileScope scope(profiler_, op);
-  matmul(w, x, n, y, &pool_);
+  matmul(kernels_, w, x, n, y, &pool_);
 }
 
 namespace {
@@ -164,8 +166,8 @@ void ForwardPass::norm_rows(const float* weight, const float* from, float* to, i
   ProfileScope scope(profiler_, ProfileOp::kRmsNorm);
   const int64_t d = model_->config().n_embd;
   const float eps = model_->config().rms_eps;
-  for_rows(pool_, n, [=](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) rms_norm(from + i * d, weight, to + i * d, d, eps);
+  for_rows(pool_, n, [=, &table = kernels_](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) rms_norm(table, from + i * d, weight, to + i * d, d, eps);
   });
 }
 
@@ -209,7 +211,7 @@ void ForwardPass::run_block(int layer, const BlockSpec& spec, std::span<const Ba
       case BlockStage::kQkv: {
         ProfileScope scope(profiler_, ProfileOp::kAttnQkv);
         const MatmulTarget qkv[] = {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}};
-        matmul_shared_input(qkv, xn_.data(), n, &pool_);
+        matmul_shared_input(kernels_, qkv, xn_.data(), n, &pool_);
         break;
       }
       case BlockStage::kQkvBias:
@@ -237,7 +239,7 @@ void ForwardPass::run_block(int layer, const BlockSpec& spec, std::span<const Ba
       case BlockStage::kGateUp: {
         ProfileScope scope(profiler_, ProfileOp::kFfnGateUp);
         const MatmulTarget gate_up[] = {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}};
-        matmul_shared_input(gate_up, xn_.data(), n, &pool_);
+        matmul_shared_input(kernels_, gate_up, xn_.data(), n, &pool_);
         break;
       }
       case BlockStage::kActivation: {
@@ -294,7 +296,7 @@ void ForwardPass::run_layers(std::span<const BatchRow> rows, PagedKvStore& kv, f
     ProfileScope scope(profiler_, ProfileOp::kRmsNorm);
     for (int i = 0; i < n; ++i) {
       if (!rows[i].want_logits) continue;
-      rms_norm(x_.data() + i * c.n_embd, model_->weights().output_norm, xn_.data() + out * c.n_embd, c.n_embd,
+      rms_norm(kernels_, x_.data() + i * c.n_embd, model_->weights().output_norm, xn_.data() + out * c.n_embd, c.n_embd,
                c.rms_eps);
       ++out;
     }

@@ -20,6 +20,7 @@
 #include "base/profiler.h"
 #include "base/thread_pool.h"
 #include "kernels/attention.h"
+#include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "model/block_spec.h"
 #include "model/model.h"
@@ -31,8 +32,11 @@ namespace omnibus {
 class ForwardPass final : public ModelRunner {
  public:
   // Computes on `pool`, which the backend lends and which must outlive the
-  // runner; runners sharing a pool take turns job by job.
-  ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, int max_batch, int64_t max_positions);
+  // runner; runners sharing a pool take turns job by job. Every kernel runs
+  // from `table` (the process's by default; tests run each table the CPU
+  // can), which must be one the CPU runs.
+  ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, int max_batch, int64_t max_positions,
+              const KernelTable& table = kernels());
   ~ForwardPass() override;
   ForwardPass(const ForwardPass&) = delete;
   ForwardPass& operator=(const ForwardPass&) = delete;
@@ -57,6 +61,7 @@ class ForwardPass final : public ModelRunner {
   void set_decode_as_one_job(bool on) { decode_as_one_job_ = on; }
 
   const Model& model() const { return *model_; }
+  const KernelTable& kernel_table() const { return kernels_; }
   ThreadPool& pool() { return pool_; }
   int max_batch() const override { return max_batch_; }
 
@@ -134,6 +139,7 @@ class ForwardPass final : public ModelRunner {
   void add_residual(int n);
 
   std::shared_ptr<const Model> model_;
+  const KernelTable& kernels_;  // every kernel call's table
   // Each layer's block, resolved once: [0] for a plain cache, [1] for a
   // rotated one (forward_internal::rotates_kv).
   std::vector<BlockSpec> blocks_[2];

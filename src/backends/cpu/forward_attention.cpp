@@ -135,7 +135,8 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
   // steps on SmolLM2, 2 threads, tests/shared_prefix_bench_test.cpp: 4
   // sequences sharing 1,024 positions, 768 KB a layer, 8% slower paired;
   // sharing 2,048, 1.5 MB, 8-16% faster; 2 sequences 3-7% slower).
-  if (!shared_prefix_attention_ || n < 2 * pool_.size() || !attention_pairs_supported(attention_shape(c, kv))) return;
+  if (!shared_prefix_attention_ || n < 2 * pool_.size() || !attention_pairs_supported(kernels_, attention_shape(c, kv)))
+    return;
   const int64_t bytes_per_position = kv_bytes_per_token(c, kv.type()) / c.n_layer;
   // As pair_shared_prefixes: a row takes the first later free row it shares
   // a whole chunk with. A row's shared positions are fewer than its own
@@ -190,7 +191,7 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
   // kernel applies (each widened K and V vector then serves both rows),
   // other rows alone.
   row_units_.clear();
-  const bool pairs = attention_pairs_supported(shape);
+  const bool pairs = attention_pairs_supported(kernels_, shape);
   for (int i = 0; i < static_cast<int>(rows.size()); ++i) {
     // A pair shares its first position: both rows see the same positions
     // but row i + 1's last (in a window layer, only while the window has
@@ -226,13 +227,15 @@ void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKv
         KvRun* runs0 = runs + runs_stride_ / 2;
         const size_t n_runs0 = position_runs(row0, job.layer, job.kv, first, row0.pos + 1 - first, runs0);
         const int64_t q0 = static_cast<int64_t>(unit.other) * job.c.q_dim();
-        attention_rows_shared_prefix(job.shape, q_.data() + q0, std::span(runs0, n_runs0), q, std::span(runs, n_runs),
-                                     unit.shared, job.kv.position_stride(), scores, attn_.data() + q0, out, h, h_end);
+        attention_rows_shared_prefix(kernels_, job.shape, q_.data() + q0, std::span(runs0, n_runs0), q,
+                                     std::span(runs, n_runs), unit.shared, job.kv.position_stride(), scores,
+                                     attn_.data() + q0, out, h, h_end);
       } else if (unit.pair) {
-        attention_row_pair_paged(job.shape, q - job.c.q_dim(), q, std::span(runs, n_runs), job.kv.position_stride(),
-                                 scores, out - job.c.q_dim(), out, h, h_end);
+        attention_row_pair_paged(kernels_, job.shape, q - job.c.q_dim(), q, std::span(runs, n_runs),
+                                 job.kv.position_stride(), scores, out - job.c.q_dim(), out, h, h_end);
       } else {
-        attention_row_paged(job.shape, q, std::span(runs, n_runs), job.kv.position_stride(), scores, out, h, h_end);
+        attention_row_paged(kernels_, job.shape, q, std::span(runs, n_runs), job.kv.position_stride(), scores, out, h,
+                            h_end);
       }
     }
   });
@@ -369,11 +372,11 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
       const float* q = q_.data() + static_cast<int64_t>(i) * c.q_dim();
       if (call.partner >= 0) {
         const int64_t j = call.partner;
-        attention_chunk_shared(shape, q, q_.data() + j * c.q_dim(), runs, kv.position_stride(), scores, part,
+        attention_chunk_shared(kernels_, shape, q, q_.data() + j * c.q_dim(), runs, kv.position_stride(), scores, part,
                                chunk_partial(plan.first_chunk[j] + call.chunk, h), h, h1);
         continue;  // rows sharing chunks have more than one: merged after the job
       }
-      attention_chunk(shape, q, runs, kv.position_stride(), scores, part, h, h1, ahead);
+      attention_chunk(kernels_, shape, q, runs, kv.position_stride(), scores, part, h, h1, ahead);
       if (whole_row)
         attention_finish(c.head_dim, h1 - h, part,
                          attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);

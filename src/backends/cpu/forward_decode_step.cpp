@@ -97,11 +97,11 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
   const HeadSlice heads{0, n, qh0, qh1, kh0, kh1};
 
   auto norm_rows_here = [&](const float* weight, const float* from) {
-    for (int i = 0; i < n; ++i) rms_norm(from + i * d, weight, mine + i * d, d, c.rms_eps);
+    for (int i = 0; i < n; ++i) rms_norm(kernels_, from + i * d, weight, mine + i * d, d, c.rms_eps);
   };
   auto project_share = [&](const WeightMatrix& w, const float* from, float* to, ShareSplit split) {
     const MatmulTarget target{&w, to};
-    matmul_share(std::span(&target, 1), from, n, t, count, split, &own.matmul);
+    matmul_share(kernels_, std::span(&target, 1), from, n, t, count, split, &own.matmul);
   };
 
   for (int layer = 0; layer < c.n_layer; ++layer) {
@@ -118,7 +118,7 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
         case BlockStage::kFfnNorm: norm_rows_here(l.ffn_norm, x_.data()); break;
         case BlockStage::kQkv: {
           const MatmulTarget qkv[] = {{&l.wq, q_.data()}, {&l.wk, k_.data()}, {&l.wv, v_.data()}};
-          matmul_share(qkv, mine, n, t, count, ShareSplit::kAcrossTargets, &own.matmul);
+          matmul_share(kernels_, qkv, mine, n, t, count, ShareSplit::kAcrossTargets, &own.matmul);
           pool_.sync(t);  // each thread's heads need every thread's columns
           break;
         }
@@ -161,7 +161,7 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
           break;
         case BlockStage::kGateUp: {
           const MatmulTarget gate_up[] = {{&l.w_gate, gate_.data()}, {&l.w_up, up_.data()}};
-          matmul_share(gate_up, mine, n, t, count, ShareSplit::kEachTarget, &own.matmul);
+          matmul_share(kernels_, gate_up, mine, n, t, count, ShareSplit::kEachTarget, &own.matmul);
           break;
         }
         case BlockStage::kActivation:
@@ -177,12 +177,13 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
   {
     ProfileScope scope(profiler, ProfileOp::kRmsNorm);
     for (int i = 0; i < n; ++i)
-      if (step.rows[i].want_logits) rms_norm(x_.data() + i * d, weights.output_norm, mine + out++ * d, d, c.rms_eps);
+      if (step.rows[i].want_logits)
+        rms_norm(kernels_, x_.data() + i * d, weights.output_norm, mine + out++ * d, d, c.rms_eps);
   }
   if (out > 0) {
     ProfileScope scope(profiler, ProfileOp::kOutput);
     const MatmulTarget output{&weights.output, step.logits};
-    matmul_share(std::span(&output, 1), mine, out, t, count, ShareSplit::kAcrossTargets, &own.matmul);
+    matmul_share(kernels_, std::span(&output, 1), mine, out, t, count, ShareSplit::kAcrossTargets, &own.matmul);
   }
 }
 
