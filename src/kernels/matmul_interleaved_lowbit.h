@@ -40,16 +40,66 @@ struct IlIQ4_XS {
   static constexpr int kScalesHOffset = 16, kScalesLOffset = 32, kQsOffset = 64;
 };
 
-// Q3_K outputs of NG groups for x rows r0..r0+MR (as q6k_tile). Element
-// 128n + 32j + l of a row (l < 32) has its low two bits at bits 2j..2j+1 of
-// qs byte 32n + l and its third at bit 4n + j of hmask byte l (GGUF's
-// order); its 16-element sub-block is 8n + 2j + (l >= 16). So qs chunk c =
-// 8n + 4h + t (h = l >= 16) and hmask chunk 4h + t give, for each j, the
-// codes of elements 128n + 32j + 16h + 4t.. of sub-block 8n + 2j + h. Per
-// sub-block the products (codes 0..7: |4 x 2 x 7 x 127| fits) are summed
-// as int16 over its four chunks and weighted by the rows' signed scales
-// once; the code bias of 4 comes off as 4 x the sum of scale x the x sums
-// of 16, as the row kernel takes it.
+// The scale-weighted code sums of one Q2_K or Q3_K group block against MR
+// x rows (sums[i], lane r: row r). Element 128n + 32j + l of a row (l <
+// 32) has its low two bits at bits 2j..2j+1 of qs byte 32n + l (Q3_K: its
+// third at bit 4n + j of hmask byte l; GGUF's order); its 16-element
+// sub-block is 8n + 2j + (l >= 16). So qs chunk c = 8n + 4h + t (h = l >=
+// 16) and hmask chunk 4h + t give, for each j, the codes of elements 128n +
+// 32j + 16h + 4t.. of sub-block 8n + 2j + h. Per sub-block the products
+// (codes 0..7: |4 x 2 x 7 x 127| fits) are summed as int16 over its four
+// chunks and weighted once by its scale, byte s % 4 of scale_words[s / 4].
+template <int MR, bool kHighBit>
+inline void two_bit_code_sums(const uint8_t* qs, const uint8_t* hmask, const __m256i* scale_words,
+                              const int8_t* const* xb, __m256i* sums) {
+  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+  __m256i* S = sums;
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+  for (int n = 0; n < 2; ++n) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      [[maybe_unused]] const int bit = 4 * n + j;  // the hmask bit of these codes
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const int s = 8 * n + 2 * j + h;
+        const __m256i scale = int16_pairs_of_bytes(scale_words[s / 4], s % 4, s % 4);
+        __m256i pairs[MR];
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; ++t) {
+          const __m256i q = load256(qs + 32 * (8 * n + 4 * h + t));
+          __m256i codes = _mm256_and_si256(j == 0 ? q : _mm256_srli_epi16(q, 2 * j), three);
+          if constexpr (kHighBit) {
+            // The hmask bit to bit 2 of each byte in one shift and one
+            // mask (bits a 16-bit shift carries across bytes fall
+            // outside the mask).
+            const __m256i hm = load256(hmask + 32 * (4 * h + t));
+            const __m256i hi = bit > 2    ? _mm256_and_si256(_mm256_srli_epi16(hm, bit - 2), four)
+                               : bit == 2 ? _mm256_and_si256(hm, four)
+                                          : _mm256_and_si256(_mm256_slli_epi16(hm, 2 - bit), four);
+            codes = _mm256_or_si256(codes, hi);
+          }
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) {
+            pairs[i] = _mm256_add_epi16(
+                pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 128 * n + 32 * j + 16 * h + 4 * t)));
+            keep_in_register(pairs[i]);
+          }
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
+      }
+    }
+  }
+}
+
+// Q3_K outputs of NG groups for x rows r0..r0+MR (as q6k_tile): the code
+// sums of two_bit_code_sums with the rows' signed scales; the code bias of
+// 4 comes off as 4 x the sum of scale x the x sums of 16, as the row kernel
+// takes it.
 template <int NG, int MR>
 void q3k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   const QuantizedX& qx = *a.qx;
@@ -57,7 +107,6 @@ void q3k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
   __m256 acc[NG * MR];
 #pragma GCC unroll 8
   for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
-  const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
   const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x03), bias32 = _mm256_set1_epi8(32);
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];
@@ -88,44 +137,7 @@ void q3k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
       const uint8_t* qs = blk + IlQ3_K::kQsOffset;
       const uint8_t* hmask = blk + IlQ3_K::kHmaskOffset;
       __m256i S[MR];
-#pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-      for (int n = 0; n < 2; ++n) {
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          const int bit = 4 * n + j;  // the hmask bit of these codes
-#pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const int s = 8 * n + 2 * j + h;
-            const __m256i scale = int16_pairs_of_bytes(sw[s / 4], s % 4, s % 4);
-            __m256i pairs[MR];
-#pragma GCC unroll 4
-            for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int t = 0; t < 4; ++t) {
-              const __m256i q = load256(qs + 32 * (8 * n + 4 * h + t));
-              const __m256i lo = _mm256_and_si256(j == 0 ? q : _mm256_srli_epi16(q, 2 * j), three);
-              // The hmask bit to bit 2 of each byte in one shift and one
-              // mask (bits a 16-bit shift carries across bytes fall
-              // outside the mask).
-              const __m256i hm = load256(hmask + 32 * (4 * h + t));
-              const __m256i hi = bit > 2    ? _mm256_and_si256(_mm256_srli_epi16(hm, bit - 2), four)
-                                 : bit == 2 ? _mm256_and_si256(hm, four)
-                                            : _mm256_and_si256(_mm256_slli_epi16(hm, 2 - bit), four);
-              const __m256i codes = _mm256_or_si256(lo, hi);
-#pragma GCC unroll 4
-              for (int i = 0; i < MR; ++i) {
-                pairs[i] = _mm256_add_epi16(
-                    pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 128 * n + 32 * j + 16 * h + 4 * t)));
-                keep_in_register(pairs[i]);
-              }
-            }
-#pragma GCC unroll 4
-            for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
-          }
-        }
-      }
+      two_bit_code_sums<MR, true>(qs, hmask, sw, xb, S);
       // The code bias: 4 x sum over the sixteen scales of scale x sum16(q_x).
       __m256i bias[MR];
       byte_weighted_x_sums<MR>(sw, xs, bias);
@@ -152,7 +164,7 @@ void q2k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
   __m256 acc[NG * MR];
 #pragma GCC unroll 8
   for (int k = 0; k < NG * MR; ++k) acc[k] = _mm256_setzero_ps();
-  const __m256i three = _mm256_set1_epi8(3), low4 = _mm256_set1_epi8(0x0F);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];
     const int16_t* xs[MR];
@@ -168,37 +180,10 @@ void q2k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
       if constexpr (MR == 1) prefetch_block_two_ahead<IlQ2_K::kBlockBytes>(blk);
       const uint8_t* words = blk + IlQ2_K::kScaleOffset;
       const uint8_t* qs = blk + IlQ2_K::kQsOffset;
-      __m256i S[MR];
+      __m256i scales[4], S[MR];
 #pragma GCC unroll 4
-      for (int i = 0; i < MR; ++i) S[i] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-      for (int n = 0; n < 2; ++n) {
-#pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-#pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            const int s = 8 * n + 2 * j + h;
-            const __m256i scale =
-                int16_pairs_of_bytes(_mm256_and_si256(load256(words + 32 * (s / 4)), low4), s % 4, s % 4);
-            __m256i pairs[MR];
-#pragma GCC unroll 4
-            for (int i = 0; i < MR; ++i) pairs[i] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int t = 0; t < 4; ++t) {
-              const __m256i q = load256(qs + 32 * (8 * n + 4 * h + t));
-              const __m256i codes = _mm256_and_si256(j == 0 ? q : _mm256_srli_epi16(q, 2 * j), three);
-#pragma GCC unroll 4
-              for (int i = 0; i < MR; ++i) {
-                pairs[i] = _mm256_add_epi16(
-                    pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 128 * n + 32 * j + 16 * h + 4 * t)));
-                keep_in_register(pairs[i]);
-              }
-            }
-#pragma GCC unroll 4
-            for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
-          }
-        }
-      }
+      for (int w = 0; w < 4; ++w) scales[w] = _mm256_and_si256(load256(words + 32 * w), low4);
+      two_bit_code_sums<MR, false>(qs, nullptr, scales, xb, S);
       // The mins term: sum over the sixteen mins of min x sum16(q_x).
       __m256i mins[4], M[MR];
 #pragma GCC unroll 4
