@@ -76,7 +76,14 @@ for t in "${targets[@]}"; do
     failed+=("$t")
     echo "fuzz_all: $t FAILED; the end of $build/fuzz/logs/$t.log:" >&2
     tail -n 60 "$build/fuzz/logs/$t.log" >&2
-    ls "$build/fuzz/artifacts/$t" >&2
+    # The inputs themselves, so a finding in a CI log can be reproduced
+    # (base64 -d > FILE; build-asan/tests/fuzz/<target> FILE).
+    for input in "$build/fuzz/artifacts/$t"/*; do
+      [ -f "$input" ] || continue
+      echo "fuzz_all: $input ($(stat -c %s "$input") bytes), base64 (first 8 KiB):" >&2
+      base64 -w 0 "$input" | head -c 8192 >&2
+      echo >&2
+    done
   fi
 done
 if ((${#failed[@]})); then

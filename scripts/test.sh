@@ -12,8 +12,9 @@
 #               skipped, saying so, where nvcc is absent
 # The golden tests compare against llama.cpp's outputs on the real model
 # (committed in tests/golden/) and are required here, not skipped. A failing
-# stage does not stop the others; the script fails if any did and prints
-# each stage's time. OMNIBUS_SKIP_STAGES="sanitizers fuzz" leaves stages out
+# stage does not stop the others; the script fails if any did, prints
+# each stage's time and, last, the end of each failed stage's output (all
+# of it in $BUILD_DIR/stage-logs/). OMNIBUS_SKIP_STAGES="sanitizers fuzz" leaves stages out
 # (for a quick local run; CI runs them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,12 +36,19 @@ build_and_test() {
 
 summary=()
 failed=()
+stage_logs="$BUILD_DIR/stage-logs"
+mkdir -p "$stage_logs"
 stage() {
   local name="$1"; shift
   if [[ " ${OMNIBUS_SKIP_STAGES:-} " == *" $name "* ]]; then summary+=("$(printf '%-11s skipped' "$name")"); return; fi
   echo "=== stage $name: $*" >&2
-  local start=$SECONDS rc=0
-  "$@" || rc=$?
+  local start=$SECONDS rc=0 log="$stage_logs/$name.log"
+  # Each stage's output is also kept, so the end of a failed stage's can be
+  # printed again last, where a truncated CI log still shows it.
+  set +e
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
   local took=$((SECONDS - start))
   summary+=("$(printf '%-11s %s  %dm%02ds' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAILED)" $((took / 60)) $((took % 60)))")
   ((rc == 0)) || failed+=("$name")
@@ -52,6 +60,10 @@ stage sanitizers scripts/ci_sanitizers.sh
 stage fuzz scripts/fuzz_all.sh 60
 stage cuda-build scripts/ci_cuda_build.sh
 
+for name in "${failed[@]}"; do
+  echo "=== the end of stage $name's output ($stage_logs/$name.log)" >&2
+  tail -n 100 "$stage_logs/$name.log" >&2
+done
 echo "=== stages" >&2
 printf '  %s\n' "${summary[@]}" >&2
 if ((${#failed[@]})); then
