@@ -113,12 +113,12 @@ constexpr KernelTable with_avx512_attention(KernelTable t) {
 constexpr KernelTable kAvx512 = with_avx512_attention(with(kAvx2, Isa::kAvx512, "avx512", avx512_cpu));
 
 #if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
-// Row-layout int8 matrices take AVX2's kernels here (only Q5_1, Q2_K,
-// Q3_K, IQ4_NL, IQ4_XS and --no-interleave use them): a CPU with both
-// VNNI kinds ran them on the AVX-VNNI build before this table, the same
-// bits.
+// Row-layout int8 matrices (only Q5_1 and --no-interleave use them) take
+// their own AVX-512 VNNI build of the 256-bit kernels: the EVEX vpdpbusd,
+// the same bits as AVX2's.
 constexpr KernelTable avx512vnni_table() {
   KernelTable t = with_avx512_attention(with(kAvx2, Isa::kAvx512Vnni, "avx512-vnni", avx512vnni_cpu));
+  t.rows_q8 = md::rows_avx512vnni_q8;
   t.rows_interleaved = md::rows_avx512vnni_interleaved;
   t.attention_chunk_q4 = avx512vnni::attention_chunk;  // VNNI for the q4_0 scores, the same bits
   return t;

@@ -83,6 +83,7 @@ void rows_avx2_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_e
 // cpu_features().avx_vnni, and only where the compiler could build it.
 void rows_avxvnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void rows_avxvnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+void rows_avx512vnni_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The interleaved kernels with AVX-512 VNNI batches (bit-identical); only
 // call from the avx512-vnni kernel table.
 void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t row_end);

@@ -1,8 +1,9 @@
 // Row-layout int8 matmul kernels for quantized weights against int8
 // activations (see matmul_internal.h), included by one source file per
-// instruction set: matmul_q8_avx2.cpp (-mavx2 -mfma -mf16c) and
-// matmul_q8_avxvnni.cpp (the same plus -mavxvnni), reached only through
-// the kernel table after a run-time CPU check. Internal linkage, as
+// instruction set: matmul_q8_avx2.cpp (-mavx2 -mfma -mf16c),
+// matmul_q8_avxvnni.cpp (the same plus -mavxvnni) and
+// matmul_q8_avx512vnni.cpp (AVX-512 BW, VL, VNNI: the EVEX forms), reached
+// only through the kernel table after a run-time CPU check. Internal linkage, as
 // matmul_interleaved_kernels.h: each file keeps its own copy. With
 // AVX-VNNI the exact integer sums come from vpdpbusd (legacy blocks: four
 // u8 x s8 products per int32 lane) and vpdpwssd (K blocks: the int16 pair
@@ -138,6 +139,8 @@ inline __m256i legacy_lanes(const LegacyCodes& wc, const int8_t* xq) {
   if constexpr (K::kSigned) xv = _mm256_sign_epi8(xv, wc.signs);
 #if defined(__AVXVNNI__)
   return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), wc.codes, xv);
+#elif defined(OMNIBUS_YMM_VNNI)
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), wc.codes, xv);  // EVEX (AVX-512 VNNI + VL)
 #else
   return _mm256_madd_epi16(_mm256_maddubs_epi16(wc.codes, xv), _mm256_set1_epi16(1));
 #endif
@@ -531,7 +534,7 @@ void q8_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
   }
 }
 
-// rows_avx2_q8 / rows_avxvnni_q8 (matmul_internal.h).
+// rows_avx2_q8 / rows_avxvnni_q8 / rows_avx512vnni_q8 (matmul_internal.h).
 inline void q8_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t row_end) {
   switch (a.w->dtype) {
     case DType::kQ4_0: return q8_rows<KernQ4_0>(a, row_begin, row_end);
