@@ -94,9 +94,9 @@ TEST(MatmulBench, DISABLED_DecodeAtEightBillionShapes) {
     int64_t rows, cols;
   };
   const Shape shapes[] = {
-      {DType::kQ4_K, 14336, 4096}, {DType::kQ6_K, 4096, 14336}, {DType::kQ4_K, 4096, 14336},
-      {DType::kQ6_K, 14336, 4096}, {DType::kQ4_0, 14336, 4096}, {DType::kQ8_0, 14336, 4096},
-      {DType::kQ5_K, 14336, 4096},
+      {DType::kQ4_K, 14336, 4096}, {DType::kQ6_K, 4096, 14336},  {DType::kQ4_K, 4096, 14336},
+      {DType::kQ6_K, 14336, 4096}, {DType::kQ4_0, 14336, 4096},  {DType::kQ8_0, 14336, 4096},
+      {DType::kQ5_K, 14336, 4096}, {DType::kQ6_K, 128256, 2048}, {DType::kQ4_K, 128256, 2048},
   };
   // OMNIBUS_BENCH_TYPE=q6_K: that type only; OMNIBUS_BENCH_THREADS=1: one
   // pool size; OMNIBUS_BENCH_REPS: timed calls per shape (default 60). With

@@ -8,22 +8,33 @@
 namespace omnibus::matmul_detail {
 namespace {
 
-// Decode (one x row): each group's next-but-one block into the cache while
-// this one is computed. Without it Q6_K decoded Gemma 3 2-3% slower than its
-// row layout (five alternating pairs), with it level (four
-// pairs, 120.7 vs 119.3 tok/s, in the noise); the legacy types' kernel
-// needs none (decode_rows). Past a group's last block the stream goes on
-// into the group after it (the next group of a decode stream is the next
-// in memory), so those blocks are fetched too: stopping at the group's end
-// left the first two blocks of every group to arrive on demand, and a
-// 2048-column matrix has only eight (one thread, 1B-shape Q4_K_M decode,
-// three alternating pairs: the Q6_K output projection 70.3/75.4/64.4 ->
-// 62.1/56.2/51.1 ms, the Q4_K gate/up 4.1/4.4/3.3 -> 3.2/2.7/2.6 ms). A
-// prefetch past the end of the matrix is harmless: prefetches never fault.
+// Decode (one x row): each stream's block eight ahead into the L2 while
+// this one is computed (the K-quant and low-bit tiles; the legacy types'
+// kernel needs none, decode_rows).
+//
+// Into the L2 (prefetcht1), not the L1: on the Zen 4 VM (AVX-512, ~42 GB/s
+// probed) prefetcht0 two blocks ahead left Q6_K decode from DRAM at 8.7
+// GB/s on one thread, where the kernel runs at 27 GB/s from the L2; with
+// prefetcht1 eight blocks ahead it reached 26.5 (`*DecodeAtEightBillion*`,
+// 128256 x 2048, medians of 20 calls; two threads 17.3 -> 37.5 GB/s, the
+// memory's rate; Q4_K 22.6 -> 27.8 on one thread; 1B-shape decode, two
+// threads, end to end: Q6_K 16.9 -> 25.9 tok/s, Q4_K_M 27.0 -> 38.6;
+// docs/findings/kquant-decode-prefetch-into-l2.md). Into the L1 the
+// prefetches of four streams contend with the demand loads for the L1's
+// few miss buffers; the L2 has many more. Distances 2 and 4 into the L2
+// were slower, 16 the same as 8.
+//
+// Past a group's last block the stream goes on into the group after it
+// (the next group of a decode stream is the next in memory), so those
+// blocks are fetched too: stopping at the group's end left the first
+// blocks of every group to arrive on demand (Zen 1 VM, one thread, the Q6_K
+// output projection 70.3/75.4/64.4 -> 62.1/56.2/51.1 ms). A prefetch past
+// the end of the matrix is harmless: prefetches never fault.
+constexpr int kDecodePrefetchBlocks = 8;
 template <int kBlockBytes>
-inline void prefetch_block_two_ahead(const uint8_t* blk) {
+inline void prefetch_block_ahead(const uint8_t* blk) {
   for (int c = 0; c < kBlockBytes; c += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(blk + 2 * kBlockBytes + c), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(blk + kDecodePrefetchBlocks * kBlockBytes + c), _MM_HINT_T1);
 }
 
 // Group g's accumulator for x row i to out[g][i * 8 ..].
@@ -84,7 +95,7 @@ void q4k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * K::kBlockBytes;
-      if constexpr (MR == 1) prefetch_block_two_ahead<K::kBlockBytes>(blk);
+      if constexpr (MR == 1) prefetch_block_ahead<K::kBlockBytes>(blk);
       // Row r's scale words in lane r (k_scales's unpacking, eight rows at once).
       const __m256i u0 = load256(blk + 32), u1 = load256(blk + 64), u2 = load256(blk + 96);
       const __m256i sc_lo = _mm256_and_si256(u0, six);
@@ -224,7 +235,7 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * IlQ6_K::kBlockBytes;
-      if constexpr (MR == 1) prefetch_block_two_ahead<IlQ6_K::kBlockBytes>(blk);
+      if constexpr (MR == 1) prefetch_block_ahead<IlQ6_K::kBlockBytes>(blk);
       const uint8_t* words = blk + IlQ6_K::kScaleOffset;
       const uint8_t* ql = blk + IlQ6_K::kQlOffset;
       const uint8_t* qh = blk + IlQ6_K::kQhOffset;

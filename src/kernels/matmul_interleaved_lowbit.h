@@ -120,7 +120,7 @@ void q3k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * IlQ3_K::kBlockBytes;
-      if constexpr (MR == 1) prefetch_block_two_ahead<IlQ3_K::kBlockBytes>(blk);
+      if constexpr (MR == 1) prefetch_block_ahead<IlQ3_K::kBlockBytes>(blk);
       // The sixteen scales minus 32, four to a lane (word w: scales
       // 4w..4w+3): q3_k_scales16's unpacking, eight rows at once.
       const uint8_t* words = blk + IlQ3_K::kScaleOffset;
@@ -177,7 +177,7 @@ void q2k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * IlQ2_K::kBlockBytes;
-      if constexpr (MR == 1) prefetch_block_two_ahead<IlQ2_K::kBlockBytes>(blk);
+      if constexpr (MR == 1) prefetch_block_ahead<IlQ2_K::kBlockBytes>(blk);
       const uint8_t* words = blk + IlQ2_K::kScaleOffset;
       const uint8_t* qs = blk + IlQ2_K::kQsOffset;
       __m256i scales[4], S[MR];
@@ -229,7 +229,7 @@ void iq4xs_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, f
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * IlIQ4_XS::kBlockBytes;
-      if constexpr (MR == 1) prefetch_block_two_ahead<IlIQ4_XS::kBlockBytes>(blk);
+      if constexpr (MR == 1) prefetch_block_ahead<IlIQ4_XS::kBlockBytes>(blk);
       // Row r's scale bits in lane r: scales_h widened, scales_l as is.
       const __m256i sh =
           _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + IlIQ4_XS::kScalesHOffset)));
