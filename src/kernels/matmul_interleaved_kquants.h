@@ -53,6 +53,12 @@ inline __m256i scale_pair_control(int c) {
   return _mm256_setr_epi16(k, k, k + 4, k + 4, k + 8, k + 8, k + 12, k + 12, k, k, k + 4, k + 4, k + 8, k + 8, k + 12,
                            k + 12);
 }
+// vpshufb control: each 32-bit lane (weight row) <- byte c of the lane,
+// zero-extended (the scale of sub-block c of a four-scale word as an int32).
+inline __m256i scale_int32_control(int c) {
+  const int k = 0x80 << 8 | c, z = 0x8080;
+  return _mm256_setr_epi16(k, z, k + 4, z, k + 8, z, k + 12, z, k, z, k + 4, z, k + 8, z, k + 12, z);
+}
 // In each 32-bit lane: int16 halves <- bytes 2k and 2k + 1 (two sub-blocks' mins).
 inline __m256i min_pair_control(int k) {
   const int a = 0x80 << 8 | 2 * k, b = 0x80 << 8 | (2 * k + 1);
