@@ -212,9 +212,11 @@ void q2k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 // level's sign), as Q8_0's codes do, and each pair sum (at most 2 x 127 x
 // 127) is weighted by the sub-block's signed 6-bit scale at once: the
 // widening multiply every signed pair needs anyway. With VNNI the
-// sub-block's products go straight into int32 lanes instead (below):
-// batches 2.3x and decode 1.5x faster on Zen 4 (`*DecodeAndPrefill*`, one
-// thread, 100 -> 234 and 74 -> 110 GFLOP/s), the same integers.
+// sub-block's products go straight into int32 lanes instead (below), the
+// same integers: 1B-shape IQ4_XS on Zen 4 (bench_shapes.py, two threads,
+// medians of three) prefill 127.8 -> 201.6 tok/s, decode 35.7 -> 57.0;
+// one thread, `*DecodeAndPrefill*` batches, 234 GFLOP/s where the avx2
+// table (no VNNI) makes 100.
 template <int NG, int MR>
 void iq4xs_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, float* const* out) {
   const QuantizedX& qx = *a.qx;
