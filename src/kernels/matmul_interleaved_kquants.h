@@ -56,7 +56,8 @@ inline __m256i scale_pair_control(int c) {
 // vpshufb control: each 32-bit lane (weight row) <- byte c of the lane,
 // zero-extended (the scale of sub-block c of a four-scale word as an int32).
 inline __m256i scale_int32_control(int c) {
-  const int k = 0x80 << 8 | c, z = 0x8080;
+  const int k = 0x80 << 8 | c;
+  const auto z = static_cast<int16_t>(0x8080);  // two zeroing bytes (high bit set)
   return _mm256_setr_epi16(k, z, k + 4, z, k + 8, z, k + 12, z, k, z, k + 4, z, k + 8, z, k + 12, z);
 }
 // In each 32-bit lane: int16 halves <- bytes 2k and 2k + 1 (two sub-blocks' mins).
