@@ -1,5 +1,5 @@
 // The interleaved-layout int8 kernels built with AVX-512 BW, VL and VNNI:
-// batches of Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K and IQ4_XS use the
+// batches of Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS use the
 // zmm pair tiles (legacy_pair_tile, q4k_pair_tile, q6k_pair_tile,
 // iq4xs_pair_tile in matmul_interleaved_pair_tiles.h), everything else the
 // 256-bit kernels with

@@ -22,12 +22,12 @@ namespace {
 // lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are
 // bit-identical to the 256-bit kernels'. The legacy types (Q4_0, Q4_1,
-// Q5_0, Q8_0), the K-quants (Q4_K, Q5_K, Q6_K) and IQ4_XS (one thread,
+// Q5_0, Q8_0, IQ4_NL), the K-quants (Q4_K, Q5_K, Q6_K) and IQ4_XS (one thread,
 // Zen 4, batches of 512: 234 -> 328 GFLOP/s over its 256-bit VNNI tile);
 // decode keeps the 256-bit kernels.
 template <class K>
-constexpr bool kPairTile =  // no 512-bit tiles for Q2_K, Q3_K and IQ4_NL yet
-    !std::is_same_v<K, IlQ2_K> && !std::is_same_v<K, IlQ3_K> && !std::is_same_v<K, IlIQ4_NL>;
+constexpr bool kPairTile =  // no 512-bit tiles for Q2_K and Q3_K yet
+    !std::is_same_v<K, IlQ2_K> && !std::is_same_v<K, IlQ3_K>;
 // x rows per pair tile: its accumulators (one or two int32 chains and one
 // float per x row, plus Q4_1's mins; Q4_K/Q5_K: the block sum, the int16
 // pair sums and the float) and the codes fill the 32 registers.
@@ -76,7 +76,30 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
       return _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(p))));
     };
     __m512i s_lo[MR], s_hi[MR];
-    if constexpr (K::kSigned) {
+    if constexpr (std::is_same_v<K, IlIQ4_NL>) {
+      // IQ4_NL: the nibbles' code-book levels go in as level + 128 (1..241),
+      // the sum starting at -128 * sum(q_x), as Q8_0's flipped codes below:
+      // exactly sum(level * q_x). One chain a row (s_hi stays zero).
+      const __m512i book_u8 = _mm512_broadcast_i32x4(_mm_xor_si128(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(static_cast<char>(0x80))));
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        s_lo[i] = _mm512_set1_epi32(-128 * qx.block_sum[(r0 + i) * blocks + b]);
+        s_hi[i] = _mm512_setzero_si512();
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const __m512i packed = load_pair256(c0 + 32 * j, c1 + 32 * j);
+        const __m512i lo = _mm512_shuffle_epi8(book_u8, _mm512_and_si512(packed, low));
+        const __m512i hi = _mm512_shuffle_epi8(book_u8, _mm512_and_si512(_mm512_srli_epi16(packed, 4), low));
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+          const int8_t* xb = x0 + i * x_stride + b * kQK;
+          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], lo, quad(xb + 4 * j));
+          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], hi, quad(xb + 16 + 4 * j));
+        }
+      }
+    } else if constexpr (K::kSigned) {
       // Q8_0: vpdpbusd wants one unsigned side, so the codes go in as
       // w + 128 (the top bit flipped) and the sum starts at -128 * sum(q_x)
       // to take 128 * sum(q_x) back off: exactly sum(w * q_x).
