@@ -52,6 +52,14 @@ inline __m512 load_f16_pair(const uint8_t* a, const uint8_t* b) {
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(a))));
 }
 
+// The IQ4_NL code book's signed levels + 128 (1..241) in every 128-bit
+// lane: vpshufb by a nibble gives vpdpbusd's unsigned operand (IQ4_NL and
+// IQ4_XS; the sums start at -128 x the x sum to take the 128s back off).
+inline __m512i iq4nl_levels_plus_128() {
+  return _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)),
+                                              _mm_set1_epi8(static_cast<char>(0x80))));
+}
+
 // Outputs of groups g0 and g1 (eight weight rows each) for x rows
 // r0..r0+MR: g0's for x row i to out0[i * 8 + r], g1's to out1[i * 8 + r].
 template <class K, int MR>
@@ -67,6 +75,7 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
   const int8_t* const x0 = qx.q.data() + r0 * qx.cols;
   const int64_t x_stride = qx.cols;
   const __m512i low = _mm512_set1_epi8(0x0F);
+  [[maybe_unused]] const __m512i book_u8 = std::is_same_v<K, IlIQ4_NL> ? iq4nl_levels_plus_128() : low;
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk0 = g0 + b * kBlockBytes;
     const uint8_t* blk1 = g1 + b * kBlockBytes;
@@ -80,8 +89,6 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
       // IQ4_NL: the nibbles' code-book levels go in as level + 128 (1..241),
       // the sum starting at -128 * sum(q_x), as Q8_0's flipped codes below:
       // exactly sum(level * q_x). One chain a row (s_hi stays zero).
-      const __m512i book_u8 = _mm512_broadcast_i32x4(_mm_xor_si128(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(static_cast<char>(0x80))));
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         s_lo[i] = _mm512_set1_epi32(-128 * qx.block_sum[(r0 + i) * blocks + b]);
@@ -402,8 +409,7 @@ void iq4xs_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, 
   __m512 acc[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  const __m512i book_u8 = _mm512_broadcast_i32x4(_mm_xor_si128(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)), _mm_set1_epi8(static_cast<char>(0x80))));
+  const __m512i book_u8 = iq4nl_levels_plus_128();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];

@@ -3,11 +3,6 @@
 // vpdpwssd (Ice Lake and Zen 4 have AVX-512 VNNI but not AVX-VNNI) and 32
 // vector registers. Reached only through the avx512-vnni kernel table
 // (kernels/kernel_table.h). Same outputs, bit for bit, as rows_avx2_q8.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored \
-    "-Wmaybe-uninitialized"  // GCC 12's AVX-512 intrinsics (matmul_interleaved_avx512vnni.cpp)
-#endif
-
 #include "kernels/matmul_q8_kernels.h"
 
 #if !defined(__AVX512VNNI__) || !defined(__AVX512BW__) || !defined(__AVX512VL__)
