@@ -6,6 +6,7 @@
 
 #include "gguf/gguf_writer.h"
 #include "kernels/weight_interleave.h"
+#include "model/architecture.h"
 #include "tensor/quant.h"
 
 namespace omnibus::testing {
@@ -26,17 +27,20 @@ class TinyWriter {
     w_.set_uint32(a + ".feed_forward_length", s_.n_ff);
     w_.set_uint32(a + ".attention.head_count", s_.n_head);
     w_.set_uint32(a + ".attention.head_count_kv", s_.n_head_kv);
-    w_.set_uint32(a + ".context_length", 256);
-    w_.set_float32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+    w_.set_uint32(a + ".context_length", s_.context_length);
+    w_.set_float32(a + ".attention.layer_norm_rms_epsilon", s_.rms_eps);
     w_.set_float32(a + ".rope.freq_base", s_.rope_base);
     const int hd = s_.head_dim > 0 ? s_.head_dim : s_.n_embd / s_.n_head;
     if (s_.head_dim > 0) {
       w_.set_uint32(a + ".attention.key_length", hd);
       w_.set_uint32(a + ".attention.value_length", hd);
     }
-    const bool gemma = a == "gemma3";
-    if (gemma && s_.sliding_window > 0) w_.set_uint32(a + ".attention.sliding_window", s_.sliding_window);
-    tensor("token_embd.weight", s_.vocab, s_.n_embd, s_.embedding_type, 1.0f);
+    const ArchitectureSpec* arch = find_architecture(a);
+    if (arch == nullptr) throw std::runtime_error("tiny model of an unknown architecture " + a);
+    if (arch->window_period > 0 && s_.sliding_window > 0)
+      w_.set_uint32(a + ".attention.sliding_window", s_.sliding_window);
+    if (s_.with_tokenizer) write_tokenizer();
+    tensor("token_embd.weight", s_.vocab, s_.n_embd, s_.embedding_type, s_.embedding_scale);
     norm("output_norm.weight", s_.n_embd);
     if (!s_.tied_output) tensor("output.weight", s_.vocab, s_.n_embd, s_.matrix_type, 0.3f);
     for (int i = 0; i < s_.n_layer; ++i) {
@@ -47,14 +51,16 @@ class TinyWriter {
       tensor(p + "attn_k.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale * 2);
       tensor(p + "attn_v.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale);
       tensor(p + "attn_output.weight", s_.n_embd, s_.n_head * hd, s_.matrix_type, scale);
-      if (a == "qwen2") {
+      if (arch->qkv_bias) {
         tensor(p + "attn_q.bias", 1, s_.n_head * hd, DType::kF32, 0.2f);
         tensor(p + "attn_k.bias", 1, s_.n_head_kv * hd, DType::kF32, 0.2f);
         tensor(p + "attn_v.bias", 1, s_.n_head_kv * hd, DType::kF32, 0.2f);
       }
-      if (gemma) {
+      if (arch->qk_norm) {
         norm(p + "attn_q_norm.weight", hd);
         norm(p + "attn_k_norm.weight", hd);
+      }
+      if (arch->post_norms) {
         norm(p + "post_attention_norm.weight", s_.n_embd);
         norm(p + "post_ffw_norm.weight", s_.n_embd);
       }
@@ -67,6 +73,49 @@ class TinyWriter {
   }
 
  private:
+  // GPT-2's byte-level alphabet: printable bytes stand for themselves, the
+  // others for code points 256 and up, in byte order.
+  static std::string byte_token(int byte) {
+    static const std::vector<int> code_points = [] {
+      std::vector<int> cp(256, -1);
+      int next = 256;
+      for (int b = 0; b < 256; ++b) {
+        const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+        cp[b] = printable ? b : next++;
+      }
+      return cp;
+    }();
+    const int c = code_points[byte];
+    std::string utf8;
+    if (c < 0x80) {
+      utf8 += static_cast<char>(c);
+    } else {  // all below 0x800
+      utf8 += static_cast<char>(0xC0 | (c >> 6));
+      utf8 += static_cast<char>(0x80 | (c & 0x3F));
+    }
+    return utf8;
+  }
+
+  void write_tokenizer() {
+    if (s_.vocab < 259) throw std::runtime_error("a tiny model with a tokenizer needs vocab >= 259");
+    std::vector<std::string> tokens;
+    std::vector<int32_t> types;
+    for (int b = 0; b < 256; ++b) tokens.push_back(byte_token(b)), types.push_back(1);
+    for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"})
+      tokens.push_back(special), types.push_back(3);
+    while (static_cast<int>(tokens.size()) < s_.vocab)
+      tokens.push_back("<|filler_" + std::to_string(tokens.size()) + "|>"), types.push_back(5);
+    w_.set_string("tokenizer.ggml.model", "gpt2");
+    w_.set_string("tokenizer.ggml.pre", "qwen2");
+    w_.set_string_array("tokenizer.ggml.tokens", tokens);
+    w_.set_int32_array("tokenizer.ggml.token_type", types);
+    // llama.cpp wants merges; one whose result is not a token is never applied.
+    w_.set_string_array("tokenizer.ggml.merges", {byte_token('a') + " " + byte_token('b')});
+    w_.set_uint32("tokenizer.ggml.bos_token_id", 256);
+    w_.set_uint32("tokenizer.ggml.eos_token_id", 256);
+    w_.set_bool("tokenizer.ggml.add_bos_token", false);
+  }
+
   // rows x cols matrix (or a vector when rows == 1) of uniform(-scale, scale).
   void tensor(const std::string& name, int64_t rows, int64_t cols, DType type, float scale) {
     std::uniform_real_distribution<float> dist(-scale, scale);

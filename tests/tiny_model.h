@@ -16,7 +16,7 @@
 namespace omnibus::testing {
 
 struct TinyModelSpec {
-  std::string architecture = "llama";  // "llama", "qwen2" or "gemma3"
+  std::string architecture = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 4;
@@ -30,6 +30,14 @@ struct TinyModelSpec {
   int head_dim = 0;        // 0: n_embd / n_head; else written as attention.key_length
   int sliding_window = 4;  // gemma3 only: its window layers' span (0: key left out)
   uint32_t seed = 1;
+  int context_length = 256;
+  float rms_eps = 1e-5f;
+  float embedding_scale = 1.0f;  // token_embd is uniform(-scale, scale)
+  // Write a GPT-2 style byte-level BPE vocabulary of `vocab` tokens (the 256
+  // byte tokens, then <|endoftext|>, <|im_start|>, <|im_end|>, then fillers;
+  // vocab >= 259) so that llama.cpp loads the file too (it refuses a GGUF
+  // without a tokenizer). omnibus's forward pass never needs it.
+  bool with_tokenizer = false;
   std::string omit_tensor;  // leave this tensor out (to test load errors)
 };
 

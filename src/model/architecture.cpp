@@ -5,12 +5,15 @@
 namespace omnibus {
 namespace {
 
-constexpr std::array<ArchitectureSpec, 3> kArchitectures = {{
+constexpr std::array<ArchitectureSpec, 4> kArchitectures = {{
     // SmolLM2, Llama 2/3.x, TinyLlama, Mistral (no window). The GGUF
     // converter permutes Q/K rows so adjacent-pair RoPE is right.
     {.name = "llama", .rope_style = RopeStyle::kNormal, .qkv_bias = false},
     // Qwen2 and 2.5: biases on q/k/v, NeoX-style RoPE.
     {.name = "qwen2", .rope_style = RopeStyle::kNeox, .qkv_bias = true},
+    // Qwen3 (dense, 0.6B-32B): no biases; each q and k head RMS-normed
+    // before RoPE, as Gemma 3 but with plain weights and no post-norms.
+    {.name = "qwen3", .rope_style = RopeStyle::kNeox, .qkv_bias = false, .qk_norm = true},
     // Gemma 3 (text; ModelConfig::attention_scale has 27B's exception).
     // Its norms' weights in GGUF already carry Gemma's "1 +".
     // docs/plan-gemma3.md.

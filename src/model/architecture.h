@@ -30,7 +30,7 @@ struct ArchitectureSpec {
 
 // nullptr when the architecture is not supported.
 const ArchitectureSpec* find_architecture(std::string_view name);
-// "llama, qwen2"
+// "llama, qwen2, qwen3, gemma3"
 std::string supported_architectures();
 
 }  // namespace omnibus

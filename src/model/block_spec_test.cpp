@@ -47,6 +47,17 @@ TEST(BlockSpecTest, Qwen2AddsTheBiasesAfterTheProjection) {
             "down ffn_residual");
 }
 
+TEST(BlockSpecTest, Qwen3NormsEachQAndKHeadBeforeRope) {
+  const ModelConfig c = config_of("qwen3");
+  ASSERT_NE(c.spec, nullptr);
+  const BlockSpec block = resolve_block(c, 2, false);
+  EXPECT_EQ(stage_list(block),
+            "attn_norm qkv qk_norm rope kv_store attention attn_output attn_residual ffn_norm gate_up activation "
+            "down ffn_residual");
+  EXPECT_EQ(block.activation, FfnActivation::kSilu);
+  EXPECT_FALSE(block.window);
+}
+
 TEST(BlockSpecTest, Gemma3HasQkNormsPostNormsGeluAndWindowLayers) {
   const ModelConfig c = config_of("gemma3");
   ASSERT_NE(c.spec, nullptr);

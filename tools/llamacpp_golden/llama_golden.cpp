@@ -6,6 +6,8 @@
 //   T name ids...   -> "A argmax..." and "GAP gaps..." (milli-logits)
 //   P ids...        -> "NLL mean" (of tokens 1.. from the logits before them)
 //   G name ids...   -> "GEN 64 argmax tokens" and "GAP gaps..."
+//   L name ids...   -> "LOGITS n vocab", then n lines of vocab logits (%.9g):
+//                      every position's full row (tools/make_arch_golden.py)
 // Not part of the build: make_golden_lib.py says how to compile it against
 // a llama.cpp build tree, and drives it.
 #include <algorithm>
@@ -79,7 +81,15 @@ int main(int argc, char** argv) {
     std::vector<llama_token> toks;
     for (int t; in >> t;) toks.push_back(t);
     llama_memory_clear(llama_get_memory(g_ctx), true);
-    if (kind == "T" || kind == "P") {
+    if (kind == "L") {
+      eval(toks, 0, true);
+      printf("LOGITS %zu %d\n", toks.size(), g_vocab);
+      for (size_t i = 0; i < toks.size(); ++i) {
+        const float* row = llama_get_logits_ith(g_ctx, (int)i);
+        for (int v = 0; v < g_vocab; ++v) printf(v ? " %.9g" : "%.9g", row[v]);
+        printf("\n");
+      }
+    } else if (kind == "T" || kind == "P") {
       eval(toks, 0, true);
       const int n = toks.size();
       if (kind == "T") {

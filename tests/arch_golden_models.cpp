@@ -1,0 +1,61 @@
+#include "arch_golden_models.h"
+
+namespace omnibus::testing {
+namespace {
+
+// The real model's head layout (head size, heads per KV head, RoPE base,
+// eps) in fewer, narrower layers, and a vocabulary small enough that every
+// position's full row of logits can be committed. Widths are multiples of
+// 256 so that K-quant matrices fit. Outputs are untied: with a tied one,
+// random weights make the model repeat its input token.
+TinyModelSpec golden_spec(const char* architecture, int n_layer, int n_head, int n_head_kv, int head_dim,
+                          DType matrices, DType embedding, float rope_base, float rms_eps, uint32_t seed) {
+  TinyModelSpec s;
+  s.architecture = architecture;
+  s.n_layer = n_layer;
+  s.n_embd = 512;
+  s.n_head = n_head;
+  s.n_head_kv = n_head_kv;
+  s.head_dim = head_dim;
+  s.n_ff = 1536;
+  s.vocab = 272;
+  s.matrix_type = matrices;
+  s.embedding_type = embedding;
+  s.tied_output = false;
+  s.rope_base = rope_base;
+  s.rms_eps = rms_eps;
+  s.context_length = 4096;
+  s.with_tokenizer = true;
+  s.seed = seed;
+  return s;
+}
+
+std::vector<ArchGoldenModel> make_models() {
+  std::vector<ArchGoldenModel> models;
+  // Llama 3.2 1B: 32 heads of 64 over 2,048 wide, 8 KV heads, RoPE base
+  // 500,000. Q4_0 matrices, Q8_0 embedding.
+  models.push_back({"llama", golden_spec("llama", 3, 8, 2, 64, DType::kQ4_0, DType::kQ8_0, 500000.0f, 1e-5f, 1)});
+  // Qwen2.5-0.5B: 14 heads of 64 over 896 wide, 2 KV heads, q/k/v biases,
+  // RoPE base 1e6, eps 1e-6.
+  models.push_back({"qwen2", golden_spec("qwen2", 3, 8, 2, 64, DType::kQ8_0, DType::kQ8_0, 1e6f, 1e-6f, 2)});
+  // Qwen3-0.6B: 16 heads of 128 over 1,024 wide (q_dim = 2 x n_embd), 8 KV
+  // heads, per-head q/k norms, RoPE base 1e6, eps 1e-6. Q4_K matrices and a
+  // Q6_K embedding, as in a Q4_K_M file.
+  models.push_back({"qwen3", golden_spec("qwen3", 3, 8, 4, 128, DType::kQ4_K, DType::kQ6_K, 1e6f, 1e-6f, 38)});
+  // Gemma 3 270M: 4 heads of 256 over 640 wide, one KV head, five window
+  // layers to one global. Six layers and a window of 32 positions (the
+  // golden sequences are 128 long).
+  ArchGoldenModel gemma{"gemma3", golden_spec("gemma3", 6, 4, 1, 256, DType::kQ4_K, DType::kQ8_0, 1e6f, 1e-6f, 3)};
+  gemma.spec.sliding_window = 32;
+  models.push_back(gemma);
+  return models;
+}
+
+}  // namespace
+
+const std::vector<ArchGoldenModel>& arch_golden_models() {
+  static const std::vector<ArchGoldenModel> models = make_models();
+  return models;
+}
+
+}  // namespace omnibus::testing
