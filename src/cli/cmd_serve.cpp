@@ -39,6 +39,7 @@ struct ServeOptions {
   double slo_ttft_ms = 0;
   double slo_tpot_ms = 0;
   std::string chat_template;
+  std::string reasoning_format = "auto";
   std::string alias;
   double drain_timeout_s = 30;
   bool no_machine_probe = false;
@@ -77,6 +78,7 @@ Result<std::unique_ptr<ServingEngine>> load_engine(const ServeOptions& o, Backen
   OMNIBUS_ASSIGN_OR_RETURN(auto loaded, load_model(o.model));
   OMNIBUS_ASSIGN_OR_RETURN(ChatFormat format, chat_format_for(loaded.tokenizer->vocab(), o.chat_template));
   warn_if_unrecognised(format);
+  if (o.reasoning_format == "none") format.extract_reasoning = false;
   return ServingEngine::create(loaded.model, backend, std::move(loaded.tokenizer), format, o.engine);
 }
 
@@ -190,7 +192,12 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse cached prompt prefixes");
   cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "TTFT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--slo-tpot-ms", o->slo_tpot_ms, "TPOT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--chat-template", o->chat_template, "Override the chat template: chatml, llama3, llama2, mistral, gemma");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "Override the chat template: chatml, llama3, llama2, mistral, gemma, qwen3");
+  cmd->add_option("--reasoning-format", o->reasoning_format,
+                  "auto: a reasoning model's <think> block is returned as reasoning_content; none: left in content")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none"}));
   cmd->add_option("--http-threads", o->http.http_threads,
                   "HTTP worker threads: bounds requests handled at once (streams included), not connections")
       ->capture_default_str()->check(CLI::Range(4, 4096));

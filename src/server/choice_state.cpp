@@ -9,8 +9,13 @@ std::string openai_finish_reason(const std::string& engine_reason) {
   return "";
 }
 
-ChoiceState::ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text)
-    : index_(index), tokenizer_(tokenizer), logprobs_(logprobs), text_(std::move(echo_text)) {
+ChoiceState::ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text,
+                         bool split_reasoning)
+    : index_(index),
+      tokenizer_(tokenizer),
+      logprobs_(logprobs),
+      text_(std::move(echo_text)),
+      split_reasoning_(split_reasoning) {
   next_offset_ = static_cast<int64_t>(text_.size());
 }
 
@@ -33,8 +38,20 @@ ChoiceOutput ChoiceState::apply(const StreamEvent& event) {
   ChoiceOutput delta;
   delta.index = index_;
   if (finished_) return delta;
-  delta.text = event.text;
-  text_ += event.text;
+  if (split_reasoning_) {
+    ReasoningPiece piece = splitter_.feed(event.text);
+    if (event.finished) {
+      ReasoningPiece rest = splitter_.finish();
+      piece.reasoning += rest.reasoning;
+      piece.content += rest.content;
+    }
+    delta.text = std::move(piece.content);
+    delta.reasoning = std::move(piece.reasoning);
+    reasoning_ += delta.reasoning;
+  } else {
+    delta.text = event.text;
+  }
+  text_ += delta.text;
   if (!event.tokens.empty()) has_tokens_ = true;
   tokens_seen_ += static_cast<int64_t>(event.tokens.size());
   if (logprobs_) {
@@ -64,6 +81,7 @@ ChoiceOutput ChoiceState::full_output() const {
   ChoiceOutput out;
   out.index = index_;
   out.text = text_;
+  out.reasoning = reasoning_;
   out.finish_reason = openai_finish_reason(finish_reason_);
   if (logprobs_) out.logprobs = all_logprobs_;
   return out;

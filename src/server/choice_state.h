@@ -14,6 +14,7 @@
 
 #include "engine/request_stream.h"
 #include "server/openai_response.h"
+#include "server/reasoning_splitter.h"
 #include "tokenizer/tokenizer.h"
 
 namespace omnibus::server {
@@ -22,7 +23,11 @@ class ChoiceState {
  public:
   // `tokenizer` must outlive the state. `echo_text` (completions `echo`) is
   // the start of the choice's text; it is not part of any delta.
-  ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text);
+  // `split_reasoning` (chat with a reasoning model): a leading <think>
+  // block goes to ChoiceOutput::reasoning, apart from the text
+  // (ReasoningSplitter).
+  ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text,
+              bool split_reasoning = false);
 
   // Folds in one event and returns what it adds. The delta's finish_reason
   // is "stop" or "length" when the event finished the choice that way, and
@@ -53,7 +58,10 @@ class ChoiceState {
   int32_t index_;
   const Tokenizer& tokenizer_;
   bool logprobs_;
-  std::string text_;  // echo + generated
+  std::string text_;  // echo + generated (its content, when reasoning is split off)
+  std::string reasoning_;
+  bool split_reasoning_;
+  ReasoningSplitter splitter_;
   std::vector<GeneratedTokenLogprobs> all_logprobs_;
   int64_t next_offset_ = 0;  // text_offset of the next token
   bool finished_ = false;

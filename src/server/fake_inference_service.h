@@ -71,6 +71,8 @@ class FakeInferenceService final : public InferenceService {
   // Every sequence stops with "stop" (end of generation) after `tokens` tokens (-1: never).
   void end_after(int tokens) { end_after_.store(tokens); }
   void set_ready(bool ready) { ready_.store(ready); }
+  // Before any request: the chat format prompts are rendered with.
+  void set_chat_format(const ChatFormat& format) { chat_format_ = format; }
   void set_tick(std::chrono::milliseconds tick) { tick_ms_.store(static_cast<int>(tick.count())); }
 
   // --- what happened -------------------------------------------------------

@@ -110,15 +110,19 @@ ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceS
     // "developer" is OpenAI's newer name for the system message; templates
     // only know "system".
     std::string role = m.role == "developer" ? "system" : std::move(m.role);
-    messages.push_back(omnibus::ChatMessage{std::move(role), std::move(m.content)});
+    messages.push_back(omnibus::ChatMessage{std::move(role), std::move(m.content), std::move(m.reasoning_content)});
   }
-  const std::string text = render_chat(service.chat_format(), messages, /*add_generation_prompt=*/true);
+  const ChatFormat& format = service.chat_format();
+  const std::string text =
+      render_chat(format, messages, /*add_generation_prompt=*/true, {.enable_thinking = request.enable_thinking});
   if (auto e = check_text_can_fit(text.size(), service.tokenizer().max_bytes_per_token(), service.info().context_length,
                                   "messages")) {
     return *e;
   }
   PreparedGeneration g;
   g.chat = true;
+  // Without thinking the template closes the block itself: the answer is all content.
+  g.split_reasoning = format.extract_reasoning && request.enable_thinking;
   g.options = std::move(request.options);
   g.prompts.push_back({service.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true), {}});
   return finish_preparing(std::move(g), service, fallback_seed);

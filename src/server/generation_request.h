@@ -37,6 +37,9 @@ struct PreparedGeneration {
   // choices: prompt p's choice i has index p * n + i, as OpenAI numbers them.
   std::vector<PreparedPrompt> prompts;
   bool echo = false;  // completions `echo`
+  // Chat with a reasoning model (ChatFormat::extract_reasoning): its
+  // <think> block is returned as reasoning_content.
+  bool split_reasoning = false;
 
   // All prompts' tokens together (usage.prompt_tokens counts each prompt once,
   // whatever n).

@@ -31,7 +31,8 @@ GenerationSession::GenerationSession(const PreparedGeneration& generation, Respo
   for (const PreparedPrompt& prompt : generation.prompts) {
     for (int32_t i = 0; i < n; ++i) {
       const auto index = static_cast<int32_t>(choices_.size());
-      choices_.emplace_back(index, tokenizer, logprobs_, generation.echo ? prompt.echo_text : std::string());
+      choices_.emplace_back(index, tokenizer, logprobs_, generation.echo ? prompt.echo_text : std::string(),
+                            generation.split_reasoning);
       if (static_cast<size_t>(index) >= streams_.size()) choices_.back().finish_without_generating();
     }
   }
@@ -167,7 +168,7 @@ bool GenerationSession::pump(const Writer& write, milliseconds wait) {
       return done_;
     }
     const bool has_logprobs = delta.logprobs && !delta.logprobs->empty();
-    if (delta.text.empty() && delta.finish_reason.empty() && !has_logprobs) continue;
+    if (delta.text.empty() && delta.reasoning.empty() && delta.finish_reason.empty() && !has_logprobs) continue;
     if (!write(format_sse(chunk_for(delta)))) {
       cancel_all();
       return false;

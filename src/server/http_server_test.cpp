@@ -79,6 +79,51 @@ TEST(HttpServerTest, ChatRendersTheTemplateAndAnswersAsAssistant) {
   EXPECT_EQ(j["usage"]["prompt_tokens"], static_cast<int64_t>(submitted[0].prompt.size()));
 }
 
+// A reasoning model (Qwen3's chat format): its <think> block comes back as
+// reasoning_content, in whole responses and in stream deltas; with
+// enable_thinking false the prompt closes the block and nothing is split.
+TEST(HttpServerTest, ReasoningModelsThoughtsComeAsReasoningContent) {
+  ServerHarness h;
+  ChatFormat qwen3;
+  qwen3.kind = ChatTemplateKind::kQwen3;
+  qwen3.extract_reasoning = true;
+  h.service().set_chat_format(qwen3);
+  const std::string reply = "<think>\nHe said Hi\n</think>\n\nHello world!";
+  h.service().set_reply(reply);
+  const int tokens = static_cast<int>(h.service().tokenizer().encode(reply, false, false).size());
+  const Json messages = {{{"role", "user"}, {"content", "Hi"}}};
+
+  HttpReply r = h.post("/v1/chat/completions", Json{{"messages", messages}, {"max_tokens", tokens}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json message = r.json()["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "He said Hi");
+  EXPECT_EQ(message["content"], "Hello world!");
+
+  r = h.post("/v1/chat/completions", Json{{"messages", messages}, {"max_tokens", tokens}, {"stream", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::string thought, content;
+  for (const std::string& d : sse_data(r.body)) {
+    if (d == "[DONE]") continue;
+    const Json chunk = Json::parse(d);
+    if (chunk["choices"].empty()) continue;
+    const Json& delta = chunk["choices"][0]["delta"];
+    thought += delta.value("reasoning_content", "");
+    content += delta.value("content", "");
+  }
+  EXPECT_EQ(thought, "He said Hi");
+  EXPECT_EQ(content, "Hello world!");
+
+  r = h.post(
+      "/v1/chat/completions",
+      Json{{"messages", messages}, {"max_tokens", tokens}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json unsplit = r.json()["choices"][0]["message"];
+  EXPECT_EQ(unsplit["content"], reply);
+  EXPECT_FALSE(unsplit.contains("reasoning_content"));
+  const std::string prompt = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+  EXPECT_EQ(h.service().submitted().back().prompt, h.service().tokenizer().encode(prompt, false, true));
+}
+
 TEST(HttpServerTest, UnsetMaxTokensFillsTheContext) {
   ServerHarness h;
   HttpReply r = h.post("/v1/chat/completions", Json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}});

@@ -273,8 +273,37 @@ MaybeError parse_messages(const Json& obj, std::vector<ChatMessage>& out) {
                                            "\"{}\"", param, msg.role));
     }
     OMNIBUS_API_RETURN_IF_ERROR(parse_content(m, param + ".content", msg.role, msg.content));
+    if (has_field(m, "reasoning_content") && !m.at("reasoning_content").is_null()) {
+      const Json& r = m.at("reasoning_content");
+      if (!r.is_string()) return wrong_type(param + ".reasoning_content", "a string or null", r);
+      msg.reasoning_content = r.get<std::string>();
+    }
     OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_message_fields(m, param));
     out.push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+// chat_template_kwargs (vLLM's and llama-server's): only enable_thinking,
+// which the reasoning templates read; any other key would change the prompt
+// in a way this server does not implement.
+MaybeError parse_template_kwargs(const Json& obj, bool& enable_thinking) {
+  if (!has_field(obj, "chat_template_kwargs")) return std::nullopt;
+  const Json& kwargs = obj.at("chat_template_kwargs");
+  if (kwargs.is_null()) return std::nullopt;
+  if (!kwargs.is_object()) return wrong_type("chat_template_kwargs", "an object", kwargs);
+  for (const auto& [key, value] : kwargs.items()) {
+    const std::string param = "chat_template_kwargs." + key;
+    if (key != "enable_thinking") {
+      return ApiError::invalid(param,
+                               fmt::format("'{}' is not supported by this server: the chat template takes only "
+                                           "'enable_thinking'. It would change the prompt, so the request is refused "
+                                           "rather than answered without it",
+                                           param),
+                               "unsupported_parameter");
+    }
+    if (!value.is_boolean()) return wrong_type(param, "a boolean", value);
+    enable_thinking = value.get<bool>();
   }
   return std::nullopt;
 }
@@ -308,6 +337,7 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ApiLimits
     if (!doc) return doc.error();
     ChatRequest req;
     OMNIBUS_API_RETURN_IF_ERROR(parse_messages(doc.value(), req.messages));
+    OMNIBUS_API_RETURN_IF_ERROR(parse_template_kwargs(doc.value(), req.enable_thinking));
     OMNIBUS_API_RETURN_IF_ERROR(parse_options(doc.value(), limits, /*is_chat=*/true, req.options));
     OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_fields(doc.value(), /*is_chat=*/true, req.options.n));
     return req;

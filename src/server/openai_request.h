@@ -83,11 +83,17 @@ struct CompletionRequest {
 struct ChatMessage {
   std::string role;     // system | developer | user | assistant | tool
   std::string content;  // text parts joined without separator
+  // An assistant turn's thoughts, sent apart from its content (as this
+  // server, llama-server and vLLM return them); null or absent: none.
+  std::optional<std::string> reasoning_content;
 };
 
 struct ChatRequest {
   std::vector<ChatMessage> messages;
   GenerationOptions options;
+  // chat_template_kwargs: {"enable_thinking": false} asks a reasoning
+  // model (Qwen3) to answer without thinking; other keys are refused.
+  bool enable_thinking = true;
 };
 
 ApiResult<CompletionRequest> parse_completion_request(std::string_view body, const ApiLimits& limits);

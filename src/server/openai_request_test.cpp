@@ -293,6 +293,41 @@ TEST(UnsupportedFields, MessageToolCallsAreRefused) {
   EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":"a","name":"bob","tool_calls":[]}]})"), "<ok>");
 }
 
+// chat_template_kwargs: enable_thinking (a bool) for the reasoning
+// templates; any other key, a wrong type, or kwargs on a completion: 400.
+TEST(ChatRequest, TemplateKwargsTakeOnlyEnableThinking) {
+  const std::string messages = R"({"messages":[{"role":"user","content":"Hi"}])";
+  auto on = parse_chat_request(messages + "}", kLimits);
+  ASSERT_TRUE(on);
+  EXPECT_TRUE(on.value().enable_thinking);
+  auto off = parse_chat_request(messages + R"(,"chat_template_kwargs":{"enable_thinking":false}})", kLimits);
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_FALSE(off.value().enable_thinking);
+  EXPECT_TRUE(parse_chat_request(messages + R"(,"chat_template_kwargs":null})", kLimits));
+  EXPECT_TRUE(parse_chat_request(messages + R"(,"chat_template_kwargs":{}})", kLimits));
+  EXPECT_EQ(chat_error_param(messages + R"(,"chat_template_kwargs":{"tools_in_system":true}})"),
+            "chat_template_kwargs.tools_in_system");
+  EXPECT_EQ(chat_error_param(messages + R"(,"chat_template_kwargs":{"enable_thinking":"no"}})"),
+            "chat_template_kwargs.enable_thinking");
+  EXPECT_EQ(chat_error_param(messages + R"(,"chat_template_kwargs":[1]})"), "chat_template_kwargs");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","chat_template_kwargs":{"enable_thinking":false}})"),
+            "chat_template_kwargs");
+}
+
+// An assistant turn's reasoning_content comes through for the template
+// (Qwen3 writes it in a <think> block); null is none; another type is a 400.
+TEST(ChatRequest, AssistantReasoningContent) {
+  auto r = parse_chat_request(R"({"messages":[{"role":"user","content":"2+2?"},
+      {"role":"assistant","content":"4","reasoning_content":"add"},{"role":"assistant","content":"x",
+      "reasoning_content":null},{"role":"user","content":"ok"}]})",
+                              kLimits);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r.value().messages[1].reasoning_content, "add");
+  EXPECT_FALSE(r.value().messages[2].reasoning_content.has_value());
+  EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"assistant","content":"4","reasoning_content":5}]})"),
+            "messages[0].reasoning_content");
+}
+
 TEST(ChatRequest, ParsesMessagesAndParams) {
   auto r = parse_chat_request(
       R"({"model":"m","messages":[{"role":"system","content":"Be brief."},

@@ -102,8 +102,10 @@ std::string build_chat_response(const ResponseMeta& meta, std::span<const Choice
   Json j = envelope(meta, "chat.completion");
   Json list = Json::array();
   for (const ChoiceOutput& c : choices) {
+    Json message{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
+    if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
     list.push_back(Json{{"index", c.index},
-                        {"message", {{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}}},
+                        {"message", std::move(message)},
                         {"logprobs", chat_logprobs(c.logprobs)},
                         {"finish_reason", null_if_empty(c.finish_reason)}});
   }
@@ -126,6 +128,7 @@ std::string build_chat_chunk(const ResponseMeta& meta, const ChoiceOutput& delta
     d["role"] = "assistant";
     d["content"] = "";
   }
+  if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
   if (!delta.text.empty()) d["content"] = delta.text;
   j["choices"] = Json::array({Json{{"index", delta.index},
                                    {"delta", std::move(d)},

@@ -42,6 +42,9 @@ struct ChoiceOutput {
   std::string finish_reason;
   // Absent → "logprobs": null.
   std::optional<std::vector<GeneratedTokenLogprobs>> logprobs;
+  // A reasoning model's thoughts (chat: message.reasoning_content, or
+  // delta.reasoning_content in a chunk); left out when empty.
+  std::string reasoning;
 };
 
 struct Usage {
@@ -71,7 +74,8 @@ std::string build_chat_response(const ResponseMeta& meta, std::span<const Choice
 // Streaming chunks (JSON only; wrap with format_sse). A completion chunk
 // carries new text in choices[0].text; a chat chunk's delta is {"role":
 // "assistant"} for the first chunk of a choice (role_chunk true) and
-// {"content": text} after, with {} when only finish_reason is sent.
+// {"content": text} after (and {"reasoning_content": thoughts} while a
+// reasoning model thinks), with {} when only finish_reason is sent.
 std::string build_completion_chunk(const ResponseMeta& meta, const ChoiceOutput& delta);
 std::string build_chat_chunk(const ResponseMeta& meta, const ChoiceOutput& delta, bool role_chunk);
 // Final chunk for include_usage: "choices": [] and the usage totals.

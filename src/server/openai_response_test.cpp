@@ -36,8 +36,8 @@ TEST(ResponseId, PrefixAndDistinct) {
 
 TEST(CompletionResponse, ShapeAndLogprobs) {
   std::vector<ChoiceOutput> choices(2);
-  choices[0] = {0, "Hello", "stop", sample_logprobs()};
-  choices[1] = {1, "Hey", "length", std::nullopt};
+  choices[0] = {0, "Hello", "stop", sample_logprobs(), ""};
+  choices[1] = {1, "Hey", "length", std::nullopt, ""};
   Json j = Json::parse(build_completion_response(meta(), choices, Usage{5, 3}));
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
@@ -59,7 +59,7 @@ TEST(CompletionResponse, ShapeAndLogprobs) {
 }
 
 TEST(ChatResponse, ShapeAndLogprobs) {
-  std::vector<ChoiceOutput> choices = {{0, "Hello", "length", sample_logprobs()}};
+  std::vector<ChoiceOutput> choices = {{0, "Hello", "length", sample_logprobs(), ""}};
   Json j = Json::parse(build_chat_response(meta(), choices, Usage{11, 2}));
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
@@ -77,22 +77,37 @@ TEST(ChatResponse, ShapeAndLogprobs) {
   EXPECT_EQ(j["usage"]["total_tokens"], 13);
 }
 
+// A reasoning model's thoughts: message.reasoning_content and
+// delta.reasoning_content, left out where there are none.
+TEST(ChatResponse, ReasoningContent) {
+  std::vector<ChoiceOutput> choices = {{0, "4", "stop", std::nullopt, "2 + 2 is 4"},
+                                       {1, "5", "stop", std::nullopt, ""}};
+  Json j = Json::parse(build_chat_response(meta(), choices, Usage{3, 9}));
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "4");
+  EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"], "2 + 2 is 4");
+  EXPECT_FALSE(j["choices"][1]["message"].contains("reasoning_content"));
+  Json thinking = Json::parse(build_chat_chunk(meta(), ChoiceOutput{0, "", "", std::nullopt, "hmm"}, false));
+  EXPECT_EQ(thinking["choices"][0]["delta"], Json({{"reasoning_content", "hmm"}}));
+  Json both = Json::parse(build_chat_chunk(meta(), ChoiceOutput{0, "4", "", std::nullopt, "."}, false));
+  EXPECT_EQ(both["choices"][0]["delta"], Json({{"reasoning_content", "."}, {"content", "4"}}));
+}
+
 TEST(StreamChunks, CompletionAndChat) {
-  Json c = Json::parse(build_completion_chunk(meta(true), ChoiceOutput{0, " wor", "", std::nullopt}));
+  Json c = Json::parse(build_completion_chunk(meta(true), ChoiceOutput{0, " wor", "", std::nullopt, ""}));
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_EQ(c["choices"][0]["text"], " wor");
   EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
   EXPECT_TRUE(c.contains("usage") && c["usage"].is_null());
 
-  Json role = Json::parse(build_chat_chunk(meta(), ChoiceOutput{1, "", "", std::nullopt}, true));
+  Json role = Json::parse(build_chat_chunk(meta(), ChoiceOutput{1, "", "", std::nullopt, ""}, true));
   EXPECT_EQ(role["object"], "chat.completion.chunk");
   EXPECT_EQ(role["choices"][0]["index"], 1);
   EXPECT_EQ(role["choices"][0]["delta"]["role"], "assistant");
   EXPECT_FALSE(role.contains("usage"));
-  Json text = Json::parse(build_chat_chunk(meta(), ChoiceOutput{1, "ld", "", std::nullopt}, false));
+  Json text = Json::parse(build_chat_chunk(meta(), ChoiceOutput{1, "ld", "", std::nullopt, ""}, false));
   EXPECT_FALSE(text["choices"][0]["delta"].contains("role"));
   EXPECT_EQ(text["choices"][0]["delta"]["content"], "ld");
-  Json last = Json::parse(build_chat_chunk(meta(), ChoiceOutput{1, "", "stop", std::nullopt}, false));
+  Json last = Json::parse(build_chat_chunk(meta(), ChoiceOutput{1, "", "stop", std::nullopt, ""}, false));
   EXPECT_TRUE(last["choices"][0]["delta"].empty());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
 

@@ -64,7 +64,6 @@ constexpr RefusedField kRefused[] = {
     {"n_probs", is_zero, "use 'logprobs'"},
     {"truncate_prompt_tokens", never, "prompts are never truncated (a prompt over the context is a 400)"},
     {"chat_template", never, "the chat template is chosen at start (--chat-template)"},
-    {"chat_template_kwargs", is_empty, "the chat template takes no arguments"},
     {"add_generation_prompt", is_true, "the assistant turn is always opened"},
     {"continue_final_message", is_false, "the assistant turn is always opened"},
 };
@@ -82,6 +81,9 @@ ApiError unsupported(const std::string& param, const std::string& what) {
 std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat, int32_t n) {
   for (const RefusedField& f : kRefused) {
     if (has_field(body, f.name) && !f.neutral(body.at(f.name))) return unsupported(f.name, f.what);
+  }
+  if (!is_chat && has_field(body, "chat_template_kwargs") && !is_empty(body.at("chat_template_kwargs"))) {
+    return unsupported("chat_template_kwargs", "a completion's prompt goes through no chat template");
   }
   if (is_chat && has_field(body, "echo") && !is_false(body.at("echo"))) {
     return unsupported("echo", "echoing the prompt is for /v1/completions");

@@ -129,6 +129,72 @@ std::string render_gemma(const std::vector<ChatMessage>& messages, bool add_gene
   return out;
 }
 
+// Python's str.lstrip('\n'), rstrip('\n') and strip('\n').
+std::string_view lstrip_newlines(std::string_view s) {
+  while (!s.empty() && s.front() == '\n') s.remove_prefix(1);
+  return s;
+}
+std::string_view rstrip_newlines(std::string_view s) {
+  while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return s;
+}
+std::string_view strip_newlines(std::string_view s) { return lstrip_newlines(rstrip_newlines(s)); }
+
+bool is_tool_response(std::string_view s) {
+  return s.starts_with("<tool_response>") && s.ends_with("</tool_response>");
+}
+
+// Qwen3's template without tools: ChatML, where an assistant turn after the
+// last real user message (one that is not a tool response) is written with
+// its thoughts in a <think> block, and earlier turns without them.
+std::string render_qwen3(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                         const ChatRenderOptions& options) {
+  std::string out;
+  const size_t n = messages.size();
+  if (n > 0 && messages[0].role == "system")
+    append(&out, {"<|im_start|>system\n", messages[0].content, "<|im_end|>\n"});
+  size_t last_query = n == 0 ? 0 : n - 1;
+  for (size_t i = n; i-- > 0;) {
+    if (messages[i].role == "user" && !is_tool_response(messages[i].content)) {
+      last_query = i;
+      break;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "user" || (m.role == "system" && i > 0)) {
+      append(&out, {"<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n"});
+    } else if (m.role == "assistant") {
+      std::string_view content = m.content, reasoning;
+      if (m.reasoning_content) {
+        reasoning = *m.reasoning_content;
+      } else if (const size_t close = content.find("</think>"); close != std::string_view::npos) {
+        std::string_view before = rstrip_newlines(content.substr(0, close));
+        if (const size_t open = before.rfind("<think>"); open != std::string_view::npos)
+          before = before.substr(open + 7);
+        reasoning = lstrip_newlines(before);
+        content = lstrip_newlines(content.substr(content.rfind("</think>") + 8));
+      }
+      if (i > last_query && (i + 1 == n || !reasoning.empty())) {
+        append(&out, {"<|im_start|>assistant\n<think>\n", strip_newlines(reasoning), "\n</think>\n\n",
+                      lstrip_newlines(content)});
+      } else {
+        append(&out, {"<|im_start|>assistant\n", content});
+      }
+      out += "<|im_end|>\n";
+    } else if (m.role == "tool") {
+      if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
+      append(&out, {"\n<tool_response>\n", m.content, "\n</tool_response>"});
+      if (i + 1 == n || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+    }
+  }
+  if (add_generation_prompt) {
+    out += "<|im_start|>assistant\n";
+    if (!options.enable_thinking) out += "<think>\n\n</think>\n\n";
+  }
+  return out;
+}
+
 // Undoes the escapes a Jinja string literal may hold (\n, \t, \', \", \\).
 std::string unescape_literal(std::string_view s) {
   std::string out;
@@ -163,7 +229,10 @@ bool is_plain_literal(std::string_view text) {
 
 ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
   if (recognised != nullptr) *recognised = true;
-  if (contains(src, "<|im_start|>")) return ChatTemplateKind::kChatML;
+  if (contains(src, "<|im_start|>")) {
+    return contains(src, "<think>") && contains(src, "enable_thinking") ? ChatTemplateKind::kQwen3
+                                                                        : ChatTemplateKind::kChatML;
+  }
   if (contains(src, "<|start_header_id|>")) return ChatTemplateKind::kLlama3;
   if (contains(src, "<start_of_turn>")) return ChatTemplateKind::kGemma;
   if (contains(src, "[INST]")) {
@@ -175,11 +244,11 @@ ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
 
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name) {
   for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2,
-                                ChatTemplateKind::kMistral, ChatTemplateKind::kGemma}) {
+                                ChatTemplateKind::kMistral, ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3}) {
     if (name == chat_template_name(kind)) return kind;
   }
   return Status::invalid_argument("unknown chat template '" + std::string(name) +
-                                  "' (expected chatml, llama3, llama2, mistral or gemma)");
+                                  "' (expected chatml, llama3, llama2, mistral, gemma or qwen3)");
 }
 
 const char* chat_template_name(ChatTemplateKind kind) {
@@ -189,9 +258,12 @@ const char* chat_template_name(ChatTemplateKind kind) {
     case ChatTemplateKind::kLlama2: return "llama2";
     case ChatTemplateKind::kMistral: return "mistral";
     case ChatTemplateKind::kGemma: return "gemma";
+    case ChatTemplateKind::kQwen3: return "qwen3";
   }
   return "chatml";
 }
+
+bool chat_template_reasons(ChatTemplateKind kind) { return kind == ChatTemplateKind::kQwen3; }
 
 std::string default_system_message(std::string_view src) {
   static constexpr std::string_view kOpen = "<|im_start|>system";
@@ -216,15 +288,16 @@ std::string default_system_message(std::string_view src) {
   return {};
 }
 
-std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt, const std::string& bos_text, const std::string& eos_text,
-                        const std::string& default_system) {
+std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const std::string& bos_text, const std::string& eos_text, const std::string& default_system,
+                        const ChatRenderOptions& options) {
   switch (kind) {
     case ChatTemplateKind::kChatML: return render_chatml(messages, add_generation_prompt, default_system);
     case ChatTemplateKind::kLlama3: return render_llama3(messages, add_generation_prompt, bos_text);
     case ChatTemplateKind::kLlama2: return render_llama2(messages, bos_text, eos_text);
     case ChatTemplateKind::kMistral: return render_mistral(messages, bos_text, eos_text);
     case ChatTemplateKind::kGemma: return render_gemma(messages, add_generation_prompt, bos_text);
+    case ChatTemplateKind::kQwen3: return render_qwen3(messages, add_generation_prompt, options);
   }
   return {};
 }
@@ -257,13 +330,14 @@ Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view over
   // give two; the tokenizer's wins.
   if (!vocab.add_bos) format.bos_text = text_of(vocab.bos_id);
   format.eos_text = text_of(vocab.eos_id);
+  format.extract_reasoning = chat_template_reasons(format.kind);
   return format;
 }
 
-std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt) {
+std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const ChatRenderOptions& options) {
   return render_chat(format.kind, messages, add_generation_prompt, format.bos_text, format.eos_text,
-                     format.default_system);
+                     format.default_system, options);
 }
 
 }  // namespace omnibus

@@ -11,9 +11,14 @@
 //   kMistral - Mistral-7B-Instruct v0.1/v0.2 "v1" format (" [INST] ... [/INST]")
 //   kGemma   - Gemma 3 (a system message becomes a prefix of the first user turn;
 //              without one, identical to Gemma 1/2)
+//   kQwen3   - Qwen3 (ChatML whose assistant turns carry <think> blocks: a
+//              reasoning model's thoughts are dropped from turns before the
+//              last user message; enable_thinking false writes an empty
+//              block into the generation prompt)
 // Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,18 +28,30 @@
 
 namespace omnibus {
 
-enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma };
+enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma, kQwen3 };
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" (others pass through where the format allows)
   std::string content;
+  // An assistant turn's thoughts, when the client sent them apart from the
+  // content (the API's reasoning_content); without it a reasoning template
+  // looks for a <think> block in the content.
+  std::optional<std::string> reasoning_content = std::nullopt;
 };
+
+// What a request may ask of the template (the API's chat_template_kwargs).
+struct ChatRenderOptions {
+  bool enable_thinking = true;  // a reasoning template: false asks the model not to think
+};
+
+// The family writes and expects <think> blocks (its models reason).
+bool chat_template_reasons(ChatTemplateKind kind);
 
 // The family of a Jinja template, judged by its marker strings. When nothing
 // matches, *recognised (if given) is set to false and kChatML is returned.
 ChatTemplateKind detect_chat_template(std::string_view jinja_source, bool* recognised);
 
-// The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma".
+// The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma", "qwen3".
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name);
 const char* chat_template_name(ChatTemplateKind kind);
 
@@ -48,9 +65,9 @@ std::string default_system_message(std::string_view jinja_source);
 // itself). `default_system` is inserted as the first message when the
 // conversation does not start with a system message (ChatML only, as the
 // templates that do this are ChatML ones).
-std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt, const std::string& bos_text,
-                        const std::string& eos_text = "", const std::string& default_system = "");
+std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const std::string& bos_text, const std::string& eos_text = "",
+                        const std::string& default_system = "", const ChatRenderOptions& options = {});
 
 // Everything a model's chat prompts need, resolved once at load.
 struct ChatFormat {
@@ -62,6 +79,10 @@ struct ChatFormat {
   std::string default_system;   // see default_system_message()
   std::string bos_text;         // "" when the tokenizer adds BOS itself (add_bos)
   std::string eos_text;
+  // The server returns a reasoning family's <think> block as the answer's
+  // reasoning_content, apart from its content (serve --reasoning-format:
+  // "auto" sets this from the family, "none" clears it).
+  bool extract_reasoning = false;
 };
 
 // The format for `vocab`: the family named by `override_name` (the
@@ -69,7 +90,7 @@ struct ChatFormat {
 // the model has no template, from its vocabulary's turn tokens).
 Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view override_name);
 
-std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages,
-                        bool add_generation_prompt);
+std::string render_chat(const ChatFormat& format, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const ChatRenderOptions& options = {});
 
 }  // namespace omnibus

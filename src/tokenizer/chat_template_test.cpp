@@ -46,6 +46,14 @@ const std::string kGemmaTemplate =
     "loop.first else \"\") }}{{ message['content'] | trim }}{{ '<end_of_turn>\n' }}{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{'<start_of_turn>model\n'}}{%- endif -%}";
 
+// The markers of Qwen3's template (Qwen3-0.6B to Qwen3-235B-A22B): ChatML
+// turns, <think> blocks and the enable_thinking switch.
+const std::string kQwen3TemplateExcerpt =
+    "{%- if message.reasoning_content is string %}{%- set reasoning_content = message.reasoning_content %}"
+    "{{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + "
+    "content.lstrip('\\n') }}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking "
+    "is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
+
 TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   bool recognised = false;
   EXPECT_EQ(detect_chat_template(kSmolLm2Template, &recognised), ChatTemplateKind::kChatML);
@@ -55,13 +63,15 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   EXPECT_EQ(detect_chat_template(kMistralTemplate, &recognised), ChatTemplateKind::kMistral);
   EXPECT_EQ(detect_chat_template(kGemmaTemplate, &recognised), ChatTemplateKind::kGemma);
   EXPECT_TRUE(recognised);
+  EXPECT_EQ(detect_chat_template(kQwen3TemplateExcerpt, &recognised), ChatTemplateKind::kQwen3);
+  EXPECT_TRUE(recognised);
   EXPECT_EQ(detect_chat_template("{{ messages }}", &recognised), ChatTemplateKind::kChatML);
   EXPECT_FALSE(recognised);
   EXPECT_EQ(detect_chat_template("", nullptr), ChatTemplateKind::kChatML);
 }
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma"}) {
+  for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3"}) {
     auto kind = chat_template_from_name(name);
     ASSERT_TRUE(kind.is_ok());
     EXPECT_STREQ(chat_template_name(*kind), name);
@@ -129,6 +139,48 @@ TEST(ChatTemplateTest, Gemma) {
             "Hi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n");
   EXPECT_EQ(render_chat(ChatTemplateKind::kGemma, kUserOnly, true, "<bos>"),
             "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n");
+}
+
+// Expected strings: Qwen3's template rendered by jinja2 as transformers'
+// apply_chat_template does (trim_blocks, lstrip_blocks).
+TEST(ChatTemplateTest, Qwen3) {
+  EXPECT_TRUE(chat_template_reasons(ChatTemplateKind::kQwen3));
+  EXPECT_FALSE(chat_template_reasons(ChatTemplateKind::kChatML));
+  // Without thoughts it is ChatML.
+  EXPECT_EQ(render_chat(ChatTemplateKind::kQwen3, kConversation, true, ""),
+            render_chat(ChatTemplateKind::kChatML, kConversation, true, ""));
+  // Thoughts of turns before the last user message are dropped.
+  const std::vector<ChatMessage> history = {
+      {"user", "2+2?"}, {"assistant", "<think>\nadd them\n</think>\n\n4"}, {"user", "and 3+3?"}};
+  EXPECT_EQ(render_chat(ChatTemplateKind::kQwen3, history, true, ""),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\nand 3+3?"
+            "<|im_end|>\n<|im_start|>assistant\n");
+  // enable_thinking false: an empty thought opens the answer.
+  EXPECT_EQ(render_chat(ChatTemplateKind::kQwen3, history, true, "", "", "", {.enable_thinking = false}),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n<|im_start|>user\nand 3+3?"
+            "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  // A last assistant turn after the last user message gets a (here empty) think block.
+  const std::vector<ChatMessage> last_assistant = {{"user", "Hi"}, {"assistant", "Hello"}};
+  EXPECT_EQ(render_chat(ChatTemplateKind::kQwen3, last_assistant, false, ""),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nHello<|im_end|>\n");
+  // Tool turns: consecutive tool responses share one user turn, and the
+  // last real user message is the one before them.
+  const std::vector<ChatMessage> tools = {{"user", "weather?"},
+                                          {"assistant", "<think>call it</think>checking"},
+                                          {"tool", "sunny"},
+                                          {"tool", "22C"},
+                                          {"assistant", "It is sunny."}};
+  EXPECT_EQ(render_chat(ChatTemplateKind::kQwen3, tools, true, ""),
+            "<|im_start|>user\nweather?<|im_end|>\n<|im_start|>assistant\n<think>\ncall it\n</think>\n\nchecking"
+            "<|im_end|>\n<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n22C\n"
+            "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nIt is sunny.<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  // reasoning_content sent apart from the content.
+  std::vector<ChatMessage> separate = {{"user", "Q"}, {"assistant", "A"}, {"assistant", "B"}};
+  separate[1].reasoning_content = "\nthought\n";
+  EXPECT_EQ(render_chat(ChatTemplateKind::kQwen3, separate, true, ""),
+            "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\nthought\n</think>\n\nA<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\nB<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplateTest, ChatFormatFromVocabulary) {
