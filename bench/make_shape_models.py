@@ -4,7 +4,10 @@
 Speed at 1B-8B is what users see, and no such model comes from PyPI here.
 Decode and prefill speed depend on the shapes and the weight types, not on
 the values, so this writes llama-architecture models with the layer shapes
-of Llama 3.2 1B, Llama 3.2 3B and Llama 3.1 8B (and their vocabulary size:
+of Llama 3.2 1B, Llama 3.2 3B and Llama 3.1 8B, and a qwen3moe model with
+Qwen3-30B-A3B's layer shape (128 experts of 768, 8 per token) in fewer
+layers (12 of 48: the F16 file of all 48 would be 61 GB; --layers sets
+it) (and their vocabulary size:
 SmolLM2's tokenizer, padded with unused tokens to the real vocabulary so the
 embedding and output matrices are the real size), as F16, then optionally
 quantizes them with llama.cpp's own llama-quantize into the common types.
@@ -42,6 +45,12 @@ SHAPES = {
     "llama-3.2-1b": (16, 2048, 32, 8, 64, 8192, 128256, True, 500000.0),
     "llama-3.2-3b": (28, 3072, 24, 8, 128, 8192, 128256, True, 500000.0),
     "llama-3.1-8b": (32, 4096, 32, 8, 128, 14336, 128256, False, 500000.0),
+}
+# Mixture of experts: name: (layers, n_embd, heads, kv heads, head_dim,
+# experts, experts per token, expert n_ff, vocab, tied output, rope base,
+# layers written by default).
+MOE_SHAPES = {
+    "qwen3-30b-a3b": (48, 2048, 32, 4, 128, 128, 8, 768, 151936, False, 1000000.0, 12),
 }
 DEFAULT_TYPES = "Q4_0,Q4_K_M,Q5_K_M,Q6_K,Q8_0,IQ4_XS,Q3_K_M"
 
@@ -86,18 +95,23 @@ class RandomSource:
         return out
 
 
+def attention_plan(p, d, q, kv):
+    return [
+        (p + "attn_norm.weight", (d,), np.float32),
+        (p + "attn_q.weight", (q, d), np.float16),
+        (p + "attn_k.weight", (kv, d), np.float16),
+        (p + "attn_v.weight", (kv, d), np.float16),
+        (p + "attn_output.weight", (d, q), np.float16),
+    ]
+
+
 def tensor_plan(shape):
     layers, d, heads, kv_heads, hd, ff, vocab, tied, _ = shape
     q, kv = heads * hd, kv_heads * hd
     plan = [("token_embd.weight", (vocab, d), np.float16)]
     for i in range(layers):
         p = f"blk.{i}."
-        plan += [
-            (p + "attn_norm.weight", (d,), np.float32),
-            (p + "attn_q.weight", (q, d), np.float16),
-            (p + "attn_k.weight", (kv, d), np.float16),
-            (p + "attn_v.weight", (kv, d), np.float16),
-            (p + "attn_output.weight", (d, q), np.float16),
+        plan += attention_plan(p, d, q, kv) + [
             (p + "ffn_norm.weight", (d,), np.float32),
             (p + "ffn_gate.weight", (ff, d), np.float16),
             (p + "ffn_up.weight", (ff, d), np.float16),
@@ -109,21 +123,54 @@ def tensor_plan(shape):
     return plan
 
 
-def write_f16(name, shape, path):
-    layers, d, heads, kv_heads, hd, ff, vocab, tied, rope_base = shape
+def moe_tensor_plan(shape, layers):
+    _, d, heads, kv_heads, hd, experts, _, ff, vocab, tied, _, _ = shape
+    q, kv = heads * hd, kv_heads * hd
+    plan = [("token_embd.weight", (vocab, d), np.float16)]
+    for i in range(layers):
+        p = f"blk.{i}."
+        plan += attention_plan(p, d, q, kv) + [
+            (p + "attn_q_norm.weight", (hd,), np.float32),
+            (p + "attn_k_norm.weight", (hd,), np.float32),
+            (p + "ffn_norm.weight", (d,), np.float32),
+            (p + "ffn_gate_inp.weight", (experts, d), "router"),  # F32, as converted files keep it
+            (p + "ffn_gate_exps.weight", (experts, ff, d), np.float16),
+            (p + "ffn_up_exps.weight", (experts, ff, d), np.float16),
+            (p + "ffn_down_exps.weight", (experts, d, ff), np.float16),
+        ]
+    plan.append(("output_norm.weight", (d,), np.float32))
+    if not tied:
+        plan.append(("output.weight", (vocab, d), np.float16))
+    return plan
+
+
+def write_f16(name, shape, path, layers=None):
+    moe = name in MOE_SHAPES
+    if moe:
+        _, d, heads, kv_heads, hd, experts, used, ff, vocab, tied, rope_base, _ = shape
+        arch = "qwen3moe"
+    else:
+        layers, d, heads, kv_heads, hd, ff, vocab, tied, rope_base = shape
+        arch = "llama"
     tokens, types, merges = tokenizer_fields(TOKENIZER_SOURCE, vocab)
     tmp = path.with_suffix(".partial")
-    w = gguf.GGUFWriter(str(tmp), "llama")
+    w = gguf.GGUFWriter(str(tmp), arch)
     w.add_name(f"{name} shape, random weights (omnibus bench)")
-    w.add_context_length(131072)
+    w.add_context_length(131072 if not moe else 40960)
     w.add_embedding_length(d)
     w.add_block_count(layers)
-    w.add_feed_forward_length(ff)
+    w.add_feed_forward_length(ff if not moe else 6144)
     w.add_head_count(heads)
     w.add_head_count_kv(kv_heads)
     w.add_rope_freq_base(rope_base)
     w.add_rope_dimension_count(hd)
-    w.add_layer_norm_rms_eps(1e-5)
+    w.add_layer_norm_rms_eps(1e-5 if not moe else 1e-6)
+    if moe:
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+        w.add_expert_count(experts)
+        w.add_expert_used_count(used)
+        w.add_expert_feed_forward_length(ff)
     w.add_vocab_size(vocab)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     w.add_tokenizer_model("gpt2")
@@ -134,9 +181,10 @@ def write_f16(name, shape, path):
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_add_bos_token(False)
-    plan = tensor_plan(shape)
+    plan = moe_tensor_plan(shape, layers) if moe else tensor_plan(shape)
     for tname, tshape, dtype in plan:
-        w.add_tensor_info(tname, tshape, np.dtype(dtype), int(np.prod(tshape)) * np.dtype(dtype).itemsize)
+        dt = np.dtype(np.float32 if dtype == "router" else dtype)
+        w.add_tensor_info(tname, tshape, dt, int(np.prod(tshape)) * dt.itemsize)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
@@ -146,7 +194,9 @@ def write_f16(name, shape, path):
     start = last_print = time.monotonic()
     for tname, tshape, dtype in plan:
         n = int(np.prod(tshape))
-        if dtype == np.float32:  # norm weights: near 1, as trained ones are
+        if isinstance(dtype, str):  # a router: logits of a few units, so tokens spread over the experts
+            data = (source.take(n).astype(np.float32) * 5.0).reshape(tshape)
+        elif dtype == np.float32:  # norm weights: near 1, as trained ones are
             data = (1.0 + source.take(n).astype(np.float32)).reshape(tshape)
         else:
             data = source.take(n).reshape(tshape)
@@ -162,7 +212,10 @@ def write_f16(name, shape, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shapes", default="llama-3.2-1b,llama-3.1-8b", help="comma-separated: " + ", ".join(SHAPES))
+    ap.add_argument("--shapes", default="llama-3.2-1b,llama-3.1-8b",
+                    help="comma-separated: " + ", ".join(list(SHAPES) + list(MOE_SHAPES)))
+    ap.add_argument("--layers", type=int, help="layers of a MoE shape (default: " +
+                    ", ".join(f"{k} {v[-1]}" for k, v in MOE_SHAPES.items()) + ")")
     ap.add_argument("--types", default=DEFAULT_TYPES, help="llama-quantize types (needs --quantize)")
     ap.add_argument("--quantize", help="path of llama.cpp's llama-quantize; without it only the F16 files are made")
     ap.add_argument("--out", default=str(Path.home() / ".cache" / "omnibus" / "shapes"))
@@ -175,13 +228,19 @@ def main():
     if not TOKENIZER_SOURCE.exists():
         sys.exit(f"make_shape_models: {TOKENIZER_SOURCE} is missing (scripts/fetch_model.sh)")
     for name in args.shapes.split(","):
-        if name not in SHAPES:
-            sys.exit(f"make_shape_models: unknown shape {name!r}; known: {', '.join(SHAPES)}")
+        if name not in SHAPES and name not in MOE_SHAPES:
+            sys.exit(f"make_shape_models: unknown shape {name!r}; known: {', '.join(list(SHAPES) + list(MOE_SHAPES))}")
         types = [t for t in args.types.split(",") if t] if args.quantize else []
-        f16 = out / f"{name}-F16.gguf"
-        wanted = [out / f"{name}-{t}.gguf" for t in types]
+        layers = None
+        file_name = name
+        if name in MOE_SHAPES:
+            layers = args.layers or MOE_SHAPES[name][-1]
+            if layers != MOE_SHAPES[name][0]:
+                file_name = f"{name}-{layers}L"  # the shape of each layer, fewer of them
+        f16 = out / f"{file_name}-F16.gguf"
+        wanted = [out / f"{file_name}-{t}.gguf" for t in types]
         if not f16.exists() and (not types or not all(p.exists() for p in wanted)):
-            write_f16(name, SHAPES[name], f16)
+            write_f16(name, SHAPES.get(name) or MOE_SHAPES[name], f16, layers)
         for t, path in zip(types, wanted):
             if path.exists():
                 print(f"  {path} (kept)", file=sys.stderr)

@@ -42,6 +42,15 @@ std::vector<ArchGoldenModel> make_models() {
   // heads, per-head q/k norms, RoPE base 1e6, eps 1e-6. Q4_K matrices and a
   // Q6_K embedding, as in a Q4_K_M file.
   models.push_back({"qwen3", golden_spec("qwen3", 3, 8, 4, 128, DType::kQ4_K, DType::kQ6_K, 1e6f, 1e-6f, 38)});
+  // Qwen3-30B-A3B: Qwen3's attention with 32 heads of 128 over 2,048 wide,
+  // 4 KV heads; 128 experts of 768, 8 of them per token, weights
+  // normalised. Here 8 heads per KV head as there, 16 experts of 256, 4 per
+  // token.
+  ArchGoldenModel moe{"qwen3moe", golden_spec("qwen3moe", 3, 8, 1, 128, DType::kQ4_K, DType::kQ6_K, 1e6f, 1e-6f, 30)};
+  moe.spec.n_expert = 16;
+  moe.spec.n_expert_used = 4;
+  moe.spec.n_ff_expert = 256;
+  models.push_back(moe);
   // Gemma 3 270M: 4 heads of 256 over 640 wide, one KV head, five window
   // layers to one global. Six layers and a window of 32 positions (the
   // golden sequences are 128 long).

@@ -217,8 +217,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gemma3", DType::kQ4_K, 1}, Case{"gemma3", DType::kQ5_0, 1}, Case{"llama", DType::kQ2_K, 2},
                       Case{"llama", DType::kQ3_K, 2}, Case{"llama", DType::kIQ4_NL, 2},
                       Case{"llama", DType::kIQ4_XS, 1}, Case{"qwen2", DType::kQ3_K, 1},
-                      Case{"gemma3", DType::kIQ4_XS, 1}, Case{"qwen3", DType::kQ8_0, 2},
-                      Case{"qwen3", DType::kQ4_K, 1}),
+                      Case{"gemma3", DType::kIQ4_XS, 1}, Case{"qwen3", DType::kQ8_0, 2}, Case{"qwen3", DType::kQ4_K, 1},
+                      Case{"qwen3moe", DType::kQ8_0, 2}, Case{"qwen3moe", DType::kQ4_K, 1},
+                      Case{"qwen3moe", DType::kF32, 2}),
     case_name);
 
 // MQA with more heads than one attention call takes (ForwardPass::

@@ -14,8 +14,35 @@ TEST(ModelLoadTest, UnknownArchitectureListsSupportedOnes) {
   ASSERT_FALSE(model.is_ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(model.status().message().find("'mamba'"), std::string::npos) << model.status().message();
-  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, gemma3"), std::string::npos)
+  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, qwen3moe, gemma3"), std::string::npos)
       << model.status().message();
+}
+
+// A mixture-of-experts file: the expert tensors are 3-D, one slice per
+// expert; a missing one is named, and expert_count must be there.
+TEST(ModelLoadTest, MoeExpertsAreBoundAndAMissingOneIsNamed) {
+  TinyModelSpec spec;
+  spec.architecture = "qwen3moe";
+  spec.n_expert = 4;
+  spec.n_expert_used = 2;
+  spec.n_ff_expert = 32;
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = try_load_tiny_model(bytes);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.n_expert, 4);
+  EXPECT_EQ(c.n_expert_used, 2);
+  EXPECT_EQ(c.n_ff_expert, 32);
+  const LayerWeights& l = (*model)->weights().layers[0];
+  ASSERT_EQ(l.expert_down.size(), 4u);
+  EXPECT_EQ(l.expert_down[3].rows, spec.n_embd);
+  EXPECT_EQ(l.expert_down[3].cols, 32);
+  EXPECT_EQ(l.router.rows, 4);
+  spec.omit_tensor = "blk.1.ffn_up_exps.weight";
+  auto missing = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("blk.1.ffn_up_exps.weight"), std::string::npos)
+      << missing.status().message();
 }
 
 TEST(ModelLoadTest, MissingTensorIsNamed) {

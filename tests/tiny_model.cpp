@@ -1,5 +1,6 @@
 #include "tiny_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -43,6 +44,12 @@ class TinyWriter {
     if (arch->window_period > 0 && s_.sliding_window > 0)
       w_.set_uint32(a + ".attention.sliding_window", s_.sliding_window);
     if (s_.with_tokenizer) write_tokenizer();
+    const int ff_expert = s_.n_ff_expert > 0 ? s_.n_ff_expert : s_.n_ff;
+    if (arch->moe) {
+      w_.set_uint32(a + ".expert_count", s_.n_expert);
+      w_.set_uint32(a + ".expert_used_count", s_.n_expert_used);
+      w_.set_uint32(a + ".expert_feed_forward_length", ff_expert);
+    }
     tensor("token_embd.weight", s_.vocab, s_.n_embd, s_.embedding_type, s_.embedding_scale);
     norm("output_norm.weight", s_.n_embd);
     if (!s_.tied_output) tensor("output.weight", s_.vocab, s_.n_embd, s_.matrix_type, 0.3f);
@@ -68,6 +75,15 @@ class TinyWriter {
         norm(p + "post_ffw_norm.weight", s_.n_embd);
       }
       norm(p + "ffn_norm.weight", s_.n_embd);
+      if (arch->moe) {
+        // Router logits of about 2 units: the experts' probabilities differ.
+        tensor(p + "ffn_gate_inp.weight", s_.n_expert, s_.n_embd, DType::kF32, 2.0f * std::sqrt(3.0f / s_.n_embd));
+        tensor(p + "ffn_gate_exps.weight", ff_expert, s_.n_embd, s_.matrix_type, scale, s_.n_expert);
+        tensor(p + "ffn_up_exps.weight", ff_expert, s_.n_embd, s_.matrix_type, scale, s_.n_expert);
+        tensor(p + "ffn_down_exps.weight", s_.n_embd, ff_expert, s_.matrix_type, 1.0f / std::sqrt(float(ff_expert)),
+               s_.n_expert);
+        continue;
+      }
       tensor(p + "ffn_gate.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
       tensor(p + "ffn_up.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
       tensor(p + "ffn_down.weight", s_.n_embd, s_.n_ff, s_.matrix_type, 1.0f / std::sqrt(float(s_.n_ff)));
@@ -119,12 +135,13 @@ class TinyWriter {
     w_.set_bool("tokenizer.ggml.add_bos_token", false);
   }
 
-  // rows x cols matrix (or a vector when rows == 1) of uniform(-scale, scale).
-  void tensor(const std::string& name, int64_t rows, int64_t cols, DType type, float scale) {
+  // rows x cols matrix (or a vector when rows == 1; `count` of them, a 3-D
+  // tensor, when count > 1) of uniform(-scale, scale).
+  void tensor(const std::string& name, int64_t rows, int64_t cols, DType type, float scale, int64_t count = 1) {
     std::uniform_real_distribution<float> dist(-scale, scale);
-    std::vector<float> values(rows * cols);
+    std::vector<float> values(rows * cols * count);
     for (auto& v : values) v = dist(rng_);
-    add(name, rows, cols, type, values);
+    add(name, rows, cols, type, values, count);
   }
   void norm(const std::string& name, int64_t n) {
     std::uniform_real_distribution<float> dist(0.7f, 1.3f);
@@ -132,14 +149,17 @@ class TinyWriter {
     for (auto& v : values) v = dist(rng_);
     add(name, 1, n, DType::kF32, values);
   }
-  void add(const std::string& name, int64_t rows, int64_t cols, DType type, const std::vector<float>& values) {
+  void add(const std::string& name, int64_t rows, int64_t cols, DType type, const std::vector<float>& values,
+           int64_t count = 1) {
     if (name == s_.omit_tensor) return;
     auto bytes_per_row = dtype_bytes(type, cols);
     if (!bytes_per_row.is_ok()) throw std::runtime_error(bytes_per_row.status().to_string());
-    std::vector<uint8_t> data(*bytes_per_row * rows);
-    for (int64_t r = 0; r < rows; ++r)
+    std::vector<uint8_t> data(*bytes_per_row * rows * count);
+    for (int64_t r = 0; r < rows * count; ++r)
       quantize_row_ref(type, values.data() + r * cols, data.data() + r * *bytes_per_row, cols);
-    std::vector<int64_t> dims = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows};
+    std::vector<int64_t> dims = count > 1   ? std::vector<int64_t>{cols, rows, count}
+                                : rows == 1 ? std::vector<int64_t>{cols}
+                                            : std::vector<int64_t>{cols, rows};
     Status st = w_.add_tensor(name, dims, type, data);
     if (!st.is_ok()) throw std::runtime_error(st.to_string());
   }
@@ -207,6 +227,36 @@ void rotate(std::vector<double>& v, int heads, int hd, int pos, const RopeParams
       v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
       v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
     }
+}
+
+// A mixture-of-experts layer (docs/design/mixture-of-experts.md): softmax
+// over the router's logits, the n_expert_used most probable experts (the
+// first of equals), their weights normalised where the architecture says,
+// and the weighted sum of their SwiGLU MLPs.
+std::vector<double> moe_output(const ModelConfig& c, const LayerWeights& lw, const std::vector<double>& xn) {
+  std::vector<double> p = matvec(lw.router, xn);
+  const double mx = *std::max_element(p.begin(), p.end());
+  double sum = 0;
+  for (double& v : p) sum += (v = std::exp(v - mx));
+  for (double& v : p) v /= sum;
+  std::vector<int> chosen;
+  double chosen_sum = 0;
+  for (int j = 0; j < c.n_expert_used; ++j) {
+    int best = -1;
+    for (int e = 0; e < c.n_expert; ++e)
+      if (std::find(chosen.begin(), chosen.end(), e) == chosen.end() && (best < 0 || p[e] > p[best])) best = e;
+    chosen.push_back(best);
+    chosen_sum += p[best];
+  }
+  std::vector<double> out(c.n_embd, 0.0);
+  for (int e : chosen) {
+    auto g = matvec(lw.expert_gate[e], xn), u = matvec(lw.expert_up[e], xn);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    const auto d = matvec(lw.expert_down[e], g);
+    const double w = c.spec->moe_normalize_weights ? p[e] / chosen_sum : p[e];
+    for (int i = 0; i < c.n_embd; ++i) out[i] += w * d[i];
+  }
+  return out;
 }
 
 }  // namespace
@@ -293,6 +343,11 @@ std::vector<float> reference_logits(const Model& model, const std::vector<int32_
       if (lw.post_attn_norm) o = rms_normed(o, lw.post_attn_norm, c.rms_eps);
       for (int i = 0; i < c.n_embd; ++i) x[i] += o[i];
       xn = rms_normed(x, lw.ffn_norm, c.rms_eps);
+      if (c.is_moe()) {
+        const std::vector<double> moe = moe_output(c, lw, xn);
+        for (int i = 0; i < c.n_embd; ++i) x[i] += moe[i];
+        continue;
+      }
       auto g = matvec(lw.w_gate, xn), u = matvec(lw.w_up, xn);
       for (int i = 0; i < c.n_ff; ++i) {
         if (c.spec->ffn_activation == FfnActivation::kGeluTanh) {

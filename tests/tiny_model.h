@@ -38,6 +38,11 @@ struct TinyModelSpec {
   // vocab >= 259) so that llama.cpp loads the file too (it refuses a GGUF
   // without a tokenizer). omnibus's forward pass never needs it.
   bool with_tokenizer = false;
+  // Mixture of experts (architectures with ArchitectureSpec::moe): experts
+  // of n_ff_expert (n_ff when 0) in place of the MLP.
+  int n_expert = 8;
+  int n_expert_used = 2;
+  int n_ff_expert = 0;
   std::string omit_tensor;  // leave this tensor out (to test load errors)
 };
 

@@ -17,6 +17,7 @@ const char* profile_op_name(ProfileOp op) {
     case ProfileOp::kAttnOutput: return "attn_output";
     case ProfileOp::kFfnGateUp: return "ffn_gate_up";
     case ProfileOp::kFfnDown: return "ffn_down";
+    case ProfileOp::kMoeRouting: return "moe_routing";
     case ProfileOp::kOutput: return "output";
     case ProfileOp::kBias: return "bias";
     case ProfileOp::kRope: return "rope";

@@ -28,23 +28,24 @@ namespace omnibus {
 // The kinds of work we time. Names (profile_op_name) appear in the table and
 // the trace.
 enum class ProfileOp : uint8_t {
-  kForward,     // one whole ForwardPass::run call; the denominator
-  kEmbed,       // token embedding lookup
+  kForward,  // one whole ForwardPass::run call; the denominator
+  kEmbed,    // token embedding lookup
   kRmsNorm,
-  kAttnQkv,     // the matmuls, one kind each (q/k/v and gate/up run as one job)
+  kAttnQkv,  // the matmuls, one kind each (q/k/v and gate/up run as one job)
   kAttnOutput,
   kFfnGateUp,
   kFfnDown,
-  kOutput,      // the final vocab projection
-  kBias,        // q/k/v bias adds (architectures that have them)
-  kRope,        // angles and rotation
-  kKvStore,     // copying this step's K/V rows into the cache
-  kAttention,   // scores, softmax and weighted sum over the cache
+  kMoeRouting,     // a MoE layer's router matmul, softmax, top-k and grouping of rows by expert
+  kOutput,         // the final vocab projection
+  kBias,           // q/k/v bias adds (architectures that have them)
+  kRope,           // angles and rotation
+  kKvStore,        // copying this step's K/V rows into the cache
+  kAttention,      // scores, softmax and weighted sum over the cache
   kFfnActivation,  // the MLP's gated activation: SwiGLU or GeGLU
-  kResidual,    // the residual adds after attention and MLP
-  kSampling,    // the Sampler call, outside the forward pass
-  kThreadWait,  // thread 0 waiting for the pool's other workers (overlaps the ops above)
-  kWorkerIdle,  // the other workers outside jobs during forward calls, per worker (not in the total)
+  kResidual,       // the residual adds after attention and MLP
+  kSampling,       // the Sampler call, outside the forward pass
+  kThreadWait,     // thread 0 waiting for the pool's other workers (overlaps the ops above)
+  kWorkerIdle,     // the other workers outside jobs during forward calls, per worker (not in the total)
   kCount
 };
 inline constexpr int kProfileOpCount = static_cast<int>(ProfileOp::kCount);

@@ -5,7 +5,7 @@
 namespace omnibus {
 namespace {
 
-constexpr std::array<ArchitectureSpec, 4> kArchitectures = {{
+constexpr std::array<ArchitectureSpec, 5> kArchitectures = {{
     // SmolLM2, Llama 2/3.x, TinyLlama, Mistral (no window). The GGUF
     // converter permutes Q/K rows so adjacent-pair RoPE is right.
     {.name = "llama", .rope_style = RopeStyle::kNormal, .qkv_bias = false},
@@ -14,6 +14,14 @@ constexpr std::array<ArchitectureSpec, 4> kArchitectures = {{
     // Qwen3 (dense, 0.6B-32B): no biases; each q and k head RMS-normed
     // before RoPE, as Gemma 3 but with plain weights and no post-norms.
     {.name = "qwen3", .rope_style = RopeStyle::kNeox, .qkv_bias = false, .qk_norm = true},
+    // Qwen3 MoE (30B-A3B, 235B-A22B): Qwen3's attention, experts in place of
+    // the MLP, the chosen experts' weights normalised.
+    {.name = "qwen3moe",
+     .rope_style = RopeStyle::kNeox,
+     .qkv_bias = false,
+     .qk_norm = true,
+     .moe = true,
+     .moe_normalize_weights = true},
     // Gemma 3 (text; ModelConfig::attention_scale has 27B's exception).
     // Its norms' weights in GGUF already carry Gemma's "1 +".
     // docs/plan-gemma3.md.

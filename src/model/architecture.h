@@ -26,11 +26,17 @@ struct ArchitectureSpec {
   // base window_rope_base; 0: every layer sees every position.
   int window_period = 0;
   float window_rope_base = 10000.0f;
+  // Mixture of experts in place of the MLP: a router (ffn_gate_inp) picks
+  // <arch>.expert_used_count of <arch>.expert_count experts per token by
+  // softmax, each a SwiGLU MLP (ffn_{gate,up,down}_exps);
+  // docs/design/mixture-of-experts.md.
+  bool moe = false;
+  bool moe_normalize_weights = false;  // the chosen experts' weights divided by their sum
 };
 
 // nullptr when the architecture is not supported.
 const ArchitectureSpec* find_architecture(std::string_view name);
-// "llama, qwen2, qwen3, gemma3"
+// "llama, qwen2, qwen3, qwen3moe, gemma3"
 std::string supported_architectures();
 
 }  // namespace omnibus

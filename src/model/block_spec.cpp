@@ -33,6 +33,7 @@ ProfileOp profile_op(BlockStage stage) {
     case BlockStage::kGateUp: return ProfileOp::kFfnGateUp;
     case BlockStage::kActivation: return ProfileOp::kFfnActivation;
     case BlockStage::kDown: return ProfileOp::kFfnDown;
+    case BlockStage::kMoe: return ProfileOp::kMoeRouting;  // its matmuls time themselves as gate_up and down
   }
   return ProfileOp::kForward;
 }
@@ -57,6 +58,7 @@ const char* block_stage_name(BlockStage stage) {
     case BlockStage::kDown: return "down";
     case BlockStage::kPostFfnNorm: return "post_ffn_norm";
     case BlockStage::kFfnResidual: return "ffn_residual";
+    case BlockStage::kMoe: return "moe";
   }
   return "?";
 }
@@ -83,9 +85,13 @@ BlockSpec resolve_block(const ModelConfig& config, int layer, bool rotated_cache
   if (arch.post_norms) add(S::kPostAttnNorm);
   add(S::kAttnResidual);
   add(S::kFfnNorm);
-  add(S::kGateUp);
-  add(S::kActivation);
-  add(S::kDown);
+  if (arch.moe) {
+    add(S::kMoe);
+  } else {
+    add(S::kGateUp);
+    add(S::kActivation);
+    add(S::kDown);
+  }
   if (arch.post_norms) add(S::kPostFfnNorm);
   add(S::kFfnResidual);
   return block;

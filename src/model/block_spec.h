@@ -38,6 +38,8 @@ enum class BlockStage : uint8_t {
   kDown,          // proj = gate x w_down
   kPostFfnNorm,   // proj = RMSNorm(proj) (ArchitectureSpec::post_norms)
   kFfnResidual,   // x += proj
+  kMoe,           // proj = the chosen experts' MLPs of the normed rows, weighted (ArchitectureSpec::moe;
+                  // in place of kGateUp, kActivation, kDown)
 };
 
 // The stages that work on each q/k/v head of each row alone, between kQkv

@@ -58,6 +58,13 @@ TEST(BlockSpecTest, Qwen3NormsEachQAndKHeadBeforeRope) {
   EXPECT_FALSE(block.window);
 }
 
+TEST(BlockSpecTest, Qwen3MoeRunsExpertsInPlaceOfTheMlp) {
+  const ModelConfig c = config_of("qwen3moe");
+  ASSERT_NE(c.spec, nullptr);
+  EXPECT_EQ(stage_list(resolve_block(c, 0, false)),
+            "attn_norm qkv qk_norm rope kv_store attention attn_output attn_residual ffn_norm moe ffn_residual");
+}
+
 TEST(BlockSpecTest, Gemma3HasQkNormsPostNormsGeluAndWindowLayers) {
   const ModelConfig c = config_of("gemma3");
   ASSERT_NE(c.spec, nullptr);

@@ -62,9 +62,16 @@ class WeightBinder {
       l.bv = vector(p + "attn_v.bias", c.kv_dim());
     }
     l.ffn_norm = vector(p + "ffn_norm.weight", c.n_embd);
-    l.w_gate = matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
-    l.w_up = matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
-    l.w_down = matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+    if (c.is_moe()) {
+      l.router = matrix(p + "ffn_gate_inp.weight", c.n_expert, c.n_embd);
+      l.expert_gate = experts(p + "ffn_gate_exps.weight", c.n_ff_expert, c.n_embd);
+      l.expert_up = experts(p + "ffn_up_exps.weight", c.n_ff_expert, c.n_embd);
+      l.expert_down = experts(p + "ffn_down_exps.weight", c.n_embd, c.n_ff_expert);
+    } else {
+      l.w_gate = matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
+      l.w_up = matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
+      l.w_down = matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+    }
     if (c.spec->qk_norm) {
       l.q_norm = vector(p + "attn_q_norm.weight", c.head_dim);
       l.k_norm = vector(p + "attn_k_norm.weight", c.head_dim);
@@ -104,6 +111,36 @@ class WeightBinder {
     w.row_bytes = t->nbytes / static_cast<uint64_t>(rows);
     m_.config_.parameter_count += rows * cols;
     return w;
+  }
+
+  // A 3-D tensor [cols, rows, n_expert]: one rows x cols view per expert.
+  std::vector<WeightMatrix> experts(const std::string& name, int64_t rows, int64_t cols) {
+    const ModelConfig& c = m_.config_;
+    const GgufTensorInfo* t = find(name);
+    if (t == nullptr) return {};
+    if (t->dims.size() != 3 || t->dims[0] != cols || t->dims[1] != rows || t->dims[2] != c.n_expert) {
+      errors_.push_back("tensor '" + name + "' has the wrong shape (want [" + std::to_string(cols) + ", " +
+                        std::to_string(rows) + ", " + std::to_string(c.n_expert) + "])");
+      return {};
+    }
+    const DTypeInfo* info = dtype_info(t->dtype);
+    if (info == nullptr || !info->computable) {
+      errors_.push_back("tensor '" + name + "' has type " + dtype_name(t->dtype) +
+                        ", which omnibus cannot compute yet");
+      return {};
+    }
+    const uint64_t expert_bytes = t->nbytes / static_cast<uint64_t>(c.n_expert);
+    std::vector<WeightMatrix> out(c.n_expert);
+    for (int e = 0; e < c.n_expert; ++e) {
+      WeightMatrix& w = out[e];
+      w.dtype = t->dtype;
+      w.data = t->data.data() + e * expert_bytes;
+      w.rows = rows;
+      w.cols = cols;
+      w.row_bytes = expert_bytes / static_cast<uint64_t>(rows);
+    }
+    m_.config_.parameter_count += rows * cols * c.n_expert;
+    return out;
   }
 
   const float* vector(const std::string& name, int64_t n) {
@@ -153,8 +190,10 @@ Result<std::shared_ptr<const Model>> Model::from_gguf(std::unique_ptr<GgufFile> 
 
 void Model::interleave_matrices(const KernelTable& table) {
   std::vector<WeightMatrix*> todo;
-  for (LayerWeights& l : weights_.layers)
+  for (LayerWeights& l : weights_.layers) {
     for (WeightMatrix* w : l.matrices()) todo.push_back(w);
+    for (WeightMatrix* w : l.moe_matrices()) todo.push_back(w);
+  }
   todo.push_back(&weights_.output);
   std::erase_if(todo, [&table](const WeightMatrix* w) {
     return w->data == nullptr || w->layout != WeightLayout::kRows || !can_interleave8(table, w->dtype);
@@ -220,9 +259,13 @@ uint64_t Model::repacked_bytes() const { return repacked_.size(); }
 
 uint64_t Model::weight_bytes_per_token() const {
   uint64_t bytes = weights_.token_embd.row_bytes + weights_.output.row_bytes * weights_.output.rows;
-  for (const auto& l : weights_.layers)
-    for (const WeightMatrix* w : l.matrices())
-      bytes += w->row_bytes * w->rows;
+  for (const auto& l : weights_.layers) {
+    for (const WeightMatrix* w : l.matrices()) bytes += w->row_bytes * w->rows;
+    bytes += l.router.row_bytes * l.router.rows;
+    // A token reads expert_used_count of the experts (all alike in size).
+    for (const auto* list : {&l.expert_gate, &l.expert_up, &l.expert_down})
+      if (!list->empty()) bytes += list->front().row_bytes * list->front().rows * config_.n_expert_used;
+  }
   return bytes;
 }
 

@@ -35,9 +35,23 @@ struct LayerWeights {
   const float* post_attn_norm = nullptr;
   const float* post_ffn_norm = nullptr;
 
-  // The seven matrices of the layer, for code that treats them alike.
+  // Mixture of experts (ModelConfig::is_moe; w_gate, w_up, w_down then
+  // empty): the router (n_expert rows) and each expert's matrices, views
+  // into the file's 3-D tensors (expert e's rows follow expert e - 1's).
+  WeightMatrix router;
+  std::vector<WeightMatrix> expert_gate, expert_up, expert_down;
+
+  // The seven matrices of a dense layer, for code that treats them alike.
   std::array<WeightMatrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
   std::array<const WeightMatrix*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
+  // The router and every expert's matrices (empty for a dense layer).
+  std::vector<WeightMatrix*> moe_matrices() {
+    std::vector<WeightMatrix*> out;
+    if (router.data != nullptr) out.push_back(&router);
+    for (auto* list : {&expert_gate, &expert_up, &expert_down})
+      for (WeightMatrix& w : *list) out.push_back(&w);
+    return out;
+  }
 };
 
 struct ModelWeights {
@@ -71,7 +85,8 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const GgufFile& gguf() const { return *file_; }
   // Bytes of weights read per decoded token (every matrix once, plus one
-  // embedding row): the numerator of the decode roofline.
+  // embedding row; of a MoE layer the router and expert_used_count
+  // experts): the numerator of the decode roofline.
   uint64_t weight_bytes_per_token() const;
   // Bytes of weights repacked into owned memory at load (0 without interleave).
   uint64_t repacked_bytes() const;

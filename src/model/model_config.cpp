@@ -96,6 +96,11 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
       c.window_rope.freq_base = static_cast<float>(base);
     }
   }
+  if (c.spec->moe) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.n_expert, read_positive(f, a + ".expert_count", 4096));
+    OMNIBUS_ASSIGN_OR_RETURN(c.n_expert_used, read_positive(f, a + ".expert_used_count", c.n_expert));
+    OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_expert, read_positive(f, a + ".expert_feed_forward_length", kMaxDim));
+  }
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) return Status::not_found("tensor 'token_embd.weight' is missing");
   if (embd->dims.size() != 2 || embd->dims[0] != c.n_embd || embd->dims[1] <= 0 || embd->dims[1] > (1 << 24))

@@ -43,6 +43,12 @@ struct ModelConfig {
   }
   const RopeParams& layer_rope(int layer) const { return layer_has_window(layer) ? window_rope : rope; }
 
+  // Mixture of experts (ArchitectureSpec::moe); 0 for a dense model.
+  int n_expert = 0;
+  int n_expert_used = 0;
+  int n_ff_expert = 0;  // each expert's hidden width
+  bool is_moe() const { return n_expert > 0; }
+
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
   // Weight parameters (for FLOP estimates): counted from the tensors.

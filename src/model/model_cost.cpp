@@ -11,9 +11,13 @@ TokenCost token_cost(const Model& model, KvCacheType kv_type) {
   TokenCost cost;
   cost.weight_bytes = static_cast<double>(model.weight_bytes_per_token());
   double params = static_cast<double>(w.output.rows * w.output.cols);
-  for (const LayerWeights& l : w.layers)
-    for (const WeightMatrix* m : l.matrices())
-      params += static_cast<double>(m->rows * m->cols);
+  for (const LayerWeights& l : w.layers) {
+    for (const WeightMatrix* m : l.matrices()) params += static_cast<double>(m->rows * m->cols);
+    // A token goes through the router and expert_used_count experts.
+    params += static_cast<double>(l.router.rows * l.router.cols);
+    for (const auto* list : {&l.expert_gate, &l.expert_up, &l.expert_down})
+      if (!list->empty()) params += static_cast<double>(list->front().rows * list->front().cols) * c.n_expert_used;
+  }
   cost.matmul_flops = 2 * params;
   cost.kv_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, kv_type));
   // Per query head and position: a head_dim dot for the score and a

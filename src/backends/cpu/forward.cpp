@@ -35,12 +35,26 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
   v_.resize(b * c.kv_dim());
   attn_.resize(b * c.q_dim());
   proj_.resize(b * c.n_embd);
-  gate_.resize(b * c.n_ff);
-  up_.resize(b * c.n_ff);
+  gate_.resize(b * std::max(c.n_ff, c.n_ff_expert));
+  up_.resize(b * std::max(c.n_ff, c.n_ff_expert));
+  if (c.is_moe()) {
+    const size_t k = static_cast<size_t>(c.n_expert_used);
+    router_logits_.resize(b * c.n_expert);
+    moe_x_.resize(b * c.n_embd);
+    moe_y_.resize(b * c.n_embd);
+    chosen_expert_.resize(b * k);
+    chosen_weight_.resize(b * k);
+    slot_row_.resize(b * k);
+    slot_weight_.resize(b * k);
+    expert_rows_.resize(c.n_expert);
+    expert_begin_.resize(c.n_expert + 1);
+  }
   // Faulted in now, not by the first prompt: on a VM a page's first touch
   // can cost ~3 ms a MiB (the host backs it), which the first forward call
   // would otherwise pay inside its TTFT.
-  for (AlignedBuffer<float>* buffer : {&x_, &xn_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_}) buffer->zero_fill();
+  for (AlignedBuffer<float>* buffer :
+       {&x_, &xn_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_, &router_logits_, &moe_x_, &moe_y_})
+    buffer->zero_fill();
   // Two sets of angles when window layers rotate with their own base.
   const size_t angle_sets = c.sliding_window > 0 ? 2 : 1;
   rope_cos_.resize(angle_sets * b * (c.rope.rot_dims / 2 + 1));
@@ -261,6 +275,10 @@ void ForwardPass::run_block(int layer, const BlockSpec& spec, std::span<const Ba
         break;
       }
       case BlockStage::kDown: project(ProfileOp::kFfnDown, l.w_down, gate_.data(), n, proj_.data()); break;
+      case BlockStage::kMoe:
+        route_rows(layer, n);
+        run_experts(layer, n);
+        break;
     }
   }
 }

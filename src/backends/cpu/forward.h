@@ -109,6 +109,11 @@ class ForwardPass final : public ModelRunner {
   void rotate_output_back(float* attn_rows, int64_t count) const;
   // gate = act(gate) * up over rows [row_begin, row_end), columns [col_begin, col_end).
   void activate(const BlockSpec& block, int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end);
+  // Mixture of experts (forward_moe.cpp): each row's experts and weights
+  // from the router, grouped by expert; then proj_ = the weighted sum of
+  // the chosen experts' MLPs of xn_.
+  void route_rows(int layer, int n);
+  void run_experts(int layer, int n);
   static size_t position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
                               KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
@@ -147,6 +152,14 @@ class ForwardPass final : public ModelRunner {
   ThreadPool& pool_;
   Profiler* profiler_ = nullptr;
   AlignedBuffer<float> x_, xn_, q_, k_, v_, attn_, proj_, gate_, up_;
+  // Mixture of experts: router outputs (then probabilities), each row's
+  // chosen experts and weights, the rows each expert takes (slots
+  // expert_begin_[e] .. expert_begin_[e + 1]), and one expert's input and
+  // output rows.
+  AlignedBuffer<float> router_logits_, moe_x_, moe_y_;
+  std::vector<int32_t> chosen_expert_, slot_row_;
+  std::vector<float> chosen_weight_, slot_weight_;
+  std::vector<int64_t> expert_rows_, expert_begin_;
   AlignedBuffer<float> rope_cos_, rope_sin_, scores_;
   std::vector<KvRun> runs_;  // per thread, runs_stride_ each: one run per block
   // attend_chunks: chunk partials (acc: q_dim floats, max and sum: n_head

@@ -58,6 +58,7 @@ bool decode_as_one_job_by_default() {
 bool ForwardPass::run_decode_step(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
   const int n = static_cast<int>(rows.size());
   if (n > decode_step_rows_max_ || !decode_as_one_job_) return false;
+  if (model_->config().is_moe()) return false;  // its experts run on the per-op path (forward_moe.cpp)
   // Attention must take attend_chunks in every layer: plan each kind of
   // layer (global, window) once.
   const ModelConfig& c = model_->config();
@@ -146,6 +147,7 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
           break;
         case BlockStage::kAttnOutput: project_share(l.wo, attn, proj_.data(), ShareSplit::kEachTarget); break;
         case BlockStage::kDown: project_share(l.w_down, gate_.data(), proj_.data(), ShareSplit::kEachTarget); break;
+        case BlockStage::kMoe: break;  // not taken: run_decode_step leaves MoE models to the per-op path
         case BlockStage::kPostAttnNorm:
         case BlockStage::kPostFfnNorm:
           pool_.sync(t);  // the whole proj row

@@ -29,8 +29,9 @@ constexpr int64_t kInitialRopePositions = 4096;
 
 bool stage_implemented(BlockStage stage) {
   // The Hadamard rotation belongs to the CPU's q4_0 cache; this backend's
-  // cache is f16 only, so resolve_block never asks for it here.
-  return stage != BlockStage::kRotateQkv && stage != BlockStage::kRotateOutput;
+  // cache is f16 only, so resolve_block never asks for it here. Mixture-
+  // of-experts layers have no CUDA kernels yet.
+  return stage != BlockStage::kRotateQkv && stage != BlockStage::kRotateOutput && stage != BlockStage::kMoe;
 }
 
 }  // namespace
@@ -343,7 +344,8 @@ Status CudaModelRunner::run_block(int layer, const BlockSpec& block, int n, Cuda
         break;
       }
       case BlockStage::kRotateQkv:
-      case BlockStage::kRotateOutput: break;  // refused at create (stage_implemented)
+      case BlockStage::kRotateOutput:
+      case BlockStage::kMoe: break;  // refused at create (stage_implemented)
     }
     // A launch error (a bad configuration, no kernel image) is this
     // stage's: forward() cleared any older one before the first launch.
