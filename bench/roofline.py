@@ -36,22 +36,33 @@ def model_costs(model_path):
     decode cost is one row; then adds the output projection, which is the
     embedding itself when the model ties them (counted once). Norm vectors
     and the KV cache are left out: together they are a few percent at short
-    contexts, and the figure is a ceiling, not a prediction.
+    contexts, and the figure is a ceiling, not a prediction. Of a mixture-
+    of-experts model's expert tensors (`*_exps`) a token reads its
+    expert_used_count experts of expert_count.
     """
     from gguf import GGUFReader
     reader = GGUFReader(str(model_path))
     tensors = {t.name: t for t in reader.tensors}
+
+    def metadata_int(key):
+        field = reader.fields.get(key)
+        return int(field.parts[field.data[0]][0]) if field is not None else 0
+
+    arch_field = reader.fields["general.architecture"]
+    arch = bytes(arch_field.parts[arch_field.data[0]]).decode()
+    experts, used = metadata_int(f"{arch}.expert_count"), metadata_int(f"{arch}.expert_used_count")
     matmul_bytes = matmul_params = 0
     for name, t in tensors.items():
         if name in ("token_embd.weight", "output.weight") or len(t.shape) < 2:
             continue
-        matmul_bytes += int(t.n_bytes)
-        matmul_params += int(t.n_elements)
+        share = used / experts if experts and "_exps." in name else 1.0
+        matmul_bytes += int(t.n_bytes) * share
+        matmul_params += int(t.n_elements) * share
     tied = "output.weight" not in tensors
     output = tensors["token_embd.weight" if tied else "output.weight"]
     matmul_bytes += int(output.n_bytes)
     matmul_params += int(output.n_elements)
-    return {"bytes_per_token": matmul_bytes, "matmul_params": matmul_params,
+    return {"bytes_per_token": int(matmul_bytes), "matmul_params": int(matmul_params),
             "output_tied_to_embedding": tied,
             "output_matrix_bytes": int(output.n_bytes)}
 

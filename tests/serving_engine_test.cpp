@@ -130,7 +130,7 @@ class ServingEngineTest : public ::testing::Test {
   }
 
   std::vector<Output> run_together(ServingEngineOptions options, const std::vector<std::vector<int32_t>>& ps,
-                                   int64_t max_tokens, ServingEngine** keep = nullptr) {
+                                   int64_t max_tokens) {
     auto engine = make_engine(options);
     std::vector<std::shared_ptr<RequestStream>> streams;
     for (const auto& p : ps) {
@@ -146,6 +146,43 @@ class ServingEngineTest : public ::testing::Test {
   std::vector<uint8_t> model_bytes_;
   std::shared_ptr<const Model> model_;
 };
+
+// A mixture-of-experts model through the engine: sequences batched give
+// the tokens each gives alone, and /metrics counts the routings and the
+// expert runs (fewer when a step's rows share experts).
+TEST_F(ServingEngineTest, MoeModelBatchesAndReportsExpertLoad) {
+  testing::TinyModelSpec spec;
+  spec.architecture = "qwen3moe";
+  spec.vocab = kVocab;
+  spec.n_layer = 2;
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  spec.tied_output = false;
+  model_bytes_ = testing::make_tiny_model_bytes(spec);
+  model_ = testing::load_tiny_model(model_bytes_);
+  std::vector<std::vector<int32_t>> ps;
+  for (int i = 0; i < 4; ++i) ps.push_back(ramp(9 + 3 * i, 5 + i, i));
+  constexpr int kTokens = 6;
+  auto engine = make_engine({});
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& p : ps) streams.push_back(*engine->submit(greedy(p, kTokens)));
+  const auto alone = run_alone({}, ps, kTokens);
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(collect(*streams[i]).tokens, alone[i].tokens) << "sequence " << i;
+  // Every row run (each prompt token, each generated token but the last)
+  // routed in each layer to n_expert_used experts.
+  int64_t rows = 0;
+  for (const auto& p : ps) rows += static_cast<int64_t>(p.size()) + kTokens - 1;
+  const std::string m = engine->metrics_text();
+  const int64_t routed = rows * spec.n_layer * spec.n_expert_used;
+  EXPECT_NE(m.find("omnibus_moe_routed_tokens_total " + std::to_string(routed) + "\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("omnibus_moe_expert_tokens_total{expert=\"7\"}"), std::string::npos) << m;
+  const std::string runs_line = "\nomnibus_moe_expert_runs_total ";
+  const size_t at = m.find(runs_line);
+  ASSERT_NE(at, std::string::npos) << m;
+  const int64_t runs = std::stoll(m.substr(at + runs_line.size()));
+  EXPECT_GT(runs, 0);
+  EXPECT_LT(runs, routed);  // prompt rows share experts: each read once a step
+}
 
 TEST_F(ServingEngineTest, GeneratesMaxTokensAndReportsLength) {
   auto engine = make_engine({});
@@ -659,8 +696,7 @@ TEST_F(ServingEngineTest, SpeculativeDecodingGivesTheSameTokens) {
       o.speculation.custom = oracle(ps, outputs, wrong_every);
       o.speculation.adaptive = false;  // every guess rides along
       o.speculative_max_seqs = 8;
-      ServingEngine* engine = nullptr;
-      const std::vector<Output> together = run_together(o, ps, 24, &engine);
+      const std::vector<Output> together = run_together(o, ps, 24);
       for (size_t i = 0; i < ps.size(); ++i) {
         EXPECT_EQ(together[i].tokens, alone[i].tokens) << "prompt " << i << " budget " << budget;
         EXPECT_EQ(together[i].text, alone[i].text);

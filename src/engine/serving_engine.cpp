@@ -294,7 +294,12 @@ void ServingEngine::publish_gauges() {
   gauges_.prefix_hit_tokens = kv.prefix_hit_tokens;
   gauges_.preemptions = s.preemptions;
   gauges_.steps = s.steps;
-  gauges_.shared_prefix_attention_units = static_cast<int64_t>(forward_->stats().shared_prefix_units);
+  {
+    RunnerStats runner = forward_->stats();
+    gauges_.shared_prefix_attention_units = static_cast<int64_t>(runner.shared_prefix_units);
+    gauges_.expert_tokens = std::move(runner.expert_tokens);
+    gauges_.expert_runs = runner.expert_runs;
+  }
   gauges_.admission_limit = scheduler_->admission_limit();
   // The queue gate starts over from what the running set can take now: the
   // scheduler's waiting sequences first, then those submitted since

@@ -105,6 +105,23 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
             "Attention units (a layer's heads of two rows of different sequences) computed together over a "
             "shared cached prefix, each K/V vector read once for both rows.",
             double(g.shared_prefix_attention_units));
+  if (!g.expert_tokens.empty()) {
+    std::vector<std::pair<std::string, double>> load;
+    uint64_t routed = 0;
+    for (size_t e = 0; e < g.expert_tokens.size(); ++e) {
+      load.emplace_back(std::to_string(e), double(g.expert_tokens[e]));
+      routed += g.expert_tokens[e];
+    }
+    w.labelled_counter("omnibus_moe_expert_tokens_total",
+                       "Mixture of experts: tokens routed to each expert, summed over the layers (expert load).",
+                       "expert", load);
+    w.counter("omnibus_moe_routed_tokens_total", "Mixture of experts: (token, layer, chosen expert) routings.",
+              double(routed));
+    w.counter("omnibus_moe_expert_runs_total",
+              "Mixture of experts: expert weight reads, one per step, layer and expert any row chose, however many "
+              "rows chose it (fewer than the routings when a step's rows share experts).",
+              double(g.expert_runs));
+  }
   w.gauge("omnibus_admission_limit",
           "Running sequences admitted up to: --max-seqs, or lower to keep steps within --slo-tpot-ms.",
           double(g.admission_limit));

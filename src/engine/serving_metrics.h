@@ -43,6 +43,8 @@ struct EngineGauges {
   int64_t preemptions = 0;
   int64_t steps = 0;
   int64_t shared_prefix_attention_units = 0;  // RunnerStats::shared_prefix_units
+  std::vector<uint64_t> expert_tokens;        // RunnerStats::expert_tokens (MoE models)
+  uint64_t expert_runs = 0;                   // RunnerStats::expert_runs
   int64_t admission_limit = 0;  // running sequences admitted up to (max_seqs unless a TPOT objective lowers it)
   // The last steps against the machine's ceilings (engine/roofline_meter.h).
   double step_bytes_per_second = 0;

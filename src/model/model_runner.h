@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/profiler.h"
 #include "base/status.h"
@@ -28,6 +29,13 @@ struct RunnerStats {
   // Attention units that computed two rows of different sequences over a
   // shared cached prefix together, one per pair and layer.
   uint64_t shared_prefix_units = 0;
+  // Mixture of experts: the tokens each expert took, summed over the layers
+  // (empty for a dense model); every (token, layer, chosen expert) once.
+  std::vector<uint64_t> expert_tokens;
+  // Expert runs: one per (step, layer, expert that at least one row
+  // chose), each reading the expert's weights once however many rows
+  // chose it. expert_runs / sum(expert_tokens) falls as batches grow.
+  uint64_t expert_runs = 0;
 };
 
 class ModelRunner {

@@ -48,6 +48,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
     slot_weight_.resize(b * k);
     expert_rows_.resize(c.n_expert);
     expert_begin_.resize(c.n_expert + 1);
+    expert_tokens_.assign(c.n_expert, 0);
   }
   // Faulted in now, not by the first prompt: on a VM a page's first touch
   // can cost ~3 ms a MiB (the host backs it), which the first forward call

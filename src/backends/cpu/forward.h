@@ -46,7 +46,9 @@ class ForwardPass final : public ModelRunner {
   Status run(std::span<const BatchRow> rows, KvCache& kv, float* logits) override;
 
   void set_profiler(Profiler* profiler) override;
-  RunnerStats stats() const override { return {.shared_prefix_units = shared_prefix_units_}; }
+  RunnerStats stats() const override {
+    return {.shared_prefix_units = shared_prefix_units_, .expert_tokens = expert_tokens_, .expert_runs = expert_runs_};
+  }
 
   // On by default; off computes every row alone (same bits; for A/B runs).
   void set_shared_prefix_attention(bool on) { shared_prefix_attention_ = on; }
@@ -160,6 +162,8 @@ class ForwardPass final : public ModelRunner {
   std::vector<int32_t> chosen_expert_, slot_row_;
   std::vector<float> chosen_weight_, slot_weight_;
   std::vector<int64_t> expert_rows_, expert_begin_;
+  std::vector<uint64_t> expert_tokens_;  // RunnerStats
+  uint64_t expert_runs_ = 0;
   AlignedBuffer<float> rope_cos_, rope_sin_, scores_;
   std::vector<KvRun> runs_;  // per thread, runs_stride_ each: one run per block
   // attend_chunks: chunk partials (acc: q_dim floats, max and sum: n_head

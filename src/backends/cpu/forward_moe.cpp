@@ -46,7 +46,11 @@ void ForwardPass::route_rows(int layer, int n) {
   }
   // Each expert's rows, in row order: slots expert_begin_[e] .. expert_begin_[e + 1].
   expert_begin_[0] = 0;
-  for (int e = 0; e < n_expert; ++e) expert_begin_[e + 1] = expert_begin_[e] + expert_rows_[e];
+  for (int e = 0; e < n_expert; ++e) {
+    expert_begin_[e + 1] = expert_begin_[e] + expert_rows_[e];
+    expert_tokens_[e] += static_cast<uint64_t>(expert_rows_[e]);
+    expert_runs_ += expert_rows_[e] > 0;
+  }
   std::copy(expert_begin_.begin(), expert_begin_.end() - 1, expert_rows_.begin());  // next free slot per expert
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < k; ++j) {
