@@ -51,6 +51,16 @@ std::vector<ArchGoldenModel> make_models() {
   moe.spec.n_expert_used = 4;
   moe.spec.n_ff_expert = 256;
   models.push_back(moe);
+  // Phi-4-mini: 24 heads of 128 over 3,072 wide, 8 KV heads, RoPE on 96
+  // of each head's 128 dims with longrope factors and attention factor,
+  // fused attn_qkv and gate/up. Here 4 heads of 128 (q_dim = n_embd, as
+  // llama.cpp's phi3 requires), 2 per KV head, the same partial RoPE; the
+  // golden context (1,024) is the original one, so the short factors apply.
+  ArchGoldenModel phi{"phi3", golden_spec("phi3", 3, 4, 2, 128, DType::kQ4_K, DType::kQ8_0, 10000.0f, 1e-5f, 4)};
+  phi.spec.fused_qkv = true;
+  phi.spec.rope_dims = 96;
+  phi.spec.longrope = true;
+  models.push_back(phi);
   // Gemma 3 270M: 4 heads of 256 over 640 wide, one KV head, five window
   // layers to one global. Six layers and a window of 32 positions (the
   // golden sequences are 128 long).

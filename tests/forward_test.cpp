@@ -48,6 +48,13 @@ TinyModelSpec spec_for(const Case& c) {
     s.n_embd = 256;
     s.n_ff = 512;
   }
+  if (c.arch == "phi3") {
+    // Fused q/k/v and gate/up, partial RoPE (3/4 of each head, as
+    // Phi-4-mini) with longrope's short factors and attention factor.
+    s.fused_qkv = true;
+    s.longrope = true;
+    s.rope_dims = s.n_embd / s.n_head * 3 / 4;
+  }
   return s;
 }
 
@@ -219,7 +226,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"llama", DType::kIQ4_XS, 1}, Case{"qwen2", DType::kQ3_K, 1},
                       Case{"gemma3", DType::kIQ4_XS, 1}, Case{"qwen3", DType::kQ8_0, 2}, Case{"qwen3", DType::kQ4_K, 1},
                       Case{"qwen3moe", DType::kQ8_0, 2}, Case{"qwen3moe", DType::kQ4_K, 1},
-                      Case{"qwen3moe", DType::kF32, 2}),
+                      Case{"qwen3moe", DType::kF32, 2}, Case{"phi3", DType::kQ8_0, 4}, Case{"phi3", DType::kQ4_K, 2},
+                      Case{"phi3", DType::kF32, 4}),
     case_name);
 
 // MQA with more heads than one attention call takes (ForwardPass::

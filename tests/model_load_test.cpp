@@ -14,7 +14,7 @@ TEST(ModelLoadTest, UnknownArchitectureListsSupportedOnes) {
   ASSERT_FALSE(model.is_ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(model.status().message().find("'mamba'"), std::string::npos) << model.status().message();
-  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, qwen3moe, gemma3"), std::string::npos)
+  EXPECT_NE(model.status().message().find("llama, qwen2, qwen3, qwen3moe, phi3, gemma3"), std::string::npos)
       << model.status().message();
 }
 
@@ -43,6 +43,32 @@ TEST(ModelLoadTest, MoeExpertsAreBoundAndAMissingOneIsNamed) {
   ASSERT_FALSE(missing.is_ok());
   EXPECT_NE(missing.status().message().find("blk.1.ffn_up_exps.weight"), std::string::npos)
       << missing.status().message();
+}
+
+// phi3: fused q/k/v and gate/up tensors bound as views of their rows;
+// longrope's short factors and attention factor in the RoPE parameters,
+// and runs past the original context refused (the long factors are not
+// applied), with that context the default.
+TEST(ModelLoadTest, Phi3FusedTensorsAndLongrope) {
+  TinyModelSpec spec;
+  spec.architecture = "phi3";
+  spec.fused_qkv = true;
+  spec.longrope = true;
+  spec.context_length = 256;  // original context 64
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = try_load_tiny_model(bytes);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const ModelConfig& c = (*model)->config();
+  const LayerWeights& l = (*model)->weights().layers[0];
+  EXPECT_EQ(l.wk.rows, c.kv_dim());
+  EXPECT_EQ(l.w_up.rows, c.n_ff);
+  EXPECT_FLOAT_EQ(c.rope.attn_factor, 1.19f);
+  EXPECT_EQ(c.rope.freq_factors.size(), static_cast<size_t>(c.rope.rot_dims / 2));
+  EXPECT_EQ(c.default_context(), 64);
+  EXPECT_TRUE(c.check_context(64).is_ok());
+  const Status longer = c.check_context(65);
+  EXPECT_EQ(longer.code(), StatusCode::kUnsupported);
+  EXPECT_NE(longer.message().find("at most 64"), std::string::npos) << longer.message();
 }
 
 TEST(ModelLoadTest, MissingTensorIsNamed) {

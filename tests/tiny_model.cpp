@@ -22,7 +22,9 @@ class TinyWriter {
   std::vector<uint8_t> build() {
     const std::string a = s_.architecture;
     w_.set_string("general.architecture", a);
-    w_.set_string("general.name", "tiny-" + a);
+    // Not naming the architecture: llama.cpp treats a model named "phi3" as
+    // having Phi-3's special tokens.
+    w_.set_string("general.name", "tiny random-weight model");
     w_.set_uint32(a + ".block_count", s_.n_layer);
     w_.set_uint32(a + ".embedding_length", s_.n_embd);
     w_.set_uint32(a + ".feed_forward_length", s_.n_ff);
@@ -35,6 +37,20 @@ class TinyWriter {
     if (s_.head_dim > 0) {
       w_.set_uint32(a + ".attention.key_length", hd);
       w_.set_uint32(a + ".attention.value_length", hd);
+    }
+    const int rot = s_.rope_dims > 0 ? s_.rope_dims : hd;
+    if (s_.rope_dims > 0) w_.set_uint32(a + ".rope.dimension_count", rot);
+    if (s_.longrope) {
+      // Short factors near 1, long ones larger (as Phi-3.5's), the attention
+      // factor as sqrt(1 + ln(32) / ln(original context)).
+      w_.set_float32(a + ".rope.scaling.attn_factor", 1.19f);
+      w_.set_uint32(a + ".rope.scaling.original_context_length", s_.context_length / 4);
+      std::uniform_real_distribution<float> short_dist(1.0f, 1.2f), long_dist(1.0f, 20.0f);
+      std::vector<float> short_factors(rot / 2), long_factors(rot / 2);
+      for (auto& f : short_factors) f = short_dist(rng_);
+      for (auto& f : long_factors) f = long_dist(rng_);
+      add("rope_factors_short.weight", 1, rot / 2, DType::kF32, short_factors);
+      add("rope_factors_long.weight", 1, rot / 2, DType::kF32, long_factors);
     }
     // An architecture we do not run (to test the load error) is written
     // with the plain block's tensors.
@@ -57,9 +73,19 @@ class TinyWriter {
       const std::string p = "blk." + std::to_string(i) + ".";
       const float scale = 1.0f / std::sqrt(static_cast<float>(s_.n_embd));
       norm(p + "attn_norm.weight", s_.n_embd);
-      tensor(p + "attn_q.weight", s_.n_head * hd, s_.n_embd, s_.matrix_type, scale * 2);
-      tensor(p + "attn_k.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale * 2);
-      tensor(p + "attn_v.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale);
+      if (s_.fused_qkv) {
+        // q's rows, then k's, then v's, in one tensor (phi3).
+        std::uniform_real_distribution<float> qk(-scale * 2, scale * 2), vd(-scale, scale);
+        std::vector<float> values;
+        for (int64_t r = 0; r < int64_t{s_.n_head + 2 * s_.n_head_kv} * hd; ++r)
+          for (int col = 0; col < s_.n_embd; ++col)
+            values.push_back(r < int64_t{s_.n_head + s_.n_head_kv} * hd ? qk(rng_) : vd(rng_));
+        add(p + "attn_qkv.weight", int64_t{s_.n_head + 2 * s_.n_head_kv} * hd, s_.n_embd, s_.matrix_type, values);
+      } else {
+        tensor(p + "attn_q.weight", s_.n_head * hd, s_.n_embd, s_.matrix_type, scale * 2);
+        tensor(p + "attn_k.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale * 2);
+        tensor(p + "attn_v.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale);
+      }
       tensor(p + "attn_output.weight", s_.n_embd, s_.n_head * hd, s_.matrix_type, scale);
       if (arch->qkv_bias) {
         tensor(p + "attn_q.bias", 1, s_.n_head * hd, DType::kF32, 0.2f);
@@ -84,8 +110,12 @@ class TinyWriter {
                s_.n_expert);
         continue;
       }
-      tensor(p + "ffn_gate.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
-      tensor(p + "ffn_up.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
+      if (arch->fused_gate_up) {
+        tensor(p + "ffn_up.weight", 2 * s_.n_ff, s_.n_embd, s_.matrix_type, scale);  // gate's rows, then up's
+      } else {
+        tensor(p + "ffn_gate.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
+        tensor(p + "ffn_up.weight", s_.n_ff, s_.n_embd, s_.matrix_type, scale);
+      }
       tensor(p + "ffn_down.weight", s_.n_embd, s_.n_ff, s_.matrix_type, 1.0f / std::sqrt(float(s_.n_ff)));
     }
     return w_.to_bytes();
@@ -222,10 +252,13 @@ void rotate(std::vector<double>& v, int heads, int hd, int pos, const RopeParams
     for (int i = 0; i < pairs; ++i) {
       const bool neox = rope.style == RopeStyle::kNeox;
       const int a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + pairs : 2 * i + 1);
-      const double theta = pos * std::pow(double(rope.freq_base), -2.0 * i / rope.rot_dims);
+      double inv_freq = std::pow(double(rope.freq_base), -2.0 * i / rope.rot_dims);
+      if (!rope.freq_factors.empty()) inv_freq /= rope.freq_factors[i];
+      const double theta = pos * double(rope.freq_scale) * inv_freq;
+      const double c = std::cos(theta) * rope.attn_factor, s = std::sin(theta) * rope.attn_factor;
       const double x0 = v[a], x1 = v[b];
-      v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
-      v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
     }
 }
 

@@ -43,6 +43,10 @@ struct TinyModelSpec {
   int n_expert = 8;
   int n_expert_used = 2;
   int n_ff_expert = 0;
+  // phi3's fused attn_qkv (its fused gate/up comes with the architecture).
+  bool fused_qkv = false;
+  int rope_dims = 0;        // rope.dimension_count: rotate only these leading dims of each head (0: all)
+  bool longrope = false;    // rope_factors_short/long, attn_factor, original context = context_length / 4
   std::string omit_tensor;  // leave this tensor out (to test load errors)
 };
 

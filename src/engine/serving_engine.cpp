@@ -59,8 +59,9 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   const ModelConfig& config = model->config();
   std::unique_ptr<ServingEngine> e(new ServingEngine());
   e->options_ = options;
-  e->context_length_ = options.context_length > 0 ? options.context_length : config.n_ctx_train;
+  e->context_length_ = options.context_length > 0 ? options.context_length : config.default_context();
   if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
+  OMNIBUS_RETURN_IF_ERROR(config.check_context(e->context_length_));
 
   const int64_t block_bytes = kv_bytes_per_token(config, options.kv_type) * options.kv_block_size;
   e->num_blocks_ = options.kv_cache_bytes / block_bytes;

@@ -10,8 +10,8 @@ void rope_angles(const RopeParams& p, int64_t pos, float* cos_out, float* sin_ou
     double inv_freq = std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.rot_dims);
     if (!p.freq_factors.empty()) inv_freq /= p.freq_factors[i];
     const double theta = static_cast<double>(pos) * p.freq_scale * inv_freq;
-    cos_out[i] = static_cast<float>(std::cos(theta));
-    sin_out[i] = static_cast<float>(std::sin(theta));
+    cos_out[i] = static_cast<float>(std::cos(theta) * p.attn_factor);
+    sin_out[i] = static_cast<float>(std::sin(theta) * p.attn_factor);
   }
 }
 

@@ -18,6 +18,9 @@ struct RopeParams {
   // Optional per-pair divisors of the frequency (llama 3.1's rope_freqs
   // tensor); empty when the model has none. Size rot_dims / 2.
   std::vector<float> freq_factors;
+  // Scales cos and sin (so the rotated dims of q and k): longrope's
+  // attention factor (phi3's rope.scaling.attn_factor); 1 for most models.
+  float attn_factor = 1.0f;
 };
 
 // cos and sin of each rotated pair's angle at `pos` (rot_dims / 2 each).

@@ -5,7 +5,7 @@
 namespace omnibus {
 namespace {
 
-constexpr std::array<ArchitectureSpec, 5> kArchitectures = {{
+constexpr std::array<ArchitectureSpec, 6> kArchitectures = {{
     // SmolLM2, Llama 2/3.x, TinyLlama, Mistral (no window). The GGUF
     // converter permutes Q/K rows so adjacent-pair RoPE is right.
     {.name = "llama", .rope_style = RopeStyle::kNormal, .qkv_bias = false},
@@ -22,6 +22,10 @@ constexpr std::array<ArchitectureSpec, 5> kArchitectures = {{
      .qk_norm = true,
      .moe = true,
      .moe_normalize_weights = true},
+    // Phi-3 and Phi-4-mini: fused q/k/v (attn_qkv) and gate/up (ffn_up)
+    // tensors, NeoX RoPE, often partial and with longrope factors
+    // (model_config.cpp, model.cpp).
+    {.name = "phi3", .rope_style = RopeStyle::kNeox, .qkv_bias = false, .fused_gate_up = true},
     // Gemma 3 (text; ModelConfig::attention_scale has 27B's exception).
     // Its norms' weights in GGUF already carry Gemma's "1 +".
     // docs/plan-gemma3.md.

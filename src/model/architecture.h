@@ -31,12 +31,15 @@ struct ArchitectureSpec {
   // softmax, each a SwiGLU MLP (ffn_{gate,up,down}_exps);
   // docs/design/mixture-of-experts.md.
   bool moe = false;
+  // ffn_up holds the gate's rows, then the up projection's (2 x n_ff rows):
+  // phi3's fused tensor, bound as two views.
+  bool fused_gate_up = false;
   bool moe_normalize_weights = false;  // the chosen experts' weights divided by their sum
 };
 
 // nullptr when the architecture is not supported.
 const ArchitectureSpec* find_architecture(std::string_view name);
-// "llama, qwen2, qwen3, qwen3moe, gemma3"
+// "llama, qwen2, qwen3, qwen3moe, phi3, gemma3"
 std::string supported_architectures();
 
 }  // namespace omnibus

@@ -29,6 +29,7 @@ class WeightBinder {
     }
     w.layers.resize(c.n_layer);
     for (int i = 0; i < c.n_layer; ++i) bind_layer(i, w.layers[i]);
+    if (f_.find_tensor("rope_factors_short.weight") != nullptr) bind_longrope();
     if (f_.find_tensor("rope_freqs.weight") != nullptr) {
       const float* factors = vector("rope_freqs.weight", c.rope.rot_dims / 2);
       if (factors != nullptr) {
@@ -52,9 +53,15 @@ class WeightBinder {
     const ModelConfig& c = m_.config_;
     const std::string p = "blk." + std::to_string(i) + ".";
     l.attn_norm = vector(p + "attn_norm.weight", c.n_embd);
-    l.wq = matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
-    l.wk = matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
-    l.wv = matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd);
+    if (f_.find_tensor(p + "attn_qkv.weight") != nullptr && f_.find_tensor(p + "attn_q.weight") == nullptr) {
+      // One fused tensor (phi3): q's rows, then k's, then v's.
+      auto qkv = split_rows(p + "attn_qkv.weight", {c.q_dim(), c.kv_dim(), c.kv_dim()}, c.n_embd);
+      if (qkv.size() == 3) l.wq = qkv[0], l.wk = qkv[1], l.wv = qkv[2];
+    } else {
+      l.wq = matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
+      l.wk = matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
+      l.wv = matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd);
+    }
     l.wo = matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
     if (c.spec->qkv_bias) {
       l.bq = vector(p + "attn_q.bias", c.q_dim());
@@ -67,6 +74,10 @@ class WeightBinder {
       l.expert_gate = experts(p + "ffn_gate_exps.weight", c.n_ff_expert, c.n_embd);
       l.expert_up = experts(p + "ffn_up_exps.weight", c.n_ff_expert, c.n_embd);
       l.expert_down = experts(p + "ffn_down_exps.weight", c.n_embd, c.n_ff_expert);
+    } else if (c.spec->fused_gate_up) {
+      auto gate_up = split_rows(p + "ffn_up.weight", {c.n_ff, c.n_ff}, c.n_embd);
+      if (gate_up.size() == 2) l.w_gate = gate_up[0], l.w_up = gate_up[1];
+      l.w_down = matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
     } else {
       l.w_gate = matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
       l.w_up = matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
@@ -80,6 +91,21 @@ class WeightBinder {
       l.post_attn_norm = vector(p + "post_attention_norm.weight", c.n_embd);
       l.post_ffn_norm = vector(p + "post_ffw_norm.weight", c.n_embd);
     }
+  }
+
+  // Longrope (phi3 128k files): the short factors apply up to the original
+  // context; the long ones past it are not implemented, so runs are
+  // limited to the original context when the two differ.
+  void bind_longrope() {
+    ModelConfig& c = m_.config_;
+    const int64_t pairs = c.rope.rot_dims / 2;
+    const float* short_factors = vector("rope_factors_short.weight", pairs);
+    if (short_factors == nullptr) return;
+    c.rope.freq_factors.assign(short_factors, short_factors + pairs);
+    if (f_.find_tensor("rope_factors_long.weight") == nullptr) return;
+    const float* long_factors = vector("rope_factors_long.weight", pairs);
+    if (long_factors == nullptr || std::equal(short_factors, short_factors + pairs, long_factors)) return;
+    c.rope_max_context = c.rope_original_context > 0 ? c.rope_original_context : c.n_ctx_train;
   }
 
   const GgufTensorInfo* find(const std::string& name) {
@@ -111,6 +137,26 @@ class WeightBinder {
     w.row_bytes = t->nbytes / static_cast<uint64_t>(rows);
     m_.config_.parameter_count += rows * cols;
     return w;
+  }
+
+  // A 2-D tensor whose rows are several matrices one after another (fused
+  // q/k/v, gate/up): one view per part of part_rows[i] rows.
+  std::vector<WeightMatrix> split_rows(const std::string& name, std::initializer_list<int64_t> part_rows,
+                                       int64_t cols) {
+    int64_t rows = 0;
+    for (int64_t r : part_rows) rows += r;
+    const WeightMatrix whole = matrix(name, rows, cols);
+    if (whole.data == nullptr) return {};
+    std::vector<WeightMatrix> out;
+    const auto* at = static_cast<const uint8_t*>(whole.data);
+    for (int64_t r : part_rows) {
+      WeightMatrix part = whole;
+      part.data = at;
+      part.rows = r;
+      out.push_back(part);
+      at += static_cast<size_t>(r) * whole.row_bytes;
+    }
+    return out;
   }
 
   // A 3-D tensor [cols, rows, n_expert]: one rows x cols view per expert.

@@ -31,6 +31,19 @@ Status read_rope(const GgufFile& f, const std::string& arch, ModelConfig& c) {
   if (f.find(arch + ".rope.scaling.type") != nullptr) {
     OMNIBUS_ASSIGN_OR_RETURN(scaling, f.get_string(arch + ".rope.scaling.type"));
   }
+  if (f.find(arch + ".rope.scaling.attn_factor") != nullptr) {
+    OMNIBUS_ASSIGN_OR_RETURN(double factor, f.get_float(arch + ".rope.scaling.attn_factor"));
+    if (!(factor > 0.0) || !std::isfinite(factor))
+      return Status::corrupt(arch + ".rope.scaling.attn_factor must be > 0");
+    c.rope.attn_factor = static_cast<float>(factor);
+  }
+  if (f.find(arch + ".rope.scaling.original_context_length") != nullptr) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.rope_original_context,
+                             read_positive(f, arch + ".rope.scaling.original_context_length", 1 << 24));
+  }
+  // Longrope names its scaling in some files; its factors are tensors
+  // (rope_factors_short/long, bound with the weights).
+  if (scaling == "longrope" || scaling == "su") scaling = "none";
   if (scaling == "linear") {
     OMNIBUS_ASSIGN_OR_RETURN(double factor, f.get_float(arch + ".rope.scaling.factor"));
     if (!(factor > 0.0) || !std::isfinite(factor)) return Status::corrupt(arch + ".rope.scaling.factor must be > 0");
