@@ -195,6 +195,17 @@ std::string render_qwen3(const std::vector<ChatMessage>& messages, bool add_gene
   return out;
 }
 
+// Phi-3 / 3.5 ("<|user|>\nHi<|end|>\n", after BOS) and Phi-4-mini (the same
+// without the newlines or BOS); the generation prompt opens the assistant's turn.
+std::string render_phi(const std::vector<ChatMessage>& messages, bool add_generation_prompt, const std::string& bos,
+                       bool newlines) {
+  const std::string_view nl = newlines ? "\n" : "";
+  std::string out = newlines ? bos : std::string();
+  for (const ChatMessage& m : messages) append(&out, {"<|", m.role, "|>", nl, m.content, "<|end|>", nl});
+  if (add_generation_prompt) append(&out, {"<|assistant|>", nl});
+  return out;
+}
+
 // Undoes the escapes a Jinja string literal may hold (\n, \t, \', \", \\).
 std::string unescape_literal(std::string_view s) {
   std::string out;
@@ -234,6 +245,11 @@ ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
                                                                         : ChatTemplateKind::kChatML;
   }
   if (contains(src, "<|start_header_id|>")) return ChatTemplateKind::kLlama3;
+  if (contains(src, "<|assistant|>") && contains(src, "<|end|>")) {
+    // Phi-3 writes a newline after each role tag ('|>' + '\n'); Phi-4-mini does not.
+    return contains(src, "|>' + '\\n'") || contains(src, "|>\\n'") ? ChatTemplateKind::kPhi3
+                                                                   : ChatTemplateKind::kPhi4Mini;
+  }
   if (contains(src, "<start_of_turn>")) return ChatTemplateKind::kGemma;
   if (contains(src, "[INST]")) {
     return contains(src, "<<SYS>>") ? ChatTemplateKind::kLlama2 : ChatTemplateKind::kMistral;
@@ -243,12 +259,13 @@ ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
 }
 
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name) {
-  for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2,
-                                ChatTemplateKind::kMistral, ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3}) {
+  for (ChatTemplateKind kind :
+       {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2, ChatTemplateKind::kMistral,
+        ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3, ChatTemplateKind::kPhi3, ChatTemplateKind::kPhi4Mini}) {
     if (name == chat_template_name(kind)) return kind;
   }
   return Status::invalid_argument("unknown chat template '" + std::string(name) +
-                                  "' (expected chatml, llama3, llama2, mistral, gemma or qwen3)");
+                                  "' (expected chatml, llama3, llama2, mistral, gemma, qwen3, phi3 or phi4-mini)");
 }
 
 const char* chat_template_name(ChatTemplateKind kind) {
@@ -259,6 +276,8 @@ const char* chat_template_name(ChatTemplateKind kind) {
     case ChatTemplateKind::kMistral: return "mistral";
     case ChatTemplateKind::kGemma: return "gemma";
     case ChatTemplateKind::kQwen3: return "qwen3";
+    case ChatTemplateKind::kPhi3: return "phi3";
+    case ChatTemplateKind::kPhi4Mini: return "phi4-mini";
   }
   return "chatml";
 }
@@ -298,6 +317,8 @@ std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& m
     case ChatTemplateKind::kMistral: return render_mistral(messages, bos_text, eos_text);
     case ChatTemplateKind::kGemma: return render_gemma(messages, add_generation_prompt, bos_text);
     case ChatTemplateKind::kQwen3: return render_qwen3(messages, add_generation_prompt, options);
+    case ChatTemplateKind::kPhi3: return render_phi(messages, add_generation_prompt, bos_text, true);
+    case ChatTemplateKind::kPhi4Mini: return render_phi(messages, add_generation_prompt, bos_text, false);
   }
   return {};
 }
@@ -328,7 +349,10 @@ Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view over
   };
   // A template that writes BOS itself plus a tokenizer that adds one would
   // give two; the tokenizer's wins.
-  if (!vocab.add_bos) format.bos_text = text_of(vocab.bos_id);
+  // A model template that does not write BOS (Phi-3.5's) gets none.
+  const bool template_without_bos =
+      override_name.empty() && !vocab.chat_template.empty() && !contains(vocab.chat_template, "bos_token");
+  if (!vocab.add_bos && !template_without_bos) format.bos_text = text_of(vocab.bos_id);
   format.eos_text = text_of(vocab.eos_id);
   format.extract_reasoning = chat_template_reasons(format.kind);
   return format;

@@ -11,6 +11,8 @@
 //   kMistral - Mistral-7B-Instruct v0.1/v0.2 "v1" format (" [INST] ... [/INST]")
 //   kGemma   - Gemma 3 (a system message becomes a prefix of the first user turn;
 //              without one, identical to Gemma 1/2)
+//   kPhi3    - Phi-3 and Phi-3.5 ("<|role|>\ncontent<|end|>\n", BOS first)
+//   kPhi4Mini - Phi-4-mini ("<|role|>content<|end|>", no newlines, no BOS)
 //   kQwen3   - Qwen3 (ChatML whose assistant turns carry <think> blocks: a
 //              reasoning model's thoughts are dropped from turns before the
 //              last user message; enable_thinking false writes an empty
@@ -28,7 +30,7 @@
 
 namespace omnibus {
 
-enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma, kQwen3 };
+enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma, kQwen3, kPhi3, kPhi4Mini };
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" (others pass through where the format allows)
@@ -51,7 +53,8 @@ bool chat_template_reasons(ChatTemplateKind kind);
 // matches, *recognised (if given) is set to false and kChatML is returned.
 ChatTemplateKind detect_chat_template(std::string_view jinja_source, bool* recognised);
 
-// The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma", "qwen3".
+// The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3",
+// "phi4-mini".
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name);
 const char* chat_template_name(ChatTemplateKind kind);
 

@@ -54,6 +54,18 @@ const std::string kQwen3TemplateExcerpt =
     "content.lstrip('\\n') }}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking "
     "is defined and enable_thinking is false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
 
+// Phi-3-mini's and Phi-4-mini's templates (their tokenizer_config.json).
+const std::string kPhi3Template =
+    "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'system') %}{{'<|system|>' + '\\n' + "
+    "message['content'] + '<|end|>' + '\\n'}}{% elif (message['role'] == 'user') %}{{'<|user|>' + '\\n' + "
+    "message['content'] + '<|end|>' + '\\n' + '<|assistant|>' + '\\n'}}{% elif message['role'] == 'assistant' %}"
+    "{{message['content'] + '<|end|>' + '\\n'}}{% endif %}{% endfor %}";
+const std::string kPhi4MiniTemplate =
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is "
+    "not none %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' "
+    "+ '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
+
 TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   bool recognised = false;
   EXPECT_EQ(detect_chat_template(kSmolLm2Template, &recognised), ChatTemplateKind::kChatML);
@@ -64,6 +76,8 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   EXPECT_EQ(detect_chat_template(kGemmaTemplate, &recognised), ChatTemplateKind::kGemma);
   EXPECT_TRUE(recognised);
   EXPECT_EQ(detect_chat_template(kQwen3TemplateExcerpt, &recognised), ChatTemplateKind::kQwen3);
+  EXPECT_EQ(detect_chat_template(kPhi3Template, &recognised), ChatTemplateKind::kPhi3);
+  EXPECT_EQ(detect_chat_template(kPhi4MiniTemplate, &recognised), ChatTemplateKind::kPhi4Mini);
   EXPECT_TRUE(recognised);
   EXPECT_EQ(detect_chat_template("{{ messages }}", &recognised), ChatTemplateKind::kChatML);
   EXPECT_FALSE(recognised);
@@ -71,7 +85,7 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
 }
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3"}) {
+  for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3", "phi4-mini"}) {
     auto kind = chat_template_from_name(name);
     ASSERT_TRUE(kind.is_ok());
     EXPECT_STREQ(chat_template_name(*kind), name);
@@ -139,6 +153,16 @@ TEST(ChatTemplateTest, Gemma) {
             "Hi there<end_of_turn>\n<start_of_turn>user\nWho are you<end_of_turn>\n<start_of_turn>model\n");
   EXPECT_EQ(render_chat(ChatTemplateKind::kGemma, kUserOnly, true, "<bos>"),
             "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n");
+}
+
+// Expected strings: the templates above rendered by jinja2 (bos_token "<s>").
+TEST(ChatTemplateTest, Phi) {
+  EXPECT_EQ(render_chat(ChatTemplateKind::kPhi3, kConversation, true, "<s>"),
+            "<s><|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\n  Hi there \n"
+            "<|end|>\n<|user|>\nWho are you<|end|>\n<|assistant|>\n");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kPhi4Mini, kConversation, true, ""),
+            "<|system|>You are a helpful assistant<|end|><|user|>Hello<|end|><|assistant|>  Hi there \n<|end|>"
+            "<|user|>Who are you<|end|><|assistant|>");
 }
 
 // Expected strings: Qwen3's template rendered by jinja2 as transformers'
