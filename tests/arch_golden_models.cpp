@@ -35,6 +35,15 @@ std::vector<ArchGoldenModel> make_models() {
   // Llama 3.2 1B: 32 heads of 64 over 2,048 wide, 8 KV heads, RoPE base
   // 500,000. Q4_0 matrices, Q8_0 embedding.
   models.push_back({"llama", golden_spec("llama", 3, 8, 2, 64, DType::kQ4_0, DType::kQ8_0, 500000.0f, 1e-5f, 1)});
+  // Llama 3.1 / 3.2: the same heads with the RoPE scaling of their
+  // rope_freqs tensor (llama3: factor 8 past the 8,192-token original
+  // context), checked at positions 8,704-8,959 (tools/make_arch_golden.py
+  // LONG). Q4_K matrices, Q6_K embedding.
+  ArchGoldenModel llama31{"llama31",
+                          golden_spec("llama", 3, 8, 2, 64, DType::kQ4_K, DType::kQ6_K, 500000.0f, 1e-5f, 31)};
+  llama31.spec.llama3_rope_freqs = true;
+  llama31.spec.context_length = 131072;
+  models.push_back(llama31);
   // Qwen2.5-0.5B: 14 heads of 64 over 896 wide, 2 KV heads, q/k/v biases,
   // RoPE base 1e6, eps 1e-6.
   models.push_back({"qwen2", golden_spec("qwen2", 3, 8, 2, 64, DType::kQ8_0, DType::kQ8_0, 1e6f, 1e-6f, 2)});

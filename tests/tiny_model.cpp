@@ -40,6 +40,22 @@ class TinyWriter {
     }
     const int rot = s_.rope_dims > 0 ? s_.rope_dims : hd;
     if (s_.rope_dims > 0) w_.set_uint32(a + ".rope.dimension_count", rot);
+    if (s_.llama3_rope_freqs) {
+      constexpr double kFactor = 8, kLow = 1, kHigh = 4, kOriginal = 8192;
+      std::vector<float> factors(rot / 2);
+      for (int i = 0; i < rot / 2; ++i) {
+        const double wavelen = 2 * M_PI * std::pow(double(s_.rope_base), 2.0 * i / rot);
+        if (wavelen < kOriginal / kHigh) {
+          factors[i] = 1.0f;
+        } else if (wavelen > kOriginal / kLow) {
+          factors[i] = static_cast<float>(kFactor);
+        } else {
+          const double smooth = (kOriginal / wavelen - kLow) / (kHigh - kLow);
+          factors[i] = static_cast<float>(1 / ((1 - smooth) / kFactor + smooth));
+        }
+      }
+      add("rope_freqs.weight", 1, rot / 2, DType::kF32, factors);
+    }
     if (s_.longrope) {
       // Short factors near 1, long ones larger (as Phi-3.5's), the attention
       // factor as sqrt(1 + ln(32) / ln(original context)).

@@ -47,6 +47,9 @@ struct TinyModelSpec {
   bool fused_qkv = false;
   int rope_dims = 0;        // rope.dimension_count: rotate only these leading dims of each head (0: all)
   bool longrope = false;    // rope_factors_short/long, attn_factor, original context = context_length / 4
+  // Llama 3.1's RoPE scaling as its converter writes it: a rope_freqs
+  // tensor of per-pair divisors (factor 8 past wavelengths of 8,192).
+  bool llama3_rope_freqs = false;
   std::string omit_tensor;  // leave this tensor out (to test load errors)
 };
 

@@ -12,7 +12,9 @@ For each model NAME it writes tests/golden/arch/NAME/:
                attention on (the golden ones) and off, and their top-1
                agreement where the top-2 gap is >= 0.5.
   logits.f16   llama.cpp's logits (flash attention on, f16 KV cache) at
-               every teacher-forced position: float16 little-endian,
+               every teacher-forced position (from each sequence's
+               logits_from: the long-context models keep the last 256
+               of 8,960 positions): float16 little-endian,
                positions x vocab, the sequences one after the other
                (rounding to f16 moves the KL below by about 1e-6, against
                llama.cpp's own noise of about 3e-4).
@@ -46,11 +48,16 @@ SEQUENCE_TOKENS = 128    # ... of this many tokens: 256 positions
 GREEDY_PROMPTS = 4
 PROMPT_TOKENS = 8
 GREEDY_TOKENS = 64       # llama_golden's G command
+# Models checked at long context instead: one sequence of `tokens`, the
+# logits of its last `last` positions (past the original training context
+# of the RoPE scaling under test), a context of `n_ctx`, no greedy runs.
+LONG = {"llama31": {"tokens": 8960, "last": 256, "n_ctx": 9216}}
 
 
-def run_llama(binary, model, lines, fa_off):
+def run_llama(binary, model, lines, fa_off, n_ctx=1024):
     env = dict(os.environ)
     env.pop("LLG_FA_OFF", None)
+    env["LLG_N_CTX"] = str(n_ctx)
     if fa_off:
         env["LLG_FA_OFF"] = "1"
     out = subprocess.run([binary, model], input="\n".join(lines) + "\n", capture_output=True, text=True,
@@ -93,11 +100,19 @@ def make_one(name, args):
         rng = np.random.default_rng(20261206)
         # The vocabulary's ordinary tokens are the 256 byte tokens (the rest
         # are special or fillers): sequences draw from all of them.
-        sequences = [rng.integers(0, 256, SEQUENCE_TOKENS).tolist() for _ in range(SEQUENCES)]
-        prompts = [rng.integers(0, 256, PROMPT_TOKENS).tolist() for _ in range(GREEDY_PROMPTS)]
-        lines = [f"L s{i} " + " ".join(map(str, s)) for i, s in enumerate(sequences)]
+        long = LONG.get(name)
+        n_ctx = long["n_ctx"] if long else 1024
+        if long:
+            sequences = [rng.integers(0, 256, long["tokens"]).tolist()]
+            logits_from = [long["tokens"] - long["last"]]
+            prompts = []
+        else:
+            sequences = [rng.integers(0, 256, SEQUENCE_TOKENS).tolist() for _ in range(SEQUENCES)]
+            logits_from = [0] * len(sequences)
+            prompts = [rng.integers(0, 256, PROMPT_TOKENS).tolist() for _ in range(GREEDY_PROMPTS)]
+        lines = [f"L s{i} {f} " + " ".join(map(str, s)) for i, (s, f) in enumerate(zip(sequences, logits_from))]
         greedy_lines = [f"G p{i} " + " ".join(map(str, p)) for i, p in enumerate(prompts)]
-        it = run_llama(args.llama_golden, model, lines + greedy_lines, fa_off=False)
+        it = run_llama(args.llama_golden, model, lines + greedy_lines, fa_off=False, n_ctx=n_ctx)
         fa_on = [read_logits(it) for _ in sequences]
         greedy = []
         for p in prompts:
@@ -106,7 +121,7 @@ def make_one(name, args):
             assert gen[0] == "GEN" and gap[0] == "GAP"
             greedy.append({"prompt_tokens": p, "generated_tokens": list(map(int, gen[1:])),
                            "top2_gap_milli": list(map(int, gap[1:]))})
-        it = run_llama(args.llama_golden, model, lines, fa_off=True)
+        it = run_llama(args.llama_golden, model, lines, fa_off=True, n_ctx=n_ctx)
         fa_off = [read_logits(it) for _ in sequences]
     on, off = np.concatenate(fa_on), np.concatenate(fa_off)
     divergence = kl(on, off)
@@ -118,11 +133,13 @@ def make_one(name, args):
         "model_sha256": hashlib.sha256(data).hexdigest(),
         "model_bytes": len(data),
         "llama_cpp": args.llama_version,
-        "llama_cpp_settings": "n_ctx 1024, n_batch = n_ubatch = 512, f16 K and V cache, flash attention on, "
+        "llama_cpp_settings": f"n_ctx {n_ctx}, n_batch = n_ubatch = 512, f16 K and V cache, flash attention on, "
                               "2 threads (tools/llamacpp_golden/llama_golden.cpp)",
+        "context": n_ctx,
         "vocab": int(on.shape[1]),
         "logits_file": "logits.f16",
-        "sequences": [{"name": f"s{i}", "tokens": s} for i, s in enumerate(sequences)],
+        "sequences": [{"name": f"s{i}", "tokens": s, "logits_from": f}
+                      for i, (s, f) in enumerate(zip(sequences, logits_from))],
         "greedy": greedy,
         "llama_cpp_flash_attention_off": {
             "mean_kl": float(divergence.mean()),

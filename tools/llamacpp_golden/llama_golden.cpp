@@ -1,13 +1,14 @@
 // Teacher-forced argmax / top-2 gaps, chunk NLLs and greedy continuations
 // from llama.cpp's own library (no llama-cpp-python), with
-// tools/make_golden.py's settings (n_ctx 1024, n_batch = n_ubatch = 512,
+// tools/make_golden.py's settings (n_ctx 1024 or LLG_N_CTX, n_batch = n_ubatch = 512,
 // flash attention on unless LLG_FA_OFF is set, f16 KV, 2 threads), for token
 // sequences (at most 512 tokens each) read from stdin, one a line:
 //   T name ids...   -> "A argmax..." and "GAP gaps..." (milli-logits)
 //   P ids...        -> "NLL mean" (of tokens 1.. from the logits before them)
 //   G name ids...   -> "GEN 64 argmax tokens" and "GAP gaps..."
-//   L name ids...   -> "LOGITS n vocab", then n lines of vocab logits (%.9g):
-//                      every position's full row (tools/make_arch_golden.py)
+//   L name FROM ids... -> "LOGITS n vocab", then n lines of vocab logits
+//                      (%.9g): the full rows of positions FROM.. (at most
+//                      512 of them; tools/make_arch_golden.py)
 // Not part of the build: make_golden_lib.py says how to compile it against
 // a llama.cpp build tree, and drives it.
 #include <algorithm>
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
   llama_model* model = llama_model_load_from_file(argv[1], mp);
   if (!model) return 1;
   auto cp = llama_context_default_params();
-  cp.n_ctx = 1024;
+  cp.n_ctx = getenv("LLG_N_CTX") ? atoi(getenv("LLG_N_CTX")) : 1024;
   cp.n_batch = 512;
   cp.n_ubatch = 512;
   cp.n_threads = cp.n_threads_batch = 2;
@@ -82,9 +83,15 @@ int main(int argc, char** argv) {
     for (int t; in >> t;) toks.push_back(t);
     llama_memory_clear(llama_get_memory(g_ctx), true);
     if (kind == "L") {
-      eval(toks, 0, true);
-      printf("LOGITS %zu %d\n", toks.size(), g_vocab);
-      for (size_t i = 0; i < toks.size(); ++i) {
+      // L name FROM ids...: the rows of positions FROM.. only (at most 512:
+      // the last batch's outputs are the ones that can be read).
+      const size_t from = toks.empty() ? 0 : static_cast<size_t>(toks.front());
+      toks.erase(toks.begin());
+      if (from > 0) eval(std::vector<llama_token>(toks.begin(), toks.begin() + from), 0, false);
+      const std::vector<llama_token> rest(toks.begin() + from, toks.end());
+      eval(rest, static_cast<int>(from), true);
+      printf("LOGITS %zu %d\n", rest.size(), g_vocab);
+      for (size_t i = 0; i < rest.size(); ++i) {
         const float* row = llama_get_logits_ith(g_ctx, (int)i);
         for (int v = 0; v < g_vocab; ++v) printf(v ? " %.9g" : "%.9g", row[v]);
         printf("\n");
