@@ -206,6 +206,32 @@ std::string render_phi(const std::vector<ChatMessage>& messages, bool add_genera
   return out;
 }
 
+// Mistral v7 (tekken): BOS, the system message (the conversation's first,
+// else the template's default, when it has one), then [INST] turns and
+// answers closed by EOS, with no spaces between.
+std::string render_mistral_v7(const std::vector<ChatMessage>& messages, const std::string& bos, const std::string& eos,
+                              const std::string& default_system) {
+  std::string out = bos;
+  size_t first = 0;
+  if (!messages.empty() && messages[0].role == "system") {
+    append(&out, {"[SYSTEM_PROMPT]", messages[0].content, "[/SYSTEM_PROMPT]"});
+    first = 1;
+  } else if (!default_system.empty()) {
+    append(&out, {"[SYSTEM_PROMPT]", default_system, "[/SYSTEM_PROMPT]"});
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "system") {
+      append(&out, {"[SYSTEM_PROMPT]", m.content, "[/SYSTEM_PROMPT]"});
+    } else if (m.role == "assistant") {
+      append(&out, {m.content, eos});
+    } else {
+      append(&out, {"[INST]", m.content, "[/INST]"});
+    }
+  }
+  return out;
+}
+
 // Undoes the escapes a Jinja string literal may hold (\n, \t, \', \", \\).
 std::string unescape_literal(std::string_view s) {
   std::string out;
@@ -251,6 +277,7 @@ ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
                                                                    : ChatTemplateKind::kPhi4Mini;
   }
   if (contains(src, "<start_of_turn>")) return ChatTemplateKind::kGemma;
+  if (contains(src, "[SYSTEM_PROMPT]")) return ChatTemplateKind::kMistralV7;
   if (contains(src, "[INST]")) {
     return contains(src, "<<SYS>>") ? ChatTemplateKind::kLlama2 : ChatTemplateKind::kMistral;
   }
@@ -259,13 +286,14 @@ ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
 }
 
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name) {
-  for (ChatTemplateKind kind :
-       {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2, ChatTemplateKind::kMistral,
-        ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3, ChatTemplateKind::kPhi3, ChatTemplateKind::kPhi4Mini}) {
+  for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2,
+                                ChatTemplateKind::kMistral, ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3,
+                                ChatTemplateKind::kPhi3, ChatTemplateKind::kPhi4Mini, ChatTemplateKind::kMistralV7}) {
     if (name == chat_template_name(kind)) return kind;
   }
-  return Status::invalid_argument("unknown chat template '" + std::string(name) +
-                                  "' (expected chatml, llama3, llama2, mistral, gemma, qwen3, phi3 or phi4-mini)");
+  return Status::invalid_argument(
+      "unknown chat template '" + std::string(name) +
+      "' (expected chatml, llama3, llama2, mistral, gemma, qwen3, phi3, phi4-mini or mistral-v7)");
 }
 
 const char* chat_template_name(ChatTemplateKind kind) {
@@ -278,6 +306,7 @@ const char* chat_template_name(ChatTemplateKind kind) {
     case ChatTemplateKind::kQwen3: return "qwen3";
     case ChatTemplateKind::kPhi3: return "phi3";
     case ChatTemplateKind::kPhi4Mini: return "phi4-mini";
+    case ChatTemplateKind::kMistralV7: return "mistral-v7";
   }
   return "chatml";
 }
@@ -285,6 +314,19 @@ const char* chat_template_name(ChatTemplateKind kind) {
 bool chat_template_reasons(ChatTemplateKind kind) { return kind == ChatTemplateKind::kQwen3; }
 
 std::string default_system_message(std::string_view src) {
+  // Mistral v7: {%- set default_system_message = '...' %}.
+  static constexpr std::string_view kSet = "default_system_message = ";
+  if (const size_t at = src.find(kSet); at != std::string_view::npos && at + kSet.size() < src.size()) {
+    const char quote = src[at + kSet.size()];
+    const std::string_view rest = src.substr(at + kSet.size() + 1);
+    for (size_t i = 0; (quote == '\'' || quote == '"') && i < rest.size(); ++i) {
+      if (rest[i] == '\\') {
+        ++i;
+      } else if (rest[i] == quote) {
+        return unescape_literal(rest.substr(0, i));
+      }
+    }
+  }
   static constexpr std::string_view kOpen = "<|im_start|>system";
   static constexpr std::string_view kClose = "<|im_end|>";
   size_t pos = 0;
@@ -319,6 +361,7 @@ std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& m
     case ChatTemplateKind::kQwen3: return render_qwen3(messages, add_generation_prompt, options);
     case ChatTemplateKind::kPhi3: return render_phi(messages, add_generation_prompt, bos_text, true);
     case ChatTemplateKind::kPhi4Mini: return render_phi(messages, add_generation_prompt, bos_text, false);
+    case ChatTemplateKind::kMistralV7: return render_mistral_v7(messages, bos_text, eos_text, default_system);
   }
   return {};
 }
@@ -343,7 +386,8 @@ Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view over
   } else {
     OMNIBUS_ASSIGN_OR_RETURN(format.kind, chat_template_from_name(override_name));
   }
-  if (format.kind == ChatTemplateKind::kChatML) format.default_system = default_system_message(vocab.chat_template);
+  if (format.kind == ChatTemplateKind::kChatML || format.kind == ChatTemplateKind::kMistralV7)
+    format.default_system = default_system_message(vocab.chat_template);
   auto text_of = [&vocab](int32_t id) {
     return id >= 0 && static_cast<size_t>(id) < vocab.tokens.size() ? vocab.tokens[id] : std::string();
   };

@@ -11,6 +11,9 @@
 //   kMistral - Mistral-7B-Instruct v0.1/v0.2 "v1" format (" [INST] ... [/INST]")
 //   kGemma   - Gemma 3 (a system message becomes a prefix of the first user turn;
 //              without one, identical to Gemma 1/2)
+//   kMistralV7 - Mistral's v7 "tekken" format (Mistral Small 3.x, Magistral,
+//              Devstral): [SYSTEM_PROMPT]..[/SYSTEM_PROMPT][INST]..[/INST]
+//              without spaces, the template's default system message first
 //   kPhi3    - Phi-3 and Phi-3.5 ("<|role|>\ncontent<|end|>\n", BOS first)
 //   kPhi4Mini - Phi-4-mini ("<|role|>content<|end|>", no newlines, no BOS)
 //   kQwen3   - Qwen3 (ChatML whose assistant turns carry <think> blocks: a
@@ -30,7 +33,7 @@
 
 namespace omnibus {
 
-enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma, kQwen3, kPhi3, kPhi4Mini };
+enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma, kQwen3, kPhi3, kPhi4Mini, kMistralV7 };
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" (others pass through where the format allows)
@@ -54,20 +57,21 @@ bool chat_template_reasons(ChatTemplateKind kind);
 ChatTemplateKind detect_chat_template(std::string_view jinja_source, bool* recognised);
 
 // The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3",
-// "phi4-mini".
+// "phi4-mini", "mistral-v7".
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name);
 const char* chat_template_name(ChatTemplateKind kind);
 
 // The system message a ChatML template inserts when the conversation has
 // none, read from the template's literal text (SmolLM2: "You are a helpful
-// AI assistant named SmolLM, trained by Hugging Face"); "" when it has none.
+// AI assistant named SmolLM, trained by Hugging Face"), or a Mistral v7
+// template's `set default_system_message = '...'`; "" when it has none.
 std::string default_system_message(std::string_view jinja_source);
 
 // The prompt text. `bos_text` / `eos_text` are the texts of the BOS / EOS
 // tokens where the template writes them (pass "" when the tokenizer adds BOS
 // itself). `default_system` is inserted as the first message when the
-// conversation does not start with a system message (ChatML only, as the
-// templates that do this are ChatML ones).
+// conversation does not start with a system message (ChatML and Mistral v7,
+// the families whose templates do this).
 std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                         const std::string& bos_text, const std::string& eos_text = "",
                         const std::string& default_system = "", const ChatRenderOptions& options = {});

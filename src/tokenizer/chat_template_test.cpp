@@ -66,6 +66,17 @@ const std::string kPhi4MiniTemplate =
     "+ '<|end|>' }}{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
 
+// Mistral v7 (tekken), as Mistral Small 3.1 writes it: a default system
+// message set in the template (shortened here; escaped quote and newlines).
+const std::string kMistralV7Template =
+    "{%- set default_system_message = 'You are Mistral Small 3.\\n\\nWhen you\\'re not sure, you say so.' %}{{- "
+    "bos_token }}{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}{%- set "
+    "loop_messages = messages[1:] %}{%- else %}{%- set system_message = default_system_message %}{%- set "
+    "loop_messages = messages %}{%- endif %}{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}{%- for "
+    "message in loop_messages %}{%- if message['role'] == 'user' %}{{- '[INST]' + message['content'] + '[/INST]' }}"
+    "{%- elif message['role'] == 'system' %}{{- '[SYSTEM_PROMPT]' + message['content'] + '[/SYSTEM_PROMPT]' }}{%- "
+    "elif message['role'] == 'assistant' %}{{- message['content'] + eos_token }}{%- endif %}{%- endfor %}";
+
 TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   bool recognised = false;
   EXPECT_EQ(detect_chat_template(kSmolLm2Template, &recognised), ChatTemplateKind::kChatML);
@@ -78,6 +89,7 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   EXPECT_EQ(detect_chat_template(kQwen3TemplateExcerpt, &recognised), ChatTemplateKind::kQwen3);
   EXPECT_EQ(detect_chat_template(kPhi3Template, &recognised), ChatTemplateKind::kPhi3);
   EXPECT_EQ(detect_chat_template(kPhi4MiniTemplate, &recognised), ChatTemplateKind::kPhi4Mini);
+  EXPECT_EQ(detect_chat_template(kMistralV7Template, &recognised), ChatTemplateKind::kMistralV7);
   EXPECT_TRUE(recognised);
   EXPECT_EQ(detect_chat_template("{{ messages }}", &recognised), ChatTemplateKind::kChatML);
   EXPECT_FALSE(recognised);
@@ -85,7 +97,8 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
 }
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3", "phi4-mini"}) {
+  for (const char* name :
+       {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3", "phi4-mini", "mistral-v7"}) {
     auto kind = chat_template_from_name(name);
     ASSERT_TRUE(kind.is_ok());
     EXPECT_STREQ(chat_template_name(*kind), name);
@@ -156,6 +169,19 @@ TEST(ChatTemplateTest, Gemma) {
 }
 
 // Expected strings: the templates above rendered by jinja2 (bos_token "<s>").
+TEST(ChatTemplateTest, MistralV7) {
+  const std::string system = default_system_message(kMistralV7Template);
+  EXPECT_EQ(system, "You are Mistral Small 3.\n\nWhen you're not sure, you say so.");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7, kConversation, true, "<s>", "</s>", system),
+            "<s>[SYSTEM_PROMPT]You are a helpful assistant[/SYSTEM_PROMPT][INST]Hello[/INST]  Hi there \n</s>"
+            "[INST]Who are you[/INST]");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7, kUserOnly, true, "<s>", "</s>", system),
+            "<s>[SYSTEM_PROMPT]You are Mistral Small 3.\n\nWhen you're not sure, you say so.[/SYSTEM_PROMPT]"
+            "[INST]Hello[/INST]");
+  // Mistral Small 3 (2501): no default system message.
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7, kUserOnly, true, "<s>", "</s>"), "<s>[INST]Hello[/INST]");
+}
+
 TEST(ChatTemplateTest, Phi) {
   EXPECT_EQ(render_chat(ChatTemplateKind::kPhi3, kConversation, true, "<s>"),
             "<s><|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\n  Hi there \n"
