@@ -60,6 +60,18 @@ std::vector<ArchGoldenModel> make_models() {
   moe.spec.n_expert_used = 4;
   moe.spec.n_ff_expert = 256;
   models.push_back(moe);
+  // Qwen1.5-MoE-A2.7B: Qwen2's attention (16 heads of 128 over 2,048, so
+  // q_dim = n_embd, biases), 60 experts of 1,408, 4 a token, weights as
+  // the softmax gives them, and a shared expert of 5,632 behind a sigmoid
+  // gate. Here 4 heads of 128, 16 experts of 256, 4 a token, a shared
+  // expert of 512.
+  ArchGoldenModel qwen2moe{"qwen2moe",
+                           golden_spec("qwen2moe", 3, 4, 4, 128, DType::kQ8_0, DType::kQ8_0, 1e6f, 1e-6f, 57)};
+  qwen2moe.spec.n_expert = 16;
+  qwen2moe.spec.n_expert_used = 4;
+  qwen2moe.spec.n_ff_expert = 256;
+  qwen2moe.spec.n_ff_shared_expert = 512;
+  models.push_back(qwen2moe);
   // Phi-4-mini: 24 heads of 128 over 3,072 wide, 8 KV heads, RoPE on 96
   // of each head's 128 dims with longrope factors and attention factor,
   // fused attn_qkv and gate/up. Here 4 heads of 128 (q_dim = n_embd, as

@@ -77,10 +77,12 @@ class TinyWriter {
       w_.set_uint32(a + ".attention.sliding_window", s_.sliding_window);
     if (s_.with_tokenizer) write_tokenizer();
     const int ff_expert = s_.n_ff_expert > 0 ? s_.n_ff_expert : s_.n_ff;
+    const int ff_shared = s_.n_ff_shared_expert > 0 ? s_.n_ff_shared_expert : s_.n_ff;
     if (arch->moe) {
       w_.set_uint32(a + ".expert_count", s_.n_expert);
       w_.set_uint32(a + ".expert_used_count", s_.n_expert_used);
       w_.set_uint32(a + ".expert_feed_forward_length", ff_expert);
+      if (arch->moe_shared_expert) w_.set_uint32(a + ".expert_shared_feed_forward_length", ff_shared);
     }
     tensor("token_embd.weight", s_.vocab, s_.n_embd, s_.embedding_type, s_.embedding_scale);
     norm("output_norm.weight", s_.n_embd);
@@ -124,6 +126,12 @@ class TinyWriter {
         tensor(p + "ffn_up_exps.weight", ff_expert, s_.n_embd, s_.matrix_type, scale, s_.n_expert);
         tensor(p + "ffn_down_exps.weight", s_.n_embd, ff_expert, s_.matrix_type, 1.0f / std::sqrt(float(ff_expert)),
                s_.n_expert);
+        if (arch->moe_shared_expert) {
+          tensor(p + "ffn_gate_inp_shexp.weight", 1, s_.n_embd, DType::kF32, 2.0f * std::sqrt(3.0f / s_.n_embd));
+          tensor(p + "ffn_gate_shexp.weight", ff_shared, s_.n_embd, s_.matrix_type, scale);
+          tensor(p + "ffn_up_shexp.weight", ff_shared, s_.n_embd, s_.matrix_type, scale);
+          tensor(p + "ffn_down_shexp.weight", s_.n_embd, ff_shared, s_.matrix_type, 1.0f / std::sqrt(float(ff_shared)));
+        }
         continue;
       }
       if (arch->fused_gate_up) {
@@ -304,6 +312,15 @@ std::vector<double> moe_output(const ModelConfig& c, const LayerWeights& lw, con
     const auto d = matvec(lw.expert_down[e], g);
     const double w = c.spec->moe_normalize_weights ? p[e] / chosen_sum : p[e];
     for (int i = 0; i < c.n_embd; ++i) out[i] += w * d[i];
+  }
+  if (lw.shared_expert_gate != nullptr) {
+    auto g = matvec(lw.shared_gate, xn), u = matvec(lw.shared_up, xn);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    const auto d = matvec(lw.shared_down, g);
+    double dot = 0;
+    for (int i = 0; i < c.n_embd; ++i) dot += lw.shared_expert_gate[i] * xn[i];
+    const double gate = 1.0 / (1.0 + std::exp(-dot));
+    for (int i = 0; i < c.n_embd; ++i) out[i] += gate * d[i];
   }
   return out;
 }

@@ -43,6 +43,7 @@ struct TinyModelSpec {
   int n_expert = 8;
   int n_expert_used = 2;
   int n_ff_expert = 0;
+  int n_ff_shared_expert = 0;  // the shared expert's width (architectures that have one; n_ff when 0)
   // phi3's fused attn_qkv (its fused gate/up comes with the architecture).
   bool fused_qkv = false;
   int rope_dims = 0;        // rope.dimension_count: rotate only these leading dims of each head (0: all)

@@ -5,7 +5,7 @@
 namespace omnibus {
 namespace {
 
-constexpr std::array<ArchitectureSpec, 6> kArchitectures = {{
+constexpr std::array<ArchitectureSpec, 7> kArchitectures = {{
     // SmolLM2, Llama 2/3.x, TinyLlama, Mistral (no window). The GGUF
     // converter permutes Q/K rows so adjacent-pair RoPE is right.
     {.name = "llama", .rope_style = RopeStyle::kNormal, .qkv_bias = false},
@@ -22,6 +22,9 @@ constexpr std::array<ArchitectureSpec, 6> kArchitectures = {{
      .qk_norm = true,
      .moe = true,
      .moe_normalize_weights = true},
+    // Qwen1.5-MoE and Qwen2-57B-A14B: Qwen2's attention (biases), routed
+    // experts with their softmax weights as they are, and a shared expert.
+    {.name = "qwen2moe", .rope_style = RopeStyle::kNeox, .qkv_bias = true, .moe = true, .moe_shared_expert = true},
     // Phi-3 and Phi-4-mini: fused q/k/v (attn_qkv) and gate/up (ffn_up)
     // tensors, NeoX RoPE, often partial and with longrope factors
     // (model_config.cpp, model.cpp).

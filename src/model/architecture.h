@@ -35,11 +35,14 @@ struct ArchitectureSpec {
   // phi3's fused tensor, bound as two views.
   bool fused_gate_up = false;
   bool moe_normalize_weights = false;  // the chosen experts' weights divided by their sum
+  // Beside the routed experts, a shared one every token goes through
+  // (ffn_{gate,up,down}_shexp), scaled by sigmoid(ffn_gate_inp_shexp . x).
+  bool moe_shared_expert = false;
 };
 
 // nullptr when the architecture is not supported.
 const ArchitectureSpec* find_architecture(std::string_view name);
-// "llama, qwen2, qwen3, qwen3moe, phi3, gemma3"
+// "llama, qwen2, qwen3, qwen3moe, qwen2moe, phi3, gemma3"
 std::string supported_architectures();
 
 }  // namespace omnibus

@@ -74,6 +74,12 @@ class WeightBinder {
       l.expert_gate = experts(p + "ffn_gate_exps.weight", c.n_ff_expert, c.n_embd);
       l.expert_up = experts(p + "ffn_up_exps.weight", c.n_ff_expert, c.n_embd);
       l.expert_down = experts(p + "ffn_down_exps.weight", c.n_embd, c.n_ff_expert);
+      if (c.spec->moe_shared_expert) {
+        l.shared_gate = matrix(p + "ffn_gate_shexp.weight", c.n_ff_shared_expert, c.n_embd);
+        l.shared_up = matrix(p + "ffn_up_shexp.weight", c.n_ff_shared_expert, c.n_embd);
+        l.shared_down = matrix(p + "ffn_down_shexp.weight", c.n_embd, c.n_ff_shared_expert);
+        l.shared_expert_gate = vector(p + "ffn_gate_inp_shexp.weight", c.n_embd);
+      }
     } else if (c.spec->fused_gate_up) {
       auto gate_up = split_rows(p + "ffn_up.weight", {c.n_ff, c.n_ff}, c.n_embd);
       if (gate_up.size() == 2) l.w_gate = gate_up[0], l.w_up = gate_up[1];
@@ -307,7 +313,8 @@ uint64_t Model::weight_bytes_per_token() const {
   uint64_t bytes = weights_.token_embd.row_bytes + weights_.output.row_bytes * weights_.output.rows;
   for (const auto& l : weights_.layers) {
     for (const WeightMatrix* w : l.matrices()) bytes += w->row_bytes * w->rows;
-    bytes += l.router.row_bytes * l.router.rows;
+    for (const WeightMatrix* w : {&l.router, &l.shared_gate, &l.shared_up, &l.shared_down})
+      bytes += w->row_bytes * w->rows;
     // A token reads expert_used_count of the experts (all alike in size).
     for (const auto* list : {&l.expert_gate, &l.expert_up, &l.expert_down})
       if (!list->empty()) bytes += list->front().row_bytes * list->front().rows * config_.n_expert_used;

@@ -40,6 +40,10 @@ struct LayerWeights {
   // into the file's 3-D tensors (expert e's rows follow expert e - 1's).
   WeightMatrix router;
   std::vector<WeightMatrix> expert_gate, expert_up, expert_down;
+  // The shared expert (ArchitectureSpec::moe_shared_expert) and its gate's
+  // n_embd weights; empty / null otherwise.
+  WeightMatrix shared_gate, shared_up, shared_down;
+  const float* shared_expert_gate = nullptr;
 
   // The seven matrices of a dense layer, for code that treats them alike.
   std::array<WeightMatrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
@@ -47,7 +51,8 @@ struct LayerWeights {
   // The router and every expert's matrices (empty for a dense layer).
   std::vector<WeightMatrix*> moe_matrices() {
     std::vector<WeightMatrix*> out;
-    if (router.data != nullptr) out.push_back(&router);
+    for (WeightMatrix* w : {&router, &shared_gate, &shared_up, &shared_down})
+      if (w->data != nullptr) out.push_back(w);
     for (auto* list : {&expert_gate, &expert_up, &expert_down})
       for (WeightMatrix& w : *list) out.push_back(&w);
     return out;

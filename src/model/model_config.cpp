@@ -113,6 +113,10 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     OMNIBUS_ASSIGN_OR_RETURN(c.n_expert, read_positive(f, a + ".expert_count", 4096));
     OMNIBUS_ASSIGN_OR_RETURN(c.n_expert_used, read_positive(f, a + ".expert_used_count", c.n_expert));
     OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_expert, read_positive(f, a + ".expert_feed_forward_length", kMaxDim));
+    if (c.spec->moe_shared_expert) {
+      OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_shared_expert,
+                               read_optional_positive(f, a + ".expert_shared_feed_forward_length", kMaxDim, c.n_ff));
+    }
   }
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr) return Status::not_found("tensor 'token_embd.weight' is missing");

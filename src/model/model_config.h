@@ -68,6 +68,7 @@ struct ModelConfig {
   int n_expert = 0;
   int n_expert_used = 0;
   int n_ff_expert = 0;  // each expert's hidden width
+  int n_ff_shared_expert = 0;  // the shared expert's (ArchitectureSpec::moe_shared_expert), else 0
   bool is_moe() const { return n_expert > 0; }
 
   int q_dim() const { return n_head * head_dim; }

@@ -14,7 +14,8 @@ TokenCost token_cost(const Model& model, KvCacheType kv_type) {
   for (const LayerWeights& l : w.layers) {
     for (const WeightMatrix* m : l.matrices()) params += static_cast<double>(m->rows * m->cols);
     // A token goes through the router and expert_used_count experts.
-    params += static_cast<double>(l.router.rows * l.router.cols);
+    for (const WeightMatrix* m : {&l.router, &l.shared_gate, &l.shared_up, &l.shared_down})
+      params += static_cast<double>(m->rows * m->cols);
     for (const auto* list : {&l.expert_gate, &l.expert_up, &l.expert_down})
       if (!list->empty()) params += static_cast<double>(list->front().rows * list->front().cols) * c.n_expert_used;
   }

@@ -35,8 +35,8 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
   v_.resize(b * c.kv_dim());
   attn_.resize(b * c.q_dim());
   proj_.resize(b * c.n_embd);
-  gate_.resize(b * std::max(c.n_ff, c.n_ff_expert));
-  up_.resize(b * std::max(c.n_ff, c.n_ff_expert));
+  gate_.resize(b * std::max({c.n_ff, c.n_ff_expert, c.n_ff_shared_expert}));
+  up_.resize(b * std::max({c.n_ff, c.n_ff_expert, c.n_ff_shared_expert}));
   if (c.is_moe()) {
     const size_t k = static_cast<size_t>(c.n_expert_used);
     router_logits_.resize(b * c.n_expert);

@@ -116,6 +116,7 @@ class ForwardPass final : public ModelRunner {
   // the chosen experts' MLPs of xn_.
   void route_rows(int layer, int n);
   void run_experts(int layer, int n);
+  void run_shared_expert(int layer, int n);
   static size_t position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
                               KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);

@@ -89,6 +89,33 @@ void ForwardPass::run_experts(int layer, int n) {
       axpy_f32(kernels_, slot_weight_[begin + s], moe_y_.data() + s * d,
                proj_.data() + int64_t{slot_row_[begin + s]} * d, d);
   }
+  if (l.shared_expert_gate != nullptr) run_shared_expert(layer, n);
+}
+
+// The shared expert, after the routed ones: every row, scaled by the
+// sigmoid of its gate's dot with the row.
+void ForwardPass::run_shared_expert(int layer, int n) {
+  const ModelConfig& c = model_->config();
+  const LayerWeights& l = model_->weights().layers[layer];
+  const int64_t d = c.n_embd;
+  {
+    ProfileScope scope(profiler_, ProfileOp::kFfnGateUp);
+    const MatmulTarget gate_up[] = {{&l.shared_gate, gate_.data()}, {&l.shared_up, up_.data()}};
+    matmul_shared_input(kernels_, gate_up, xn_.data(), n, &pool_);
+  }
+  {
+    ProfileScope scope(profiler_, ProfileOp::kFfnActivation);
+    swiglu(kernels_, gate_.data(), up_.data(), int64_t{n} * c.n_ff_shared_expert);
+  }
+  project(ProfileOp::kFfnDown, l.shared_down, gate_.data(), n, moe_y_.data());
+  ProfileScope scope(profiler_, ProfileOp::kResidual);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* x = xn_.data() + i * d;
+    double dot = 0;
+    for (int64_t k = 0; k < d; ++k) dot += double(l.shared_expert_gate[k]) * x[k];
+    const float gate = static_cast<float>(1.0 / (1.0 + std::exp(-dot)));
+    axpy_f32(kernels_, gate, moe_y_.data() + i * d, proj_.data() + i * d, d);
+  }
 }
 
 }  // namespace omnibus
