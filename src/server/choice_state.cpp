@@ -10,12 +10,13 @@ std::string openai_finish_reason(const std::string& engine_reason) {
 }
 
 ChoiceState::ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text,
-                         bool split_reasoning)
+                         bool split_reasoning, bool opens_thought)
     : index_(index),
       tokenizer_(tokenizer),
       logprobs_(logprobs),
       text_(std::move(echo_text)),
-      split_reasoning_(split_reasoning) {
+      split_reasoning_(split_reasoning),
+      splitter_(opens_thought) {
   next_offset_ = static_cast<int64_t>(text_.size());
 }
 

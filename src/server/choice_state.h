@@ -26,8 +26,9 @@ class ChoiceState {
   // `split_reasoning` (chat with a reasoning model): a leading <think>
   // block goes to ChoiceOutput::reasoning, apart from the text
   // (ReasoningSplitter).
+  // `opens_thought`: the prompt ended inside an open <think> block.
   ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text,
-              bool split_reasoning = false);
+              bool split_reasoning = false, bool opens_thought = false);
 
   // Folds in one event and returns what it adds. The delta's finish_reason
   // is "stop" or "length" when the event finished the choice that way, and

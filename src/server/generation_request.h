@@ -40,6 +40,7 @@ struct PreparedGeneration {
   // Chat with a reasoning model (ChatFormat::extract_reasoning): its
   // <think> block is returned as reasoning_content.
   bool split_reasoning = false;
+  bool opens_thought = false;  // the prompt ends inside an open <think> block
 
   // All prompts' tokens together (usage.prompt_tokens counts each prompt once,
   // whatever n).

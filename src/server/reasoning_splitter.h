@@ -27,6 +27,10 @@ struct ReasoningPiece {
 
 class ReasoningSplitter {
  public:
+  // `in_thought`: the prompt already opened the block (a thinking-only
+  // model's template ends with "<think>\n"), so the answer starts inside it.
+  explicit ReasoningSplitter(bool in_thought = false) : state_(in_thought ? State::kThinking : State::kStart) {}
+
   // The next piece of the answer; returns what can be told apart so far.
   ReasoningPiece feed(std::string_view text);
   // The end of the answer: whatever was held back.
@@ -36,7 +40,7 @@ class ReasoningSplitter {
   enum class State { kStart, kThinking, kAfterThought, kContent };
   void drain(bool final, ReasoningPiece& out);
 
-  State state_ = State::kStart;
+  State state_;
   std::string pending_;           // text not yet assigned
   bool thought_started_ = false;  // a thought character was emitted (leading newlines are skipped until then)
 };

@@ -65,6 +65,19 @@ TEST(ReasoningSplitterTest, LookalikeTagsStayInTheThought) {
   expect_split("<think>a <think> b</think>\nc", "a <think> b", "c");
 }
 
+// A thinking-only model's prompt opened the block: the answer starts inside it.
+TEST(ReasoningSplitterTest, PromptThatOpenedTheThought) {
+  for (size_t cut = 0; cut <= 30; ++cut) {
+    const std::string text = "weigh it\n</think>\n\nIt is 4.";
+    ReasoningSplitter s(/*in_thought=*/true);
+    ReasoningPiece a = s.feed(std::string_view(text).substr(0, std::min(cut, text.size())));
+    ReasoningPiece b = s.feed(std::string_view(text).substr(std::min(cut, text.size())));
+    ReasoningPiece c = s.finish();
+    EXPECT_EQ(a.reasoning + b.reasoning + c.reasoning, "weigh it") << cut;
+    EXPECT_EQ(a.content + b.content + c.content, "It is 4.") << cut;
+  }
+}
+
 TEST(ReasoningSplitterTest, PiecesComeOutAsSoonAsTheyAreKnown) {
   ReasoningSplitter s;
   EXPECT_EQ(s.feed("<thi").reasoning, "");

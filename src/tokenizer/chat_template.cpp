@@ -201,7 +201,13 @@ std::string render_phi(const std::vector<ChatMessage>& messages, bool add_genera
                        bool newlines) {
   const std::string_view nl = newlines ? "\n" : "";
   std::string out = newlines ? bos : std::string();
-  for (const ChatMessage& m : messages) append(&out, {"<|", m.role, "|>", nl, m.content, "<|end|>", nl});
+  for (const ChatMessage& m : messages) {
+    // Phi-3's templates write only these roles, and Phi-3.5's no empty system message.
+    if (newlines && ((m.role != "system" && m.role != "user" && m.role != "assistant") ||
+                     (m.role == "system" && m.content.empty())))
+      continue;
+    append(&out, {"<|", m.role, "|>", nl, m.content, "<|end|>", nl});
+  }
   if (add_generation_prompt) append(&out, {"<|assistant|>", nl});
   return out;
 }
@@ -209,26 +215,37 @@ std::string render_phi(const std::vector<ChatMessage>& messages, bool add_genera
 // Mistral v7 (tekken): BOS, the system message (the conversation's first,
 // else the template's default, when it has one), then [INST] turns and
 // answers closed by EOS, with no spaces between.
+// `space`: Mistral Large 2411's variant, a space after each opening tag and
+// before each answer.
 std::string render_mistral_v7(const std::vector<ChatMessage>& messages, const std::string& bos, const std::string& eos,
-                              const std::string& default_system) {
+                              const std::string& default_system, bool space) {
+  const std::string_view sp = space ? " " : "";
   std::string out = bos;
   size_t first = 0;
   if (!messages.empty() && messages[0].role == "system") {
-    append(&out, {"[SYSTEM_PROMPT]", messages[0].content, "[/SYSTEM_PROMPT]"});
+    append(&out, {"[SYSTEM_PROMPT]", sp, messages[0].content, "[/SYSTEM_PROMPT]"});
     first = 1;
   } else if (!default_system.empty()) {
-    append(&out, {"[SYSTEM_PROMPT]", default_system, "[/SYSTEM_PROMPT]"});
+    append(&out, {"[SYSTEM_PROMPT]", sp, default_system, "[/SYSTEM_PROMPT]"});
   }
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (m.role == "system") {
-      append(&out, {"[SYSTEM_PROMPT]", m.content, "[/SYSTEM_PROMPT]"});
+      append(&out, {"[SYSTEM_PROMPT]", sp, m.content, "[/SYSTEM_PROMPT]"});
     } else if (m.role == "assistant") {
-      append(&out, {m.content, eos});
+      append(&out, {sp, m.content, eos});
     } else {
-      append(&out, {"[INST]", m.content, "[/INST]"});
+      append(&out, {"[INST]", sp, m.content, "[/INST]"});
     }
   }
+  return out;
+}
+
+// Phi-4 (14B): ChatML with <|im_sep|> after the role and no newlines.
+std::string render_phi4(const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+  std::string out;
+  for (const ChatMessage& m : messages) append(&out, {"<|im_start|>", m.role, "<|im_sep|>", m.content, "<|im_end|>"});
+  if (add_generation_prompt) out += "<|im_start|>assistant<|im_sep|>";
   return out;
 }
 
@@ -266,9 +283,12 @@ bool is_plain_literal(std::string_view text) {
 
 ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
   if (recognised != nullptr) *recognised = true;
+  if (contains(src, "<|im_sep|>")) return ChatTemplateKind::kPhi4;
   if (contains(src, "<|im_start|>")) {
-    return contains(src, "<think>") && contains(src, "enable_thinking") ? ChatTemplateKind::kQwen3
-                                                                        : ChatTemplateKind::kChatML;
+    if (contains(src, "<think>") && contains(src, "enable_thinking")) return ChatTemplateKind::kQwen3;
+    // Thinking-only: the generation prompt itself opens the thought.
+    if (contains(src, "assistant\\n<think>\\n")) return ChatTemplateKind::kQwen3Thinking;
+    return ChatTemplateKind::kChatML;
   }
   if (contains(src, "<|start_header_id|>")) return ChatTemplateKind::kLlama3;
   if (contains(src, "<|assistant|>") && contains(src, "<|end|>")) {
@@ -277,7 +297,11 @@ ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
                                                                    : ChatTemplateKind::kPhi4Mini;
   }
   if (contains(src, "<start_of_turn>")) return ChatTemplateKind::kGemma;
-  if (contains(src, "[SYSTEM_PROMPT]")) return ChatTemplateKind::kMistralV7;
+  if (contains(src, "[SYSTEM_PROMPT]")) {
+    // Mistral Large 2411 writes '[INST] ' (a space inside the quotes); the tekken templates do not.
+    return contains(src, "[INST] '") || contains(src, "[INST] \"") ? ChatTemplateKind::kMistralV7
+                                                                   : ChatTemplateKind::kMistralV7Tekken;
+  }
   if (contains(src, "[INST]")) {
     return contains(src, "<<SYS>>") ? ChatTemplateKind::kLlama2 : ChatTemplateKind::kMistral;
   }
@@ -286,14 +310,17 @@ ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
 }
 
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name) {
-  for (ChatTemplateKind kind : {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2,
-                                ChatTemplateKind::kMistral, ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3,
-                                ChatTemplateKind::kPhi3, ChatTemplateKind::kPhi4Mini, ChatTemplateKind::kMistralV7}) {
+  for (ChatTemplateKind kind :
+       {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2, ChatTemplateKind::kMistral,
+        ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3, ChatTemplateKind::kPhi3, ChatTemplateKind::kPhi4Mini,
+        ChatTemplateKind::kMistralV7Tekken, ChatTemplateKind::kMistralV7, ChatTemplateKind::kPhi4,
+        ChatTemplateKind::kQwen3Thinking}) {
     if (name == chat_template_name(kind)) return kind;
   }
   return Status::invalid_argument(
       "unknown chat template '" + std::string(name) +
-      "' (expected chatml, llama3, llama2, mistral, gemma, qwen3, phi3, phi4-mini or mistral-v7)");
+      "' (expected chatml, llama3, llama2, mistral, gemma, qwen3, qwen3-thinking, phi3, phi4-mini, phi4, "
+      "mistral-v7 or mistral-v7-tekken)");
 }
 
 const char* chat_template_name(ChatTemplateKind kind) {
@@ -306,12 +333,19 @@ const char* chat_template_name(ChatTemplateKind kind) {
     case ChatTemplateKind::kQwen3: return "qwen3";
     case ChatTemplateKind::kPhi3: return "phi3";
     case ChatTemplateKind::kPhi4Mini: return "phi4-mini";
+    case ChatTemplateKind::kMistralV7Tekken: return "mistral-v7-tekken";
     case ChatTemplateKind::kMistralV7: return "mistral-v7";
+    case ChatTemplateKind::kPhi4: return "phi4";
+    case ChatTemplateKind::kQwen3Thinking: return "qwen3-thinking";
   }
   return "chatml";
 }
 
-bool chat_template_reasons(ChatTemplateKind kind) { return kind == ChatTemplateKind::kQwen3; }
+bool chat_template_reasons(ChatTemplateKind kind) {
+  return kind == ChatTemplateKind::kQwen3 || kind == ChatTemplateKind::kQwen3Thinking;
+}
+
+bool chat_template_opens_thought(ChatTemplateKind kind) { return kind == ChatTemplateKind::kQwen3Thinking; }
 
 std::string default_system_message(std::string_view src) {
   // Mistral v7: {%- set default_system_message = '...' %}.
@@ -323,6 +357,10 @@ std::string default_system_message(std::string_view src) {
       if (rest[i] == '\\') {
         ++i;
       } else if (rest[i] == quote) {
+        // Built from pieces ('... date is ' + today + '...'): not a literal
+        // we can reproduce, so none (as llama.cpp's built-in format).
+        const size_t next = rest.find_first_not_of(" \t\n", i + 1);
+        if (next != std::string_view::npos && rest[next] == '+') return {};
         return unescape_literal(rest.substr(0, i));
       }
     }
@@ -361,7 +399,15 @@ std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& m
     case ChatTemplateKind::kQwen3: return render_qwen3(messages, add_generation_prompt, options);
     case ChatTemplateKind::kPhi3: return render_phi(messages, add_generation_prompt, bos_text, true);
     case ChatTemplateKind::kPhi4Mini: return render_phi(messages, add_generation_prompt, bos_text, false);
-    case ChatTemplateKind::kMistralV7: return render_mistral_v7(messages, bos_text, eos_text, default_system);
+    case ChatTemplateKind::kMistralV7Tekken:
+      return render_mistral_v7(messages, bos_text, eos_text, default_system, false);
+    case ChatTemplateKind::kMistralV7: return render_mistral_v7(messages, bos_text, eos_text, default_system, true);
+    case ChatTemplateKind::kPhi4: return render_phi4(messages, add_generation_prompt);
+    case ChatTemplateKind::kQwen3Thinking: {
+      std::string out = render_qwen3(messages, add_generation_prompt, {});
+      if (add_generation_prompt) out += "<think>\n";
+      return out;
+    }
   }
   return {};
 }
@@ -386,7 +432,8 @@ Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view over
   } else {
     OMNIBUS_ASSIGN_OR_RETURN(format.kind, chat_template_from_name(override_name));
   }
-  if (format.kind == ChatTemplateKind::kChatML || format.kind == ChatTemplateKind::kMistralV7)
+  if (format.kind == ChatTemplateKind::kChatML || format.kind == ChatTemplateKind::kMistralV7Tekken ||
+      format.kind == ChatTemplateKind::kMistralV7)
     format.default_system = default_system_message(vocab.chat_template);
   auto text_of = [&vocab](int32_t id) {
     return id >= 0 && static_cast<size_t>(id) < vocab.tokens.size() ? vocab.tokens[id] : std::string();

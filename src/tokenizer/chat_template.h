@@ -11,9 +11,16 @@
 //   kMistral - Mistral-7B-Instruct v0.1/v0.2 "v1" format (" [INST] ... [/INST]")
 //   kGemma   - Gemma 3 (a system message becomes a prefix of the first user turn;
 //              without one, identical to Gemma 1/2)
-//   kMistralV7 - Mistral's v7 "tekken" format (Mistral Small 3.x, Magistral,
-//              Devstral): [SYSTEM_PROMPT]..[/SYSTEM_PROMPT][INST]..[/INST]
-//              without spaces, the template's default system message first
+//   kMistralV7Tekken - Mistral's v7 "tekken" format (Mistral Small 3.x,
+//              Magistral, Devstral): [SYSTEM_PROMPT]..[/SYSTEM_PROMPT]
+//              [INST]..[/INST] without spaces, the template's default
+//              system message first
+//   kMistralV7 - the same with a space after each tag and before each
+//              answer (Mistral Large 2411, Pixtral Large)
+//   kPhi4    - Phi-4 (14B): "<|im_start|>role<|im_sep|>content<|im_end|>"
+//   kQwen3Thinking - Qwen3's thinking-only models (Qwen3-*-Thinking-2507,
+//              QwQ): kQwen3's turns, and the generation prompt opens the
+//              thought ("<|im_start|>assistant\n<think>\n") every time
 //   kPhi3    - Phi-3 and Phi-3.5 ("<|role|>\ncontent<|end|>\n", BOS first)
 //   kPhi4Mini - Phi-4-mini ("<|role|>content<|end|>", no newlines, no BOS)
 //   kQwen3   - Qwen3 (ChatML whose assistant turns carry <think> blocks: a
@@ -33,7 +40,20 @@
 
 namespace omnibus {
 
-enum class ChatTemplateKind { kChatML, kLlama3, kLlama2, kMistral, kGemma, kQwen3, kPhi3, kPhi4Mini, kMistralV7 };
+enum class ChatTemplateKind {
+  kChatML,
+  kLlama3,
+  kLlama2,
+  kMistral,
+  kGemma,
+  kQwen3,
+  kPhi3,
+  kPhi4Mini,
+  kMistralV7Tekken,
+  kMistralV7,
+  kPhi4,
+  kQwen3Thinking
+};
 
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant" (others pass through where the format allows)
@@ -51,13 +71,16 @@ struct ChatRenderOptions {
 
 // The family writes and expects <think> blocks (its models reason).
 bool chat_template_reasons(ChatTemplateKind kind);
+// Its generation prompt ends inside an open <think> block: the answer
+// starts with thoughts and no "<think>" of its own.
+bool chat_template_opens_thought(ChatTemplateKind kind);
 
 // The family of a Jinja template, judged by its marker strings. When nothing
 // matches, *recognised (if given) is set to false and kChatML is returned.
 ChatTemplateKind detect_chat_template(std::string_view jinja_source, bool* recognised);
 
 // The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3",
-// "phi4-mini", "mistral-v7".
+// "phi4-mini", "phi4", "mistral-v7", "mistral-v7-tekken", "qwen3-thinking".
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name);
 const char* chat_template_name(ChatTemplateKind kind);
 

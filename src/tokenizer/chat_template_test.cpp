@@ -87,9 +87,19 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   EXPECT_EQ(detect_chat_template(kGemmaTemplate, &recognised), ChatTemplateKind::kGemma);
   EXPECT_TRUE(recognised);
   EXPECT_EQ(detect_chat_template(kQwen3TemplateExcerpt, &recognised), ChatTemplateKind::kQwen3);
+  // Qwen3-*-Thinking-2507 and QwQ: no enable_thinking, the prompt opens the thought.
+  EXPECT_EQ(detect_chat_template("{%- if '</think>' in content %}{%- if add_generation_prompt %}{{- "
+                                 "'<|im_start|>assistant\\n<think>\\n' }}{%- endif %}",
+                                 &recognised),
+            ChatTemplateKind::kQwen3Thinking);
   EXPECT_EQ(detect_chat_template(kPhi3Template, &recognised), ChatTemplateKind::kPhi3);
   EXPECT_EQ(detect_chat_template(kPhi4MiniTemplate, &recognised), ChatTemplateKind::kPhi4Mini);
-  EXPECT_EQ(detect_chat_template(kMistralV7Template, &recognised), ChatTemplateKind::kMistralV7);
+  EXPECT_EQ(detect_chat_template(kMistralV7Template, &recognised), ChatTemplateKind::kMistralV7Tekken);
+  EXPECT_EQ(detect_chat_template("{{- '[SYSTEM_PROMPT] ' + m + '[/SYSTEM_PROMPT]' }}{{- '[INST] ' + c + '[/INST]' }}",
+                                 &recognised),
+            ChatTemplateKind::kMistralV7);
+  EXPECT_EQ(detect_chat_template("{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}", &recognised),
+            ChatTemplateKind::kPhi4);
   EXPECT_TRUE(recognised);
   EXPECT_EQ(detect_chat_template("{{ messages }}", &recognised), ChatTemplateKind::kChatML);
   EXPECT_FALSE(recognised);
@@ -97,8 +107,8 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
 }
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
-  for (const char* name :
-       {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3", "phi4-mini", "mistral-v7"}) {
+  for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "qwen3-thinking", "phi3",
+                           "phi4-mini", "phi4", "mistral-v7", "mistral-v7-tekken"}) {
     auto kind = chat_template_from_name(name);
     ASSERT_TRUE(kind.is_ok());
     EXPECT_STREQ(chat_template_name(*kind), name);
@@ -172,17 +182,32 @@ TEST(ChatTemplateTest, Gemma) {
 TEST(ChatTemplateTest, MistralV7) {
   const std::string system = default_system_message(kMistralV7Template);
   EXPECT_EQ(system, "You are Mistral Small 3.\n\nWhen you're not sure, you say so.");
-  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7, kConversation, true, "<s>", "</s>", system),
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7Tekken, kConversation, true, "<s>", "</s>", system),
             "<s>[SYSTEM_PROMPT]You are a helpful assistant[/SYSTEM_PROMPT][INST]Hello[/INST]  Hi there \n</s>"
             "[INST]Who are you[/INST]");
-  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7, kUserOnly, true, "<s>", "</s>", system),
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7Tekken, kUserOnly, true, "<s>", "</s>", system),
             "<s>[SYSTEM_PROMPT]You are Mistral Small 3.\n\nWhen you're not sure, you say so.[/SYSTEM_PROMPT]"
             "[INST]Hello[/INST]");
+  // A default built from pieces (Mistral Small 3's: '... The current date is '
+  // + today + '...') is not one literal: none, as llama.cpp's built-in format.
+  EXPECT_EQ(default_system_message("{%- set default_system_message = 'You are Mistral. The date is ' + today + '.' %}"),
+            "");
+  // Mistral Large 2411's spaced variant (llama.cpp's "mistral-v7").
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7, kConversation, true, "<s>", "</s>"),
+            "<s>[SYSTEM_PROMPT] You are a helpful assistant[/SYSTEM_PROMPT][INST] Hello[/INST]   Hi there \n</s>"
+            "[INST] Who are you[/INST]");
   // Mistral Small 3 (2501): no default system message.
-  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7, kUserOnly, true, "<s>", "</s>"), "<s>[INST]Hello[/INST]");
+  EXPECT_EQ(render_chat(ChatTemplateKind::kMistralV7Tekken, kUserOnly, true, "<s>", "</s>"), "<s>[INST]Hello[/INST]");
 }
 
 TEST(ChatTemplateTest, Phi) {
+  EXPECT_EQ(render_chat(ChatTemplateKind::kPhi4, kConversation, true, ""),
+            "<|im_start|>system<|im_sep|>You are a helpful assistant<|im_end|><|im_start|>user<|im_sep|>Hello<|im_end|>"
+            "<|im_start|>assistant<|im_sep|>  Hi there \n<|im_end|><|im_start|>user<|im_sep|>Who are you<|im_end|>"
+            "<|im_start|>assistant<|im_sep|>");
+  // Phi-3's templates write only system, user and assistant turns, and no empty system message.
+  EXPECT_EQ(render_chat(ChatTemplateKind::kPhi3, {{"system", ""}, {"user", "Hi"}, {"tool", "42"}}, true, ""),
+            "<|user|>\nHi<|end|>\n<|assistant|>\n");
   EXPECT_EQ(render_chat(ChatTemplateKind::kPhi3, kConversation, true, "<s>"),
             "<s><|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\n  Hi there \n"
             "<|end|>\n<|user|>\nWho are you<|end|>\n<|assistant|>\n");
@@ -225,6 +250,10 @@ TEST(ChatTemplateTest, Qwen3) {
             "<|im_end|>\n<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n22C\n"
             "</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nIt is sunny.<|im_end|>\n"
             "<|im_start|>assistant\n");
+  // Thinking-only models: the same turns, the generation prompt opens the thought.
+  EXPECT_TRUE(chat_template_opens_thought(ChatTemplateKind::kQwen3Thinking));
+  EXPECT_EQ(render_chat(ChatTemplateKind::kQwen3Thinking, history, true, ""),
+            render_chat(ChatTemplateKind::kQwen3, history, true, "") + "<think>\n");
   // reasoning_content sent apart from the content.
   std::vector<ChatMessage> separate = {{"user", "Q"}, {"assistant", "A"}, {"assistant", "B"}};
   separate[1].reasoning_content = "\nthought\n";
