@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace omnibus {
@@ -112,7 +113,9 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (c.spec->moe) {
     OMNIBUS_ASSIGN_OR_RETURN(c.n_expert, read_positive(f, a + ".expert_count", 4096));
     OMNIBUS_ASSIGN_OR_RETURN(c.n_expert_used, read_positive(f, a + ".expert_used_count", c.n_expert));
-    OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_expert, read_positive(f, a + ".expert_feed_forward_length", kMaxDim));
+    // Older files leave it out; llama.cpp then takes n_ff / expert_used_count.
+    OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_expert, read_optional_positive(f, a + ".expert_feed_forward_length", kMaxDim,
+                                                                   std::max(1, c.n_ff / c.n_expert_used)));
     if (c.spec->moe_shared_expert) {
       OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_shared_expert,
                                read_optional_positive(f, a + ".expert_shared_feed_forward_length", kMaxDim, c.n_ff));
