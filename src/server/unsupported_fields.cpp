@@ -39,7 +39,9 @@ constexpr RefusedField kRefused[] = {
     {"suffix", is_empty_string, "insertion (text after the completion) is not implemented"},
     {"audio", never, "audio output is not implemented"},
     {"modalities", text_modality, "only text output is implemented; only [\"text\"] is accepted"},
-    {"reasoning_effort", never, "this model has no reasoning mode"},
+    {"reasoning_effort", never,
+     "reasoning effort levels are not implemented (a Qwen3 model's thinking is turned off with "
+     "chat_template_kwargs {\"enable_thinking\": false})"},
     {"verbosity", never, "answer verbosity control is not implemented"},
     {"web_search_options", never, "web search is not implemented"},
     // Extensions of other servers that change the answer.
