@@ -105,43 +105,41 @@ def attention_plan(p, d, q, kv):
     ]
 
 
-def tensor_plan(shape):
-    layers, d, heads, kv_heads, hd, ff, vocab, tied, _ = shape
-    q, kv = heads * hd, kv_heads * hd
+def model_plan(layers, d, vocab, tied, layer_tensors):
+    """The embedding, each layer's tensors (layer_tensors("blk.i.")), the
+    output norm and, when not tied, the output matrix."""
     plan = [("token_embd.weight", (vocab, d), np.float16)]
     for i in range(layers):
-        p = f"blk.{i}."
-        plan += attention_plan(p, d, q, kv) + [
-            (p + "ffn_norm.weight", (d,), np.float32),
-            (p + "ffn_gate.weight", (ff, d), np.float16),
-            (p + "ffn_up.weight", (ff, d), np.float16),
-            (p + "ffn_down.weight", (d, ff), np.float16),
-        ]
+        plan += layer_tensors(f"blk.{i}.")
     plan.append(("output_norm.weight", (d,), np.float32))
     if not tied:
         plan.append(("output.weight", (vocab, d), np.float16))
     return plan
+
+
+def tensor_plan(shape):
+    layers, d, heads, kv_heads, hd, ff, vocab, tied, _ = shape
+    q, kv = heads * hd, kv_heads * hd
+    return model_plan(layers, d, vocab, tied, lambda p: attention_plan(p, d, q, kv) + [
+        (p + "ffn_norm.weight", (d,), np.float32),
+        (p + "ffn_gate.weight", (ff, d), np.float16),
+        (p + "ffn_up.weight", (ff, d), np.float16),
+        (p + "ffn_down.weight", (d, ff), np.float16),
+    ])
 
 
 def moe_tensor_plan(shape, layers):
     _, d, heads, kv_heads, hd, experts, _, ff, vocab, tied, _, _ = shape
     q, kv = heads * hd, kv_heads * hd
-    plan = [("token_embd.weight", (vocab, d), np.float16)]
-    for i in range(layers):
-        p = f"blk.{i}."
-        plan += attention_plan(p, d, q, kv) + [
-            (p + "attn_q_norm.weight", (hd,), np.float32),
-            (p + "attn_k_norm.weight", (hd,), np.float32),
-            (p + "ffn_norm.weight", (d,), np.float32),
-            (p + "ffn_gate_inp.weight", (experts, d), "router"),  # F32, as converted files keep it
-            (p + "ffn_gate_exps.weight", (experts, ff, d), np.float16),
-            (p + "ffn_up_exps.weight", (experts, ff, d), np.float16),
-            (p + "ffn_down_exps.weight", (experts, d, ff), np.float16),
-        ]
-    plan.append(("output_norm.weight", (d,), np.float32))
-    if not tied:
-        plan.append(("output.weight", (vocab, d), np.float16))
-    return plan
+    return model_plan(layers, d, vocab, tied, lambda p: attention_plan(p, d, q, kv) + [
+        (p + "attn_q_norm.weight", (hd,), np.float32),
+        (p + "attn_k_norm.weight", (hd,), np.float32),
+        (p + "ffn_norm.weight", (d,), np.float32),
+        (p + "ffn_gate_inp.weight", (experts, d), "router"),  # F32, as converted files keep it
+        (p + "ffn_gate_exps.weight", (experts, ff, d), np.float16),
+        (p + "ffn_up_exps.weight", (experts, ff, d), np.float16),
+        (p + "ffn_down_exps.weight", (experts, d, ff), np.float16),
+    ])
 
 
 def write_f16(name, shape, path, layers=None):

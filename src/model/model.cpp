@@ -129,13 +129,7 @@ class WeightBinder {
                         std::to_string(rows) + "])");
       return w;
     }
-    const DTypeInfo* info = dtype_info(t->dtype);
-    if (info == nullptr || !info->computable) {
-      errors_.push_back("tensor '" + name + "' has type " + dtype_name(t->dtype) +
-                        ", which omnibus cannot compute yet (supported: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 "
-                        "q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs)");
-      return w;
-    }
+    if (!computable(name, *t)) return w;
     w.dtype = t->dtype;
     w.data = t->data.data();
     w.rows = rows;
@@ -143,6 +137,16 @@ class WeightBinder {
     w.row_bytes = t->nbytes / static_cast<uint64_t>(rows);
     m_.config_.parameter_count += rows * cols;
     return w;
+  }
+
+  // A matrix's weight type has kernels; otherwise the error says which do.
+  bool computable(const std::string& name, const GgufTensorInfo& t) {
+    const DTypeInfo* info = dtype_info(t.dtype);
+    if (info != nullptr && info->computable) return true;
+    errors_.push_back("tensor '" + name + "' has type " + dtype_name(t.dtype) +
+                      ", which omnibus cannot compute yet (supported: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 "
+                      "q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs)");
+    return false;
   }
 
   // A 2-D tensor whose rows are several matrices one after another (fused
@@ -175,12 +179,7 @@ class WeightBinder {
                         std::to_string(rows) + ", " + std::to_string(c.n_expert) + "])");
       return {};
     }
-    const DTypeInfo* info = dtype_info(t->dtype);
-    if (info == nullptr || !info->computable) {
-      errors_.push_back("tensor '" + name + "' has type " + dtype_name(t->dtype) +
-                        ", which omnibus cannot compute yet");
-      return {};
-    }
+    if (!computable(name, *t)) return {};
     const uint64_t expert_bytes = t->nbytes / static_cast<uint64_t>(c.n_expert);
     std::vector<WeightMatrix> out(c.n_expert);
     for (int e = 0; e < c.n_expert; ++e) {
@@ -311,14 +310,10 @@ uint64_t Model::repacked_bytes() const { return repacked_.size(); }
 
 uint64_t Model::weight_bytes_per_token() const {
   uint64_t bytes = weights_.token_embd.row_bytes + weights_.output.row_bytes * weights_.output.rows;
-  for (const auto& l : weights_.layers) {
-    for (const WeightMatrix* w : l.matrices()) bytes += w->row_bytes * w->rows;
-    for (const WeightMatrix* w : {&l.router, &l.shared_gate, &l.shared_up, &l.shared_down})
-      bytes += w->row_bytes * w->rows;
-    // A token reads expert_used_count of the experts (all alike in size).
-    for (const auto* list : {&l.expert_gate, &l.expert_up, &l.expert_down})
-      if (!list->empty()) bytes += list->front().row_bytes * list->front().rows * config_.n_expert_used;
-  }
+  for (const auto& l : weights_.layers)
+    l.for_each_matrix_a_token_reads(config_.n_expert_used, [&bytes](const WeightMatrix& w, int times) {
+      bytes += w.row_bytes * static_cast<uint64_t>(w.rows) * static_cast<uint64_t>(times);
+    });
   return bytes;
 }
 

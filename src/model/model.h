@@ -48,6 +48,17 @@ struct LayerWeights {
   // The seven matrices of a dense layer, for code that treats them alike.
   std::array<WeightMatrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
   std::array<const WeightMatrix*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
+  // fn(matrix, times) for every matrix a token goes through: the dense
+  // ones and a MoE layer's router and shared expert once, and one expert's
+  // matrices n_expert_used times (the experts are alike in size). Empty
+  // matrices have no rows. For per-token costs (bytes read, FLOPs).
+  template <class Fn>
+  void for_each_matrix_a_token_reads(int n_expert_used, Fn&& fn) const {
+    for (const WeightMatrix* w : matrices()) fn(*w, 1);
+    for (const WeightMatrix* w : {&router, &shared_gate, &shared_up, &shared_down}) fn(*w, 1);
+    for (const auto* list : {&expert_gate, &expert_up, &expert_down})
+      if (!list->empty()) fn(list->front(), n_expert_used);
+  }
   // The router and every expert's matrices (empty for a dense layer).
   std::vector<WeightMatrix*> moe_matrices() {
     std::vector<WeightMatrix*> out;

@@ -11,14 +11,10 @@ TokenCost token_cost(const Model& model, KvCacheType kv_type) {
   TokenCost cost;
   cost.weight_bytes = static_cast<double>(model.weight_bytes_per_token());
   double params = static_cast<double>(w.output.rows * w.output.cols);
-  for (const LayerWeights& l : w.layers) {
-    for (const WeightMatrix* m : l.matrices()) params += static_cast<double>(m->rows * m->cols);
-    // A token goes through the router and expert_used_count experts.
-    for (const WeightMatrix* m : {&l.router, &l.shared_gate, &l.shared_up, &l.shared_down})
-      params += static_cast<double>(m->rows * m->cols);
-    for (const auto* list : {&l.expert_gate, &l.expert_up, &l.expert_down})
-      if (!list->empty()) params += static_cast<double>(list->front().rows * list->front().cols) * c.n_expert_used;
-  }
+  for (const LayerWeights& l : w.layers)
+    l.for_each_matrix_a_token_reads(c.n_expert_used, [&params](const WeightMatrix& m, int times) {
+      params += static_cast<double>(m.rows * m.cols) * times;
+    });
   cost.matmul_flops = 2 * params;
   cost.kv_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, kv_type));
   // Per query head and position: a head_dim dot for the score and a

@@ -294,14 +294,7 @@ MaybeError parse_template_kwargs(const Json& obj, bool& enable_thinking) {
   if (!kwargs.is_object()) return wrong_type("chat_template_kwargs", "an object", kwargs);
   for (const auto& [key, value] : kwargs.items()) {
     const std::string param = "chat_template_kwargs." + key;
-    if (key != "enable_thinking") {
-      return ApiError::invalid(param,
-                               fmt::format("'{}' is not supported by this server: the chat template takes only "
-                                           "'enable_thinking'. It would change the prompt, so the request is refused "
-                                           "rather than answered without it",
-                                           param),
-                               "unsupported_parameter");
-    }
+    if (key != "enable_thinking") return unsupported_field(param, "the chat template takes only 'enable_thinking'");
     if (!value.is_boolean()) return wrong_type(param, "a boolean", value);
     enable_thinking = value.get<bool>();
   }

@@ -70,7 +70,9 @@ constexpr RefusedField kRefused[] = {
     {"continue_final_message", is_false, "the assistant turn is always opened"},
 };
 
-ApiError unsupported(const std::string& param, const std::string& what) {
+}  // namespace
+
+ApiError unsupported_field(const std::string& param, const std::string& what) {
   return ApiError::invalid(param,
                            fmt::format("'{}' is not supported by this server: {}. It would change the answer, "
                                        "so the request is refused rather than answered without it",
@@ -78,17 +80,15 @@ ApiError unsupported(const std::string& param, const std::string& what) {
                            "unsupported_parameter");
 }
 
-}  // namespace
-
 std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat, int32_t n) {
   for (const RefusedField& f : kRefused) {
-    if (has_field(body, f.name) && !f.neutral(body.at(f.name))) return unsupported(f.name, f.what);
+    if (has_field(body, f.name) && !f.neutral(body.at(f.name))) return unsupported_field(f.name, f.what);
   }
   if (!is_chat && has_field(body, "chat_template_kwargs") && !is_empty(body.at("chat_template_kwargs"))) {
-    return unsupported("chat_template_kwargs", "a completion's prompt goes through no chat template");
+    return unsupported_field("chat_template_kwargs", "a completion's prompt goes through no chat template");
   }
   if (is_chat && has_field(body, "echo") && !is_false(body.at("echo"))) {
-    return unsupported("echo", "echoing the prompt is for /v1/completions");
+    return unsupported_field("echo", "echoing the prompt is for /v1/completions");
   }
   if (has_field(body, "best_of")) {
     int64_t best_of = 1;
@@ -97,9 +97,10 @@ std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat,
       return ApiError::invalid("best_of", fmt::format("'best_of' ({}) must be at least 'n' ({})", best_of, n));
     }
     if (best_of > n) {
-      return unsupported("best_of", fmt::format("generating {} candidates to return the best {} is not implemented; "
-                                                "'best_of' equal to 'n' is accepted",
-                                                best_of, n));
+      return unsupported_field("best_of",
+                               fmt::format("generating {} candidates to return the best {} is not implemented; "
+                                           "'best_of' equal to 'n' is accepted",
+                                           best_of, n));
     }
   }
   return std::nullopt;
@@ -107,12 +108,12 @@ std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat,
 
 std::optional<ApiError> check_unsupported_message_fields(const Json& message, const std::string& param) {
   if (has_field(message, "tool_calls") && !is_empty(message.at("tool_calls"))) {
-    return unsupported(param + ".tool_calls", "tool calling is not implemented");
+    return unsupported_field(param + ".tool_calls", "tool calling is not implemented");
   }
   if (has_field(message, "function_call")) {
-    return unsupported(param + ".function_call", "function calling is not implemented");
+    return unsupported_field(param + ".function_call", "function calling is not implemented");
   }
-  if (has_field(message, "audio")) return unsupported(param + ".audio", "audio is not implemented");
+  if (has_field(message, "audio")) return unsupported_field(param + ".audio", "audio is not implemented");
   return std::nullopt;
 }
 

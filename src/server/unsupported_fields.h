@@ -27,6 +27,10 @@ namespace omnibus::server {
 // request's (already parsed) number of choices, for best_of.
 std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat, int32_t n);
 
+// The 400 for a field that would change the answer and is not implemented
+// (code "unsupported_parameter"): `param` names it, `what` says why.
+ApiError unsupported_field(const std::string& param, const std::string& what);
+
 // The first refused field of one chat message (tool_calls, function_call,
 // audio); `param` names the message, e.g. "messages[2]".
 std::optional<ApiError> check_unsupported_message_fields(const Json& message, const std::string& param);

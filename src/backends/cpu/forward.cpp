@@ -40,6 +40,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
   if (c.is_moe()) {
     const size_t k = static_cast<size_t>(c.n_expert_used);
     router_logits_.resize(b * c.n_expert);
+    router_exp_.resize(c.n_expert);
     moe_x_.resize(b * c.n_embd);
     moe_y_.resize(b * c.n_embd);
     chosen_expert_.resize(b * k);

@@ -162,6 +162,7 @@ class ForwardPass final : public ModelRunner {
   AlignedBuffer<float> router_logits_, moe_x_, moe_y_;
   std::vector<int32_t> chosen_expert_, slot_row_;
   std::vector<float> chosen_weight_, slot_weight_;
+  std::vector<double> router_exp_;  // one row's exp(logit - max), n_expert
   std::vector<int64_t> expert_rows_, expert_begin_;
   std::vector<uint64_t> expert_tokens_;  // RunnerStats
   uint64_t expert_runs_ = 0;

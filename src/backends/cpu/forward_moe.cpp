@@ -23,8 +23,8 @@ void ForwardPass::route_rows(int layer, int n) {
     // selects and weights by are floats).
     const float mx = *std::max_element(p, p + n_expert);
     double sum = 0;
-    for (int e = 0; e < n_expert; ++e) sum += std::exp(static_cast<double>(p[e]) - mx);
-    for (int e = 0; e < n_expert; ++e) p[e] = static_cast<float>(std::exp(static_cast<double>(p[e]) - mx) / sum);
+    for (int e = 0; e < n_expert; ++e) sum += (router_exp_[e] = std::exp(static_cast<double>(p[e]) - mx));
+    for (int e = 0; e < n_expert; ++e) p[e] = static_cast<float>(router_exp_[e] / sum);
     // The k largest, each the first of equals (k is small: 8 of 128).
     int32_t* chosen = chosen_expert_.data() + int64_t{i} * k;
     float* weight = chosen_weight_.data() + int64_t{i} * k;
