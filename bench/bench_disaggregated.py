@@ -34,12 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from serving.client import Endpoint  # noqa: E402
 from serving.servers import ServerProcess, free_port, omnibus_command  # noqa: E402
+from serving.workload import prompt_of_tokens  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORDS = ("budget council river library station garden market winter summer engine signal harbor museum "
-         "theory method sample result figure table measure process system network memory request answer "
-         "quickly slowly carefully openly because although whenever during between across").split()
-
 
 def post(url, path, body, content_type="application/json", timeout=600):
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -55,15 +52,7 @@ def post(url, path, body, content_type="application/json", timeout=600):
 
 def prompt_text(url, tokens, rng):
     """Text of about `tokens` tokens (checked with /tokenize), unique per call."""
-    words = [rng.choice(WORDS) for _ in range(tokens)]
-    while True:
-        text = " ".join(words)
-        n = Endpoint(url).tokenize(text)
-        if n is None:
-            raise SystemExit(f"POST {url}/tokenize failed")
-        if n <= tokens:
-            return text
-        words = words[: len(words) - (n - tokens) - 1]
+    return prompt_of_tokens(tokens, rng, Endpoint(url).tokenize)
 
 
 def completion(url, text, max_tokens):

@@ -268,8 +268,8 @@ TEST(ForwardBatchTest, RefusesACacheOfAnotherBackendOrModel) {
     int block_size() const override { return 16; }
     uint64_t bytes() const override { return 0; }
     int64_t block_transfer_bytes() const override { return 0; }
-    Status copy_block_out(int, uint8_t*) const override { return Status::ok(); }
-    Status copy_block_in(int, const uint8_t*) override { return Status::ok(); }
+    Status copy_block_out(int, int, uint8_t*) const override { return Status::ok(); }
+    Status copy_block_in(int, int, const uint8_t*) override { return Status::ok(); }
   } foreign;
   const std::vector<int32_t> table = {0};
   const BatchRow row{1, table, 0, true};
@@ -501,7 +501,100 @@ TEST(ForwardBatchTest, SlidingWindowHidesTokensBeforeTheWindowFromWindowLayers) 
   }
 }
 
-// A KV cache type other than f16 (--kv-type q8_0 / bf16): logits stay
+// Logits as engine_logits gives them, but from a store whose window layers
+// have a group of their own (PagedKvStore window_blocks), as the serving
+// engine's: the window layers' blocks a ring just long enough for one
+// step's window, each reused once its positions fall behind every later
+// row's window (what KvManager's release does), with kNoKvBlock in the
+// table elsewhere; the full layers' blocks ids a window pool's size apart,
+// so that a window layer that indexed its group with them would write a
+// neighbouring head's or layer's live block.
+std::vector<float> window_group_logits(std::shared_ptr<const Model> model, const std::vector<int32_t>& tokens,
+                                       int chunk, int threads, int block_size, int max_positions, KvCacheType kv_type) {
+  ThreadPool pool(threads);
+  ForwardPass fp(model, pool, chunk, max_positions, kernels());
+  const ModelConfig& c = model->config();
+  const int blocks = (max_positions + block_size - 1) / block_size;
+  const int ring = (c.sliding_window + chunk + block_size - 1) / block_size + 1;
+  const int window_blocks = ring + 2;
+  auto kv = PagedKvStore::create(c, blocks * window_blocks + 2, block_size, kv_type, window_blocks);
+  EXPECT_TRUE(kv.is_ok()) << kv.status().message();
+  std::vector<int32_t> table(blocks);
+  for (int b = 0; b < blocks; ++b) table[b] = 1 + b * window_blocks;
+  const int vocab = c.vocab_size;
+  std::vector<float> out(tokens.size() * vocab);
+  for (size_t start = 0; start < tokens.size(); start += chunk) {
+    const size_t end = std::min(tokens.size(), start + chunk);
+    std::vector<int32_t> window(blocks, kNoKvBlock);
+    const int64_t first = std::max<int64_t>(0, static_cast<int64_t>(start) - c.sliding_window + 1) / block_size;
+    for (int64_t b = first; b <= static_cast<int64_t>(end - 1) / block_size; ++b)
+      window[b] = 1 + static_cast<int32_t>(b % ring);
+    std::vector<BatchRow> rows;
+    for (size_t p = start; p < end; ++p) rows.push_back({tokens[p], table, static_cast<int32_t>(p), true, window});
+    const Status st = fp.run(rows, *kv, out.data() + start * vocab);
+    EXPECT_TRUE(st.is_ok()) << st.message();
+  }
+  return out;
+}
+
+// Window layers in a group of their own, their blocks reused as the window
+// moves on: the same bits as every layer in one pool, for each cache type,
+// one row a step (decode) and several (prefill chunks), windows inside one
+// softmax chunk and across two.
+TEST(ForwardBatchTest, WindowGroupGivesTheSameBitsAsOnePool) {
+  for (int window : {5, 300}) {
+    TinyModelSpec spec;
+    spec.architecture = "gemma3";
+    spec.n_layer = 6;
+    spec.head_dim = 32;  // whole q8_0 / q4_0 groups
+    spec.sliding_window = window;
+    const auto bytes = make_tiny_model_bytes(spec);
+    auto model = load_tiny_model(bytes);
+    const int n = window == 5 ? 40 : 420;
+    const auto tokens = random_tokens(n, model->config().vocab_size, 5);
+    for (KvCacheType type : {KvCacheType::kF16, KvCacheType::kQ8_0, KvCacheType::kQ4_0}) {
+      for (auto [chunk, block_size] : {std::pair{1, 4}, {7, 16}, {64, 8}}) {
+        const auto one_pool = engine_logits(model, tokens, chunk, 2, block_size, n + 8, type);
+        const auto grouped = window_group_logits(model, tokens, chunk, 2, block_size, n + 8, type);
+        EXPECT_EQ(0, std::memcmp(one_pool.data(), grouped.data(), one_pool.size() * sizeof(float)))
+            << "window " << window << ", " << kv_cache_type_name(type) << ", chunk " << chunk << ", block size "
+            << block_size;
+      }
+    }
+  }
+}
+
+// The runner refuses a row whose window block table lacks a block its
+// window reads.
+TEST(ForwardBatchTest, WindowGroupRefusesAMissingWindowBlock) {
+  TinyModelSpec spec;
+  spec.architecture = "gemma3";
+  spec.n_layer = 6;
+  spec.sliding_window = 4;
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = load_tiny_model(bytes);
+  ThreadPool pool(1);
+  ForwardPass fp(model, pool, 4, 64, kernels());
+  auto kv = PagedKvStore::create(model->config(), 8, 4, KvCacheType::kF16, 3);
+  ASSERT_TRUE(kv.is_ok());
+  const std::vector<int32_t> table = contiguous_table(8);
+  std::vector<float> logits(model->config().vocab_size);
+  // Position 5 sees 2..5: window blocks 0 and 1.
+  const std::vector<int32_t> missing = {kNoKvBlock, 2};
+  const BatchRow row{1, table, 5, true, missing};
+  const Status st = fp.run(std::span(&row, 1), *kv, logits.data());
+  EXPECT_FALSE(st.is_ok());
+  const std::vector<int32_t> beyond = {0, 3};
+  const BatchRow row2{1, table, 5, true, beyond};
+  EXPECT_FALSE(fp.run(std::span(&row2, 1), *kv, logits.data()).is_ok());
+  const std::vector<int32_t> fine = {0, 2};
+  const BatchRow row3{1, table, 5, true, fine};
+  EXPECT_TRUE(fp.run(std::span(&row3, 1), *kv, logits.data()).is_ok());
+  const std::vector<int32_t> later = {kNoKvBlock, 2};
+  const BatchRow row4{1, table, 7, true, later};  // sees 4..7: block 1 only
+  EXPECT_TRUE(fp.run(std::span(&row4, 1), *kv, logits.data()).is_ok());
+}
+
 // bit-identical however rows are batched, chunked, threaded or cut into
 // blocks (rows past one softmax chunk included), and within
 // `tolerance` x max |logit| of the f16 cache's.

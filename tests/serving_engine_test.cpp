@@ -13,8 +13,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "engine/serving_engine.h"
+#include "engine_test_util.h"
 #include "tiny_model.h"
-#include "tokenizer/test_vocabs.h"
 
 namespace omnibus {
 namespace {
@@ -48,40 +48,27 @@ class ServingEngineTest : public ::testing::Test {
   int threads_ = 1;  // of the engines make_engine makes
 
   std::unique_ptr<ServingEngine> make_engine(ServingEngineOptions options) {
-    VocabData vocab = testing_vocabs::byte_level_vocab({}, {{"<|end|>", TokenType::kControl}});
-    vocab.eos_id = kVocab - 1;
-    vocab.end_of_generation_ids = {kVocab - 1};
-    auto tok = Tokenizer::create(std::move(vocab));
-    EXPECT_TRUE(tok.is_ok()) << tok.status().message();
+    std::unique_ptr<Tokenizer> tok = testing::byte_tokenizer();
+    EXPECT_NE(tok, nullptr);
     if (options.context_length == 0) options.context_length = 512;
     // The default 512 MiB pool is faulted in at creation; the tiny model's
     // 256 bytes a token need far less (32 MiB: 131,072 tokens).
     if (options.kv_cache_bytes == ServingEngineOptions{}.kv_cache_bytes) options.kv_cache_bytes = int64_t{32} << 20;
     options.model_id = "tiny";
     backends_.push_back(std::make_unique<CpuBackend>(threads_));
-    auto engine = ServingEngine::create(model_, *backends_.back(), std::move(tok).value(), ChatFormat{}, options);
+    auto engine = ServingEngine::create(model_, *backends_.back(), std::move(tok), ChatFormat{}, options);
     EXPECT_TRUE(engine.is_ok()) << engine.status().message();
     return std::move(engine).value();
   }
 
   static EngineRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-    EngineRequest r;
-    r.prompt = std::move(prompt);
-    r.max_tokens = max_tokens;
-    r.sampling.temperature = 0;
-    r.ignore_eos = true;
-    return r;
+    return testing::greedy_request(std::move(prompt), max_tokens);
   }
 
   // Waits for the stream's final event, collecting everything before it.
   static Output collect(RequestStream& stream) {
     Output out;
-    std::vector<StreamEvent> events;
-    for (int waited = 0; waited < 600; ++waited) {
-      stream.wait(events, 100ms);
-      if (!events.empty() && events.back().finished) break;
-    }
-    for (const StreamEvent& e : events) {
+    for (const StreamEvent& e : testing::wait_for_finish(stream)) {
       out.text += e.text;
       for (const GeneratedToken& t : e.tokens) {
         out.tokens.push_back(t.token);
@@ -104,18 +91,7 @@ class ServingEngineTest : public ::testing::Test {
   }
 
   // Prompts of awkward lengths; every third shares a 37-token head.
-  static std::vector<std::vector<int32_t>> prompts(int count) {
-    std::vector<std::vector<int32_t>> out;
-    for (int i = 0; i < count; ++i) {
-      std::vector<int32_t> p;
-      if (i % 3 == 0)
-        for (int j = 0; j < 37; ++j) p.push_back((j * 7 + 3) % 200);
-      const int len = 1 + (i * 13) % 41;
-      for (int j = 0; j < len; ++j) p.push_back((i * 31 + j * 17) % 250);
-      out.push_back(std::move(p));
-    }
-    return out;
-  }
+  static std::vector<std::vector<int32_t>> prompts(int count) { return testing::mixed_prompts(count, 3, 37, 1, 13); }
 
   std::vector<Output> run_alone(ServingEngineOptions options, const std::vector<std::vector<int32_t>>& ps,
                                 int64_t max_tokens) {

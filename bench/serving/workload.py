@@ -8,7 +8,7 @@ used to measure TTFT without a cached prefix.
 """
 
 import random
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 _COMPANIES = [
     "Northwind Harbor Logistics", "Bluefield Orchard Cooperative", "Copperline Transit Works",
@@ -150,3 +150,22 @@ def estimate_tokens(text: str) -> int:
     """Last-resort count when no tokenizer is reachable: this text runs at
     about 5.2 characters per token under SmolLM2's BPE."""
     return max(1, round(len(text) / 5.2))
+
+
+PROMPT_WORDS = ("budget council river library station garden market winter summer engine signal harbor museum "
+                "theory method sample result figure table measure process system network memory request answer "
+                "quickly slowly carefully openly because although whenever during between across").split()
+
+
+def prompt_of_tokens(tokens: int, rng: random.Random, count_tokens: Callable[[str], Optional[int]]) -> str:
+    """Random words making at most `tokens` tokens, as `count_tokens` (a server's
+    /tokenize) counts them, and close to it."""
+    words = [rng.choice(PROMPT_WORDS) for _ in range(tokens)]
+    while True:
+        text = " ".join(words)
+        n = count_tokens(text)
+        if n is None:
+            raise RuntimeError("counting the prompt's tokens (/tokenize) failed")
+        if n <= tokens:
+            return text
+        words = words[: len(words) - (n - tokens) - 1]

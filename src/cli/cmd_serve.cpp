@@ -36,6 +36,7 @@ struct ServeOptions {
   int64_t kv_cache_mib = 512;
   int64_t kv_import_max_mib = 64;
   bool no_prefix_cache = false;
+  bool no_window_kv = false;
   double slo_ttft_ms = 0;
   double slo_tpot_ms = 0;
   std::string chat_template;
@@ -97,6 +98,7 @@ int serve(ServeOptions& o) {
   o.http.idle_timeout = to_ms(o.idle_timeout_s);
   o.http.write_timeout = to_ms(o.write_timeout_s);
   o.engine.prefix_caching = !o.no_prefix_cache;
+  o.engine.window_kv = !o.no_window_kv;
   o.engine.slo = {o.slo_ttft_ms / 1e3, o.slo_tpot_ms / 1e3};
   o.engine.kv_type = o.model.kv_type;
 
@@ -190,6 +192,8 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-cache-mib", o->kv_cache_mib, "KV cache pool, allocated once at start")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Do not reuse cached prompt prefixes");
+  cmd->add_flag("--no-window-kv", o->no_window_kv,
+                "Keep sliding-window layers' K/V for the whole context (default: only what each window still sees)");
   cmd->add_option("--slo-ttft-ms", o->slo_ttft_ms, "TTFT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--slo-tpot-ms", o->slo_tpot_ms, "TPOT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--chat-template", o->chat_template,

@@ -13,7 +13,7 @@ Result<std::unique_ptr<LogitsEvaluator>> LogitsEvaluator::create(std::shared_ptr
   OMNIBUS_RETURN_IF_ERROR(model->config().check_context(context));
   std::unique_ptr<LogitsEvaluator> e(new LogitsEvaluator());
   const int blocks = (context + kBlockSize - 1) / kBlockSize;
-  OMNIBUS_ASSIGN_OR_RETURN(e->kv_, backend.create_kv_cache(model->config(), blocks, kBlockSize, kv_type));
+  OMNIBUS_ASSIGN_OR_RETURN(e->kv_, backend.create_kv_cache(model->config(), blocks, kBlockSize, kv_type, 0));
   e->block_table_.resize(blocks);
   for (int b = 0; b < blocks; ++b) e->block_table_[b] = b;
   OMNIBUS_ASSIGN_OR_RETURN(e->runner_, backend.create_runner(model, chunk, context));

@@ -12,11 +12,11 @@ namespace omnibus {
 namespace {
 
 constexpr char kMagic[4] = {'O', 'M', 'K', 'V'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the window tail
 constexpr size_t kTypeNameBytes = 8;
 // magic, version, fingerprint, type name, four u32 shapes, block bytes,
 // token count.
-constexpr size_t kHeaderBytes = 4 + 4 + 8 + kTypeNameBytes + 4 * 4 + 8 + 8;
+constexpr size_t kHeaderBytes = 4 + 4 + 8 + kTypeNameBytes + 5 * 4 + 8 + 8;
 constexpr size_t kChecksumBytes = 8;
 
 class Fnv1a {
@@ -124,6 +124,7 @@ KvTransferShape kv_transfer_shape(uint64_t fingerprint, const ModelConfig& confi
   s.n_head_kv = config.n_head_kv;
   s.head_dim = config.head_dim;
   s.block_bytes = cache.block_transfer_bytes();
+  s.window_tail = cache.window_blocks() > 0 ? config.sliding_window : 0;
   return s;
 }
 
@@ -141,6 +142,7 @@ std::string encode_kv_transfer(const KvTransferShape& shape, std::span<const int
   put<uint32_t>(out, static_cast<uint32_t>(shape.n_layer));
   put<uint32_t>(out, static_cast<uint32_t>(shape.n_head_kv));
   put<uint32_t>(out, static_cast<uint32_t>(shape.head_dim));
+  put<uint32_t>(out, static_cast<uint32_t>(shape.window_tail));
   put<uint64_t>(out, static_cast<uint64_t>(shape.block_bytes));
   put<uint64_t>(out, tokens.size());
   out.append(reinterpret_cast<const char*>(tokens.data()), tokens.size() * sizeof(int32_t));
@@ -166,7 +168,7 @@ Result<KvTransferContents> decode_kv_transfer(std::string_view blob, const KvTra
 
   HeaderReader r(body);
   char magic[4];
-  uint32_t version = 0, block_size = 0, n_layer = 0, n_head_kv = 0, head_dim = 0;
+  uint32_t version = 0, block_size = 0, n_layer = 0, n_head_kv = 0, head_dim = 0, window_tail = 0;
   uint64_t fingerprint = 0, block_bytes = 0, n_tokens = 0;
   char name[kTypeNameBytes];
   r.get(&magic);
@@ -177,6 +179,7 @@ Result<KvTransferContents> decode_kv_transfer(std::string_view blob, const KvTra
   r.get(&n_layer);
   r.get(&n_head_kv);
   r.get(&head_dim);
+  r.get(&window_tail);
   r.get(&block_bytes);
   r.get(&n_tokens);
   if (version != kVersion) return mismatch("format version", std::to_string(version), std::to_string(kVersion));
@@ -195,6 +198,13 @@ Result<KvTransferContents> decode_kv_transfer(std::string_view blob, const KvTra
       head_dim != static_cast<uint32_t>(expected.head_dim))
     return mismatch("shape (layers, KV heads, head size)", fmt::format("{}, {}, {}", n_layer, n_head_kv, head_dim),
                     fmt::format("{}, {}, {}", expected.n_layer, expected.n_head_kv, expected.head_dim));
+  if (window_tail != 0 && expected.window_tail == 0)
+    return Status::invalid_argument(fmt::format(
+        "the KV blob holds the sliding-window layers' last {} positions only (its sender keeps only the window); "
+        "this server keeps every layer whole (--no-window-kv or a backend without window KV) and cannot take it",
+        window_tail));
+  if (window_tail != 0 && window_tail != static_cast<uint32_t>(expected.window_tail))
+    return mismatch("sliding window", std::to_string(window_tail), std::to_string(expected.window_tail));
   if (block_bytes != static_cast<uint64_t>(expected.block_bytes))
     return mismatch("bytes per block", std::to_string(block_bytes), std::to_string(expected.block_bytes));
   if (n_tokens == 0 || n_tokens % block_size != 0)

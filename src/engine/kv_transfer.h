@@ -4,10 +4,16 @@
 // Layout, little-endian:
 //   "OMKV"  u32 version  u64 model fingerprint  char[8] cache type name
 //   u32 block size  u32 layers  u32 KV heads  u32 head size
-//   u64 bytes per block  u64 token count (whole blocks)
+//   u32 window tail  u64 bytes per block  u64 token count (whole blocks)
 //   i32 tokens[token count]
 //   the blocks' bytes, in token order (KvCache::copy_block_out)
 //   u64 FNV-1a of everything before it
+// Window tail: 0, or (a sender whose sliding-window layers keep only their
+// window, KvCache::window_blocks() > 0) the window: those layers' bytes
+// are real only for blocks the last token's window reaches, zeros before.
+// A receiver that keeps every layer whole refuses such a blob (it would
+// cache the zeros as K/V of earlier prefixes); one with a window group
+// takes either kind, keeping only the last window.
 // The decoder trusts nothing: every field is checked against what the
 // receiving instance expects, sizes before they are used, and a mismatch
 // or a damaged blob is an error that names the field.
@@ -37,6 +43,9 @@ struct KvTransferShape {
   int32_t n_head_kv = 0;
   int32_t head_dim = 0;
   int64_t block_bytes = 0;
+  // This side's window group: the sliding window when window layers keep
+  // only it, else 0 (see the layout above).
+  int32_t window_tail = 0;
 };
 
 // A 64-bit fingerprint of the model's weights: the architecture, every

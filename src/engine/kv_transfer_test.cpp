@@ -77,10 +77,27 @@ TEST(KvTransfer, RefusesAnotherFormatVersion) {
   std::string blob = encode_kv_transfer(s, tokens(8), blocks(2, s.block_bytes));
   // Version 2 in the header, with the checksum made right again.
   std::string body = blob.substr(0, blob.size() - 8);
-  body[4] = 2;
+  body[4] = 3;
   const uint64_t sum = kv_transfer_checksum(body);
   body.append(reinterpret_cast<const char*>(&sum), sizeof sum);
-  EXPECT_NE(error_of(body, s).find("format version is 2"), std::string::npos);
+  EXPECT_NE(error_of(body, s).find("format version is 3"), std::string::npos);
+}
+
+// A blob whose window layers hold only the last window cannot go to a
+// receiver that keeps every layer whole (it would cache the zeros); a
+// receiver with a window group takes blobs of either kind.
+TEST(KvTransfer, WindowTailBlobsGoOnlyToWindowReceivers) {
+  KvTransferShape windowed = shape();
+  windowed.window_tail = 512;
+  const KvTransferShape whole = shape();
+  const std::string from_windowed = encode_kv_transfer(windowed, tokens(8), blocks(2, windowed.block_bytes));
+  const std::string from_whole = encode_kv_transfer(whole, tokens(8), blocks(2, whole.block_bytes));
+  EXPECT_NE(error_of(from_windowed, whole).find("keeps every layer whole"), std::string::npos);
+  EXPECT_TRUE(decode_kv_transfer(from_windowed, windowed, 100).is_ok());
+  EXPECT_TRUE(decode_kv_transfer(from_whole, windowed, 100).is_ok());
+  KvTransferShape other_window = windowed;
+  other_window.window_tail = 256;
+  EXPECT_NE(error_of(from_windowed, other_window).find("sliding window"), std::string::npos);
 }
 
 TEST(KvTransfer, RefusesWrongCountsEvenWithAGoodChecksum) {

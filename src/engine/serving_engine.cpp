@@ -63,8 +63,33 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
   OMNIBUS_RETURN_IF_ERROR(config.check_context(e->context_length_));
 
-  const int64_t block_bytes = kv_bytes_per_token(config, options.kv_type) * options.kv_block_size;
-  e->num_blocks_ = options.kv_cache_bytes / block_bytes;
+  const int64_t layer_block_bytes =
+      kv_bytes_per_token(config, options.kv_type) / config.n_layer * options.kv_block_size;
+  int64_t block_bytes = layer_block_bytes * config.n_layer;
+  int64_t window_block_bytes = 0;
+  if (options.window_kv && config.sliding_window > 0 && backend.window_kv()) {
+    // The window pool: every sequence the scheduler may run holds its
+    // window's blocks plus one partly filled on each side, and one step's
+    // new positions (max_batched_tokens over all sequences) need blocks of
+    // their own until their commit frees what falls behind.
+    int window_layers = 0;
+    for (int layer = 0; layer < config.n_layer; ++layer) window_layers += config.layer_has_window(layer) ? 1 : 0;
+    const int64_t bs = options.kv_block_size;
+    const int64_t per_sequence = (config.sliding_window + bs - 1) / bs + 2;
+    const int64_t wanted =
+        options.scheduler.max_seqs * per_sequence + (options.scheduler.max_batched_tokens + bs - 1) / bs;
+    // At most half the budget: a small pool is better spent on full
+    // layers' context; the window pool must still carry one sequence's
+    // biggest step, or the split is not worth having.
+    const int64_t affordable = options.kv_cache_bytes / 2 / (layer_block_bytes * window_layers);
+    const int64_t one_sequence = per_sequence + (options.scheduler.max_batched_tokens + bs - 1) / bs;
+    if (window_layers < config.n_layer && std::min(wanted, affordable) >= one_sequence) {
+      e->window_blocks_ = std::min(wanted, affordable);
+      window_block_bytes = layer_block_bytes * window_layers;
+      block_bytes = layer_block_bytes * (config.n_layer - window_layers);
+    }
+  }
+  e->num_blocks_ = (options.kv_cache_bytes - e->window_blocks_ * window_block_bytes) / block_bytes;
   if (e->num_blocks_ < 1)
     return Status::invalid_argument("a KV cache of " + std::to_string(options.kv_cache_bytes) +
                                     " bytes holds no KV block (one block is " + std::to_string(block_bytes) +
@@ -75,10 +100,15 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
     log_warn("the KV pool holds {} tokens, less than one full context of {}; longer requests get a 400", pool_tokens,
              e->context_length_);
 
-  OMNIBUS_ASSIGN_OR_RETURN(e->kv_store_, backend.create_kv_cache(config, static_cast<int>(e->num_blocks_),
-                                                                 options.kv_block_size, options.kv_type));
+  OMNIBUS_ASSIGN_OR_RETURN(e->kv_store_,
+                           backend.create_kv_cache(config, static_cast<int>(e->num_blocks_), options.kv_block_size,
+                                                   options.kv_type, static_cast<int>(e->window_blocks_)));
   KvManagerOptions kv_options;
   kv_options.num_blocks = static_cast<int32_t>(e->num_blocks_);
+  if (e->window_blocks_ > 0) {
+    kv_options.window = config.sliding_window;
+    kv_options.window_blocks = static_cast<int32_t>(e->window_blocks_);
+  }
   kv_options.block_size = options.kv_block_size;
   kv_options.enable_prefix_caching = options.prefix_caching;
   OMNIBUS_ASSIGN_OR_RETURN(KvManager kv, KvManager::create(kv_options));
@@ -117,10 +147,18 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
     e->gauges_.machine_memory_bandwidth = options.machine_memory_bandwidth;
     e->gauges_.machine_peak_flops = options.machine_peak_flops;
     e->gauges_.kv_blocks_total = e->num_blocks_;
+    e->gauges_.kv_window_blocks_total = e->window_blocks_;
   }
+  e->kv_block_bytes_ = block_bytes;
+  e->kv_window_block_bytes_ = window_block_bytes;
   e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
   e->chat_format_ = std::move(chat_format);
+  if (options.announce && e->window_blocks_ > 0)
+    log_info(
+        "sliding-window layers keep only their window: {} blocks of their own ({:.0f} MiB), the full layers' "
+        "pool holds {} tokens",
+        e->window_blocks_, e->window_blocks_ * window_block_bytes / 1048576.0, pool_tokens);
   if (options.announce)
     log_info(
         "serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB, {}), context {}, max {} tokens and {} "
@@ -291,6 +329,9 @@ void ServingEngine::publish_gauges() {
   gauges_.kv_blocks_used = kv.blocks_used;
   gauges_.kv_blocks_total = kv.blocks_total;
   gauges_.kv_blocks_cached = kv.blocks_cached;
+  gauges_.kv_window_blocks_used = kv.window_blocks_used;
+  gauges_.kv_window_blocks_total = kv.window_blocks_total;
+  gauges_.kv_bytes_used = kv.blocks_used * kv_block_bytes_ + kv.window_blocks_used * kv_window_block_bytes_;
   gauges_.prefix_queried_tokens = kv.prefix_queried_tokens;
   gauges_.prefix_hit_tokens = kv.prefix_hit_tokens;
   gauges_.preemptions = s.preemptions;
@@ -433,7 +474,8 @@ Status ServingEngine::run_step(const StepPlan& plan) {
     }
     const auto n = static_cast<int64_t>(c.tokens.size());
     for (int64_t i = 0; i < n; ++i)
-      rows_.push_back({c.tokens[i], c.block_table, static_cast<int32_t>(c.start_pos + i), i >= n - c.logits_rows()});
+      rows_.push_back({c.tokens[i], c.block_table, static_cast<int32_t>(c.start_pos + i), i >= n - c.logits_rows(),
+                       c.window_block_table});
   }
   // A logits row per sampled row; more than at creation only when a
   // request's own speculation guesses more than the engine's.
@@ -560,6 +602,7 @@ Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
     }
     cached = kv_->match_prefix(probe, prompt, /*count=*/false);
     const std::span<const BlockId> table = kv_->block_table(probe);
+    const std::span<const BlockId> window_table = kv_->window_block_table(probe);
     const int64_t n_blocks = cached / block_size;
     try {
       blocks.resize(static_cast<size_t>(n_blocks * transfer_shape().block_bytes));
@@ -569,7 +612,7 @@ Result<std::string> ServingEngine::export_kv(std::vector<int32_t> prompt) {
       return;
     }
     for (int64_t b = 0; b < n_blocks && failed.is_ok(); ++b)
-      failed = kv_store_->copy_block_out(table[b],
+      failed = kv_store_->copy_block_out(table[b], window_table.empty() ? kNoKvBlock : window_table[b],
                                          reinterpret_cast<uint8_t*>(blocks.data()) + b * transfer_shape().block_bytes);
     kv_->free_sequence(probe);
   }));
@@ -615,16 +658,20 @@ Result<int64_t> ServingEngine::import_kv(std::string_view blob) {
       return;
     }
     const int64_t cached = kv_->match_prefix(probe, lookup, /*count=*/false);
-    if (!kv_->ensure_capacity(probe, n)) {
+    // Window layers: only the blocks the next token's window reads.
+    if (!kv_->ensure_capacity(probe, n, n - model_->config().sliding_window + 1)) {
       kv_->free_sequence(probe);
       result = Status::resource_exhausted(fmt::format(
           "the KV pool has no room for {} more blocks now; try again later", (n - cached) / kv_->block_size()));
       return;
     }
     const std::span<const BlockId> table = kv_->block_table(probe);
+    const std::span<const BlockId> window_table = kv_->window_block_table(probe);
     const auto* bytes = reinterpret_cast<const uint8_t*>(contents.blocks.data());
     for (int64_t b = cached / kv_->block_size(); b < n / kv_->block_size(); ++b) {
-      if (Status s = kv_store_->copy_block_in(table[b], bytes + b * transfer_shape().block_bytes); !s.is_ok()) {
+      const BlockId window_block = window_table.empty() ? kNoKvBlock : window_table[b];
+      if (Status s = kv_store_->copy_block_in(table[b], window_block, bytes + b * transfer_shape().block_bytes);
+          !s.is_ok()) {
         // Nothing committed: the probe's new blocks go back to the pool
         // unpublished, whatever they hold.
         kv_->free_sequence(probe);

@@ -51,6 +51,11 @@ struct ServingEngineOptions {
   KvCacheType kv_type = KvCacheType::kF16;  // --kv-type
   int64_t kv_cache_bytes = int64_t{512} << 20;  // K/V pool size (--kv-cache-mib)
   bool prefix_caching = true;
+  // A model with sliding-window layers keeps their K/V in a pool of its
+  // own, holding only what each sequence's window still sees
+  // (--no-window-kv: every layer for the whole context, as before).
+  // Backends that cannot (window_kv()) keep one pool.
+  bool window_kv = true;
   int64_t context_length = 0;  // 0: the model's training context
   // Requests waiting for room in the running set (a seat and KV blocks)
   // beyond this are refused (429); a burst the running set can take is
@@ -106,6 +111,8 @@ class ServingEngine final : public InferenceService {
   void wait_idle();
 
   int64_t kv_num_blocks() const { return num_blocks_; }
+  // The window group's blocks (0: none; --no-window-kv or no window layers).
+  int64_t kv_window_blocks() const { return window_blocks_; }
   // Times the runner's ops into `profiler` (null: stop), from the next step.
   Status set_profiler(Profiler* profiler);
   const ServingMetrics& metrics() const { return *metrics_; }
@@ -142,6 +149,9 @@ class ServingEngine final : public InferenceService {
   ServingEngineOptions options_;
   int64_t context_length_ = 0;
   int64_t num_blocks_ = 0;
+  int64_t window_blocks_ = 0;
+  int64_t kv_block_bytes_ = 0;         // one block of the full layers (every layer without a window group)
+  int64_t kv_window_block_bytes_ = 0;  // one block of the window layers
   // This engine's side of a KV handover, computed at first use (any thread).
   const KvTransferShape& transfer_shape() const;
   mutable std::once_flag transfer_shape_once_;

@@ -129,6 +129,13 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
   w.gauge("omnibus_num_requests_waiting", "Sequences queued (new or preempted).", double(g.waiting));
   w.gauge("omnibus_kv_blocks_used", "KV blocks referenced by a sequence.", double(g.kv_blocks_used));
   w.gauge("omnibus_kv_blocks_total", "KV blocks in the pool.", double(g.kv_blocks_total));
+  w.gauge("omnibus_kv_window_blocks_used",
+          "KV blocks of the sliding-window layers' own pool referenced by a sequence (0 without one).",
+          double(g.kv_window_blocks_used));
+  w.gauge("omnibus_kv_window_blocks_total", "KV blocks in the sliding-window layers' own pool (0 without one).",
+          double(g.kv_window_blocks_total));
+  w.gauge("omnibus_kv_bytes_used", "K/V memory held by running sequences, bytes (both pools).",
+          double(g.kv_bytes_used));
   w.gauge("omnibus_kv_blocks_cached", "KV blocks holding a prefix-cache entry (used or free).",
           double(g.kv_blocks_cached));
   w.gauge("omnibus_step_memory_bytes_per_second",

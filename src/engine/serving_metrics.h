@@ -37,6 +37,9 @@ struct EngineGauges {
   int64_t waiting = 0;
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_total = 0;
+  int64_t kv_window_blocks_used = 0;  // the window group's (0 without one)
+  int64_t kv_window_blocks_total = 0;
+  int64_t kv_bytes_used = 0;  // K/V memory held by sequences, both groups
   int64_t kv_blocks_cached = 0;
   int64_t prefix_queried_tokens = 0;
   int64_t prefix_hit_tokens = 0;

@@ -40,7 +40,7 @@ struct AttentionShape {
   // Elements from KV head h's vector of a position to head h + 1's. 0: the
   // heads sit side by side in one row of n_head_kv * head_dim (head_dim
   // apart). The paged KV store keeps each head's positions of a block
-  // together instead (PagedKvStore::head_stride()).
+  // together instead (PagedKvStore::head_stride(layer)).
   int64_t kv_head_stride = 0;
   // K's layout. 0: like V, a position's head_dim values are contiguous and
   // positions are `row_stride` apart. Otherwise K is stored transposed: a

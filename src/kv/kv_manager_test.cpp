@@ -1,4 +1,5 @@
 #include "kv/kv_manager.h"
+#include "kv/kv_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -18,17 +19,8 @@ KvManager make(std::int32_t blocks, bool caching = true, std::int32_t block_size
   return std::move(m).value();
 }
 
-// Tokens 1000+seed*100+i: distinct per seed, never zero.
-std::vector<std::int32_t> tokens(int n, int seed) {
-  std::vector<std::int32_t> t(n);
-  for (int i = 0; i < n; ++i) t[i] = 1000 + seed * 100 + i;
-  return t;
-}
-
-void expect_ok(const KvManager& kv) {
-  const Status st = kv.check_invariants();
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-}
+using kv_testing::expect_ok;
+using kv_testing::tokens;
 
 // Runs a whole prompt through: match, allocate, commit. Returns cached tokens.
 std::int64_t prefill(KvManager& kv, SeqId id, const std::vector<std::int32_t>& prompt,

@@ -25,9 +25,15 @@ class Backend {
   // Threads the runners it makes compute with.
   virtual int threads() const = 0;
 
-  // A cache of num_blocks blocks of block_size positions for `config`.
+  // A cache of num_blocks blocks of block_size positions for `config`;
+  // with window_blocks > 0 (only where window_kv() says so), the
+  // sliding-window layers' K/V in a group of that many blocks of their own
+  // (KvCache::window_blocks()).
   virtual Result<std::unique_ptr<KvCache>> create_kv_cache(const ModelConfig& config, int num_blocks, int block_size,
-                                                           KvCacheType type) = 0;
+                                                           KvCacheType type, int window_blocks) = 0;
+  // Whether its runners read window layers through a window group, so a
+  // window model's cache can hold only what the windows still see.
+  virtual bool window_kv() const = 0;
   // A runner of up to max_batch rows a step, positions below max_positions.
   virtual Result<std::unique_ptr<ModelRunner>> create_runner(std::shared_ptr<const Model> model, int max_batch,
                                                              int64_t max_positions) = 0;

@@ -15,12 +15,20 @@
 
 namespace omnibus {
 
+// A block table entry that names no block: a window layer's block behind
+// the window, already freed.
+inline constexpr int32_t kNoKvBlock = -1;
+
 class KvCache {
  public:
   virtual ~KvCache() = default;
 
   virtual KvCacheType type() const = 0;
   virtual int num_blocks() const = 0;
+  // Blocks of the window group (the sliding-window layers' K/V, with block
+  // ids of their own: docs/design/sliding-window-kv.md); 0 when every
+  // layer lives in the num_blocks() blocks.
+  virtual int window_blocks() const { return 0; }
   virtual int block_size() const = 0;
   // Memory the cache holds (bytes).
   virtual uint64_t bytes() const = 0;
@@ -31,9 +39,12 @@ class KvCache {
   // layout converts. A copy that fails (a device cache's transfer error)
   // says so; `out` then holds nothing usable, and a block copied in is
   // unchanged or partly written (its sequence must not be committed).
+  // `window_block`: in a cache with a window group, the window layers'
+  // block for the same positions, or kNoKvBlock (they are behind every
+  // window that still matters: zeros out, skipped in); ignored otherwise.
   virtual int64_t block_transfer_bytes() const = 0;
-  virtual Status copy_block_out(int block, uint8_t* out) const = 0;
-  virtual Status copy_block_in(int block, const uint8_t* in) = 0;
+  virtual Status copy_block_out(int block, int window_block, uint8_t* out) const = 0;
+  virtual Status copy_block_in(int block, int window_block, const uint8_t* in) = 0;
 
  protected:
   KvCache() = default;

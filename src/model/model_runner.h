@@ -22,6 +22,11 @@ struct BatchRow {
   std::span<const int32_t> block_table;
   int32_t pos = 0;  // position in the sequence
   bool want_logits = false;
+  // With a window group in the cache (KvCache::window_blocks() > 0): the
+  // sliding-window layers' blocks, indexed as block_table, of which only
+  // those the row's window sees must name a block (kNoKvBlock elsewhere).
+  // Ignored, and may be empty, otherwise.
+  std::span<const int32_t> window_block_table = {};
 };
 
 // Counters a runner keeps across runs, for tests and stats.

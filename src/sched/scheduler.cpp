@@ -89,6 +89,8 @@ StepPlan Scheduler::schedule(double now) {
   for (ScheduledChunk& c : plan.chunks) {
     const std::span<const BlockId> table = kv_.block_table(c.seq);
     c.block_table.assign(table.begin(), table.end());
+    const std::span<const BlockId> window_table = kv_.window_block_table(c.seq);
+    c.window_block_table.assign(window_table.begin(), window_table.end());
   }
   plan.finished = std::move(finished_since_plan_);
   finished_since_plan_.clear();

@@ -26,6 +26,9 @@ struct ScheduledChunk {
   // the newest known token; each of their rows needs logits too.
   std::int64_t num_draft = 0;
   std::vector<BlockId> block_table;  // a copy, valid for this step
+  // The window layers' blocks (KvManager::window_block_table), a copy;
+  // empty without a window group.
+  std::vector<BlockId> window_block_table;
 
   // Rows of this chunk whose logits are sampled: the last 1 + num_draft.
   std::int64_t logits_rows() const { return needs_logits ? 1 + num_draft : 0; }

@@ -81,7 +81,7 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
   const ModelConfig& c = model_->config();
   const int bs = kv.block_size();
   for (int64_t i = begin; i < end; ++i) {
-    const int block = rows[i].block_table[rows[i].pos / bs];
+    const int block = layer_block_table(rows[i], layer, kv)[rows[i].pos / bs];
     const int offset = rows[i].pos % bs;
     if (kv.type() == KvCacheType::kQ8_0) {
       // K's codes transposed (one element per dimension row of the block),
@@ -89,11 +89,11 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
       for (int h = head_begin; h < head_end; ++h) {
         const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
         quantize_kv_q8(kernels_, k_.data() + from, c.head_dim,
-                       kv.key_codes_at(layer, block, offset) + h * kv.head_stride(), kv.key_dim_stride(),
-                       kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+                       kv.key_codes_at(layer, block, offset) + h * kv.head_stride(layer), kv.key_dim_stride(),
+                       kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(layer), kv.key_dim_stride());
         quantize_kv_q8(kernels_, v_.data() + from, c.head_dim,
-                       kv.value_codes_at(layer, block, offset) + h * kv.head_stride(), 1,
-                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+                       kv.value_codes_at(layer, block, offset) + h * kv.head_stride(layer), 1,
+                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(layer), kv.key_dim_stride());
       }
       continue;
     }
@@ -103,12 +103,12 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
       uint8_t codes[kMaxHeadDim];
       for (int h = head_begin; h < head_end; ++h) {
         const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
-        const int64_t bytes = static_cast<int64_t>(h) * (kv.head_stride() / 2);
+        const int64_t bytes = static_cast<int64_t>(h) * (kv.head_stride(layer) / 2);
         quantize_kv_q4(k_.data() + from, c.head_dim, codes,
-                       kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+                       kv.key_scales_at(layer, block, offset) + h * kv.scale_head_stride(layer), kv.key_dim_stride());
         pack_key_q4(codes, c.head_dim, kv.key_octet_stride(), kv.key_q4_at(layer, block, offset) + bytes);
         quantize_kv_q4(v_.data() + from, c.head_dim, codes,
-                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(), kv.key_dim_stride());
+                       kv.value_scales_at(layer, block, offset) + h * kv.scale_head_stride(layer), kv.key_dim_stride());
         pack_value_q4(codes, c.head_dim, kv.value_q4_at(layer, block, offset) + bytes);
       }
       continue;
@@ -125,7 +125,7 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
       const int64_t from = i * c.kv_dim() + static_cast<int64_t>(h) * c.head_dim;
       // K is stored transposed: one element per dimension row of the block,
       // converted a chunk at a time (a stack buffer per thread).
-      uint16_t* key_head = key + h * kv.head_stride();
+      uint16_t* key_head = key + h * kv.head_stride(layer);
       constexpr int kChunk = 64;
       uint16_t key_half[kChunk];
       for (int d0 = 0; d0 < c.head_dim; d0 += kChunk) {
@@ -133,7 +133,7 @@ void ForwardPass::store_kv_rows(int layer, std::span<const BatchRow> rows, Paged
         to_16bit(k_.data() + from + d0, key_half, m);
         for (int d = 0; d < m; ++d) key_head[(d0 + d) * kv.key_dim_stride()] = key_half[d];
       }
-      to_16bit(v_.data() + from, value + h * kv.head_stride(), c.head_dim);
+      to_16bit(v_.data() + from, value + h * kv.head_stride(layer), c.head_dim);
     }
   }
 }

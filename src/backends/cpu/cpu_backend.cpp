@@ -19,8 +19,9 @@ std::string CpuBackend::describe() const {
 }
 
 Result<std::unique_ptr<KvCache>> CpuBackend::create_kv_cache(const ModelConfig& config, int num_blocks, int block_size,
-                                                             KvCacheType type) {
-  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore store, PagedKvStore::create(config, num_blocks, block_size, type));
+                                                             KvCacheType type, int window_blocks) {
+  OMNIBUS_ASSIGN_OR_RETURN(PagedKvStore store,
+                           PagedKvStore::create(config, num_blocks, block_size, type, window_blocks));
   return std::unique_ptr<KvCache>(std::make_unique<PagedKvStore>(std::move(store)));
 }
 

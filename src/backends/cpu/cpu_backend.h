@@ -22,7 +22,8 @@ class CpuBackend final : public Backend {
   std::string describe() const override;
   int threads() const override { return threads_; }
   Result<std::unique_ptr<KvCache>> create_kv_cache(const ModelConfig& config, int num_blocks, int block_size,
-                                                   KvCacheType type) override;
+                                                   KvCacheType type, int window_blocks) override;
+  bool window_kv() const override { return true; }
   Result<std::unique_ptr<ModelRunner>> create_runner(std::shared_ptr<const Model> model, int max_batch,
                                                      int64_t max_positions) override;
 

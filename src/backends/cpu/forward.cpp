@@ -123,6 +123,17 @@ Status ForwardPass::check(std::span<const BatchRow> rows, const PagedKvStore& kv
       if (r.block_table[b] < 0 || r.block_table[b] >= kv.num_blocks())
         return Status::invalid_argument("KV block id " + std::to_string(r.block_table[b]) + " is outside [0, " +
                                         std::to_string(kv.num_blocks()) + ")");
+    if (kv.window_blocks() > 0) {
+      // The window layers' table: the blocks from the row's window on.
+      if (last_block >= r.window_block_table.size())
+        return Status::out_of_range("position " + std::to_string(r.pos) + " is past its window block table of " +
+                                    std::to_string(r.window_block_table.size()) + " blocks");
+      const int window_layer = c.layer_has_window(0) ? 0 : 1;  // the pattern's full layer comes last
+      for (size_t b = static_cast<size_t>(c.first_visible(window_layer, r.pos) / kv.block_size()); b <= last_block; ++b)
+        if (r.window_block_table[b] < 0 || r.window_block_table[b] >= kv.window_blocks())
+          return Status::invalid_argument("window KV block id " + std::to_string(r.window_block_table[b]) +
+                                          " is outside [0, " + std::to_string(kv.window_blocks()) + ")");
+    }
   }
   return Status::ok();
 }

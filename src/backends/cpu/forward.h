@@ -28,6 +28,12 @@
 
 namespace omnibus {
 
+// The block table `layer`'s K/V are found through: the row's window table
+// for a window layer of a store with a window group, else its block table.
+inline std::span<const int32_t> layer_block_table(const BatchRow& row, int layer, const PagedKvStore& kv) {
+  return kv.in_window_group(layer) ? row.window_block_table : row.block_table;
+}
+
 // The CPU backend's ModelRunner, over a PagedKvStore.
 class ForwardPass final : public ModelRunner {
  public:

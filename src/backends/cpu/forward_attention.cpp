@@ -17,9 +17,10 @@ namespace omnibus {
 size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
                                   KvRun* runs) {
   const int bs = kv.block_size();
+  const std::span<const int32_t> table = layer_block_table(row, layer, kv);
   size_t n = 0;
   for (int64_t p = first, end = first + count; p < end;) {
-    const int block = row.block_table[p / bs];
+    const int block = table[p / bs];
     const int offset = static_cast<int>(p % bs);
     const int64_t here = std::min<int64_t>(bs - offset, end - p);
     if (kv.type() == KvCacheType::kQ8_0) {
@@ -48,9 +49,15 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
 
 namespace {
 
-AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv) {
-  return {c.n_head,         c.n_head_kv,         c.head_dim, c.attention_scale,
-          kv.head_stride(), kv.key_dim_stride(), kv.type(),  kv.scale_head_stride()};
+AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv, int layer) {
+  return {c.n_head,
+          c.n_head_kv,
+          c.head_dim,
+          c.attention_scale,
+          kv.head_stride(layer),
+          kv.key_dim_stride(),
+          kv.type(),
+          kv.scale_head_stride(layer)};
 }
 
 // attend_chunks' cost of a unit: its chunk's positions plus this.
@@ -66,13 +73,17 @@ int64_t visible_positions(const ModelConfig& c, int layer, const BatchRow& row) 
 // same KV blocks (a prefix both took from the prefix cache), up to the
 // shorter row's end; 0 for rows of one sequence, rows whose first visible
 // positions differ (a window layer), or fewer than one whole softmax chunk.
-int64_t shared_prefix_positions(const ModelConfig& c, int layer, const BatchRow& a, const BatchRow& b, int block_size) {
+int64_t shared_prefix_positions(const ModelConfig& c, int layer, const BatchRow& a, const BatchRow& b,
+                                const PagedKvStore& kv) {
   const int64_t first = c.first_visible(layer, a.pos);
   if (a.block_table.data() == b.block_table.data() || c.first_visible(layer, b.pos) != first) return 0;
+  const int block_size = kv.block_size();
+  const std::span<const int32_t> table_a = layer_block_table(a, layer, kv);
+  const std::span<const int32_t> table_b = layer_block_table(b, layer, kv);
   const int64_t end = std::min(a.pos, b.pos) + 1;
   int64_t block = first / block_size;
   const int64_t last_block = (end - 1) / block_size;
-  while (block <= last_block && a.block_table[block] == b.block_table[block]) ++block;
+  while (block <= last_block && table_a[block] == table_b[block]) ++block;
   const int64_t shared = std::min(end, block * block_size) - first;
   return shared >= kAttentionChunk ? shared : 0;
 }
@@ -135,7 +146,8 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
   // steps on SmolLM2, 2 threads, tests/shared_prefix_bench_test.cpp: 4
   // sequences sharing 1,024 positions, 768 KB a layer, 8% slower paired;
   // sharing 2,048, 1.5 MB, 8-16% faster; 2 sequences 3-7% slower).
-  if (!shared_prefix_attention_ || n < 2 * pool_.size() || !attention_pairs_supported(kernels_, attention_shape(c, kv)))
+  if (!shared_prefix_attention_ || n < 2 * pool_.size() ||
+      !attention_pairs_supported(kernels_, attention_shape(c, kv, layer)))
     return;
   const int64_t bytes_per_position = kv_bytes_per_token(c, kv.type()) / c.n_layer;
   // As pair_shared_prefixes: a row takes the first later free row it shares
@@ -146,7 +158,7 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
     if (plan.partner[a] >= 0) continue;
     for (int b = a + 1; b < n; ++b) {
       if (plan.partner[b] >= 0) continue;
-      const int64_t positions = shared_prefix_positions(c, layer, rows[a], rows[b], kv.block_size());
+      const int64_t positions = shared_prefix_positions(c, layer, rows[a], rows[b], kv);
       if (positions == 0 || positions * bytes_per_position <= shared_prefix_min_bytes_) continue;
       const int64_t shared = positions / kAttentionChunk;
       plan.partner[a] = b, plan.partner[b] = a;
@@ -180,7 +192,7 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
 // prefill; now 3%).
 void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
-  const AttentionShape shape = attention_shape(c, kv);
+  const AttentionShape shape = attention_shape(c, kv, layer);
   const int heads_per_item = std::min(c.n_head / c.n_head_kv, kHeadsPerCall);
   struct Job : AttentionJob {
     int heads_per_item;
@@ -259,7 +271,7 @@ void ForwardPass::pair_shared_prefixes(int layer, std::span<const BatchRow> rows
     for (int b = a + 1; b < n_units; ++b) {
       RowUnit& ub = row_units_[b];
       if (ub.pair || ub.last_row < 0 || ub.other >= 0) continue;
-      const int64_t shared = shared_prefix_positions(c, layer, rows[ua.last_row], rows[ub.last_row], kv.block_size());
+      const int64_t shared = shared_prefix_positions(c, layer, rows[ua.last_row], rows[ub.last_row], kv);
       if (shared == 0) continue;
       ua.other = ub.last_row;
       ua.shared = shared;
@@ -300,7 +312,7 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
 
 void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int t, int count) {
   const ModelConfig& c = model_->config();
-  const AttentionShape shape = attention_shape(c, kv);
+  const AttentionShape shape = attention_shape(c, kv, layer);
   const ChunkPlan& plan = chunk_plan(layer);
   const int group = c.n_head / c.n_head_kv;
   // Room for two rows' scores (shared chunks).

@@ -8,8 +8,14 @@
 
 namespace omnibus {
 
-Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size, KvCacheType type) {
+Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blocks, int block_size, KvCacheType type,
+                                          int window_blocks) {
   if (num_blocks <= 0 || block_size <= 0) return Status::invalid_argument("KV store needs at least one block and slot");
+  if (window_blocks < 0) return Status::invalid_argument("negative window block count");
+  int window_layers = 0;
+  for (int layer = 0; layer < config.n_layer; ++layer) window_layers += config.layer_has_window(layer) ? 1 : 0;
+  if (window_blocks > 0 && window_layers == 0)
+    return Status::invalid_argument("a window block group for a model without sliding-window layers");
   if ((type == KvCacheType::kQ8_0 || type == KvCacheType::kQ4_0) && config.head_dim % kKvQ8Group != 0)
     return Status::invalid_argument(std::string("--kv-type ") + kv_cache_type_name(type) +
                                     " needs a head size that is a multiple of " + std::to_string(kKvQ8Group) +
@@ -18,17 +24,31 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
     return Status::invalid_argument("--kv-type q4_0 supports head sizes up to " + std::to_string(kMaxHeadDim) +
                                     "; this model's is " + std::to_string(config.head_dim) + " (use --kv-type f16)");
   // Checked per block first so a huge block count cannot overflow the product.
-  const uint64_t block_bytes =
-      static_cast<uint64_t>(kv_bytes_per_token(config, type)) * static_cast<uint64_t>(block_size);
+  const uint64_t layer_block_bytes =
+      static_cast<uint64_t>(kv_bytes_per_token(config, type) / config.n_layer) * static_cast<uint64_t>(block_size);
   constexpr uint64_t kMaxBytes = 64ull << 30;
-  if (block_bytes == 0 || static_cast<uint64_t>(num_blocks) > kMaxBytes / block_bytes)
+  const uint64_t full_layers = static_cast<uint64_t>(config.n_layer - (window_blocks > 0 ? window_layers : 0));
+  const uint64_t group_layers = window_blocks > 0 ? static_cast<uint64_t>(window_layers) : 0;
+  if (layer_block_bytes == 0 || static_cast<uint64_t>(num_blocks) > kMaxBytes / (layer_block_bytes * config.n_layer) ||
+      static_cast<uint64_t>(window_blocks) > kMaxBytes / (layer_block_bytes * config.n_layer) ||
+      full_layers * num_blocks + group_layers * window_blocks > kMaxBytes / layer_block_bytes)
     return Status::resource_exhausted("KV store of " + std::to_string(num_blocks) + " blocks of " +
                                       std::to_string(block_size) + " positions exceeds " +
                                       std::to_string(kMaxBytes >> 30) + " GiB; lower the context");
-  // K (or V) elements: one per layer, KV dimension and position.
-  const uint64_t elements = static_cast<uint64_t>(config.n_layer) * static_cast<uint64_t>(config.kv_dim()) *
-                            static_cast<uint64_t>(block_size) * static_cast<uint64_t>(num_blocks);
   PagedKvStore kv;
+  kv.window_blocks_ = window_blocks;
+  kv.layer_in_window_.resize(static_cast<size_t>(config.n_layer));
+  kv.layer_first_block_.resize(static_cast<size_t>(config.n_layer));
+  int64_t head_blocks = 0;  // one (layer, KV head, block) region each
+  for (int layer = 0; layer < config.n_layer; ++layer) {
+    kv.layer_in_window_[layer] = config.layer_has_window(layer);
+    kv.layer_first_block_[layer] = head_blocks;
+    const int blocks = kv.layer_in_window_[layer] && window_blocks > 0 ? window_blocks : num_blocks;
+    head_blocks += static_cast<int64_t>(config.n_head_kv) * blocks;
+  }
+  // K (or V) elements: one per layer, KV dimension and position held.
+  const uint64_t elements =
+      static_cast<uint64_t>(head_blocks) * static_cast<uint64_t>(block_size) * static_cast<uint64_t>(config.head_dim);
   kv.type_ = type;
   kv.n_head_kv_ = config.n_head_kv;
   kv.n_layer_ = config.n_layer;
@@ -89,24 +109,29 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
 }
 
 template <class Fn>
-void PagedKvStore::for_each_block_region(int block, Fn&& fn) const {
+void PagedKvStore::for_each_block_region(int block, int window_block, Fn&& fn) const {
   // Element counts of one (layer, KV head, block) region.
   const int64_t elements = static_cast<int64_t>(block_size_) * head_dim_;
   const int64_t scales = static_cast<int64_t>(block_size_) * groups_;
   for (int layer = 0; layer < n_layer(); ++layer) {
+    const int b = in_window_group(layer) ? window_block : block;
     for (int64_t h = 0; h < n_head_kv_; ++h) {
-      const int64_t at = block_start(layer, block) + h * head_stride();
-      const int64_t scale_at = scale_block_start(layer, block) + h * scale_head_stride();
+      const bool none = b == kNoKvBlock;
+      const int64_t at = none ? 0 : block_start(layer, b) + h * head_stride(layer);
+      const int64_t scale_at = none ? 0 : scale_block_start(layer, b) + h * scale_head_stride(layer);
+      auto region = [&](const auto* base, int64_t element_at, int64_t bytes) {
+        fn(none ? nullptr : reinterpret_cast<const uint8_t*>(base + element_at), bytes);
+      };
       if (type_ == KvCacheType::kQ8_0 || type_ == KvCacheType::kQ4_0) {
         // q4_0 packs two codes a byte: the same regions at half the bytes.
         const int64_t shift = type_ == KvCacheType::kQ4_0 ? 1 : 0;
-        fn(reinterpret_cast<const uint8_t*>(key_codes_.data()) + (at >> shift), elements >> shift);
-        fn(reinterpret_cast<const uint8_t*>(value_codes_.data()) + (at >> shift), elements >> shift);
-        fn(reinterpret_cast<const uint8_t*>(key_scales_.data() + scale_at), scales * 2);
-        fn(reinterpret_cast<const uint8_t*>(value_scales_.data() + scale_at), scales * 2);
+        region(reinterpret_cast<const uint8_t*>(key_codes_.data()), at >> shift, elements >> shift);
+        region(reinterpret_cast<const uint8_t*>(value_codes_.data()), at >> shift, elements >> shift);
+        region(key_scales_.data(), scale_at, scales * 2);
+        region(value_scales_.data(), scale_at, scales * 2);
       } else {
-        fn(reinterpret_cast<const uint8_t*>(keys_.data() + at), elements * 2);
-        fn(reinterpret_cast<const uint8_t*>(values_.data() + at), elements * 2);
+        region(keys_.data(), at, elements * 2);
+        region(values_.data(), at, elements * 2);
       }
     }
   }
@@ -114,23 +139,28 @@ void PagedKvStore::for_each_block_region(int block, Fn&& fn) const {
 
 int64_t PagedKvStore::block_transfer_bytes() const {
   int64_t total = 0;
-  for_each_block_region(0, [&](const uint8_t*, int64_t bytes) { total += bytes; });
+  for_each_block_region(0, 0, [&](const uint8_t*, int64_t bytes) { total += bytes; });
   return total;
 }
 
-Status PagedKvStore::copy_block_out(int block, uint8_t* out) const {
-  for_each_block_region(block, [&](const uint8_t* p, int64_t bytes) {
-    std::memcpy(out, p, static_cast<size_t>(bytes));
+Status PagedKvStore::copy_block_out(int block, int window_block, uint8_t* out) const {
+  if (window_blocks_ == 0) window_block = block;
+  for_each_block_region(block, window_block, [&](const uint8_t* p, int64_t bytes) {
+    if (p == nullptr)
+      std::memset(out, 0, static_cast<size_t>(bytes));
+    else
+      std::memcpy(out, p, static_cast<size_t>(bytes));
     out += bytes;
   });
   return Status::ok();  // host memory: a copy cannot fail
 }
 
-Status PagedKvStore::copy_block_in(int block, const uint8_t* in) {
+Status PagedKvStore::copy_block_in(int block, int window_block, const uint8_t* in) {
+  if (window_blocks_ == 0) window_block = block;
   // The regions are this store's own buffers: writing through them is
   // writing to *this.
-  for_each_block_region(block, [&](const uint8_t* p, int64_t bytes) {
-    std::memcpy(const_cast<uint8_t*>(p), in, static_cast<size_t>(bytes));
+  for_each_block_region(block, window_block, [&](const uint8_t* p, int64_t bytes) {
+    if (p != nullptr) std::memcpy(const_cast<uint8_t*>(p), in, static_cast<size_t>(bytes));
     in += bytes;
   });
   return Status::ok();

@@ -54,7 +54,9 @@ Status CudaBackend::use_device() const {
 }
 
 Result<std::unique_ptr<KvCache>> CudaBackend::create_kv_cache(const ModelConfig& config, int num_blocks, int block_size,
-                                                              KvCacheType type) {
+                                                              KvCacheType type, int window_blocks) {
+  if (window_blocks > 0)
+    return Status::unsupported("the CUDA backend keeps every layer's K/V for the whole context (no window group)");
   OMNIBUS_RETURN_IF_ERROR(use_device());
   OMNIBUS_ASSIGN_OR_RETURN(std::unique_ptr<CudaKvCache> cache,
                            CudaKvCache::create(config, num_blocks, block_size, type));

@@ -23,7 +23,9 @@ class CudaBackend final : public Backend {
   // The host threads runners use: one (the calling thread drives the GPU).
   int threads() const override { return 1; }
   Result<std::unique_ptr<KvCache>> create_kv_cache(const ModelConfig& config, int num_blocks, int block_size,
-                                                   KvCacheType type) override;
+                                                   KvCacheType type, int window_blocks) override;
+  // Not yet: its attention reads every layer through one block table.
+  bool window_kv() const override { return false; }
   Result<std::unique_ptr<ModelRunner>> create_runner(std::shared_ptr<const Model> model, int max_batch,
                                                      int64_t max_positions) override;
 

@@ -253,11 +253,11 @@ TEST_F(CudaKernelsTest, KvBlocksCopyInAndOut) {
   EXPECT_EQ(kv.block_transfer_bytes(), kv_bytes_per_token(config) * 8);
   std::vector<uint8_t> in(static_cast<size_t>(kv.block_transfer_bytes()));
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 31 + 7);
-  ASSERT_TRUE(kv.copy_block_in(3, in.data()).is_ok());
+  ASSERT_TRUE(kv.copy_block_in(3, kNoKvBlock, in.data()).is_ok());
   std::vector<uint8_t> out(in.size()), empty(in.size());
-  ASSERT_TRUE(kv.copy_block_out(3, out.data()).is_ok());
+  ASSERT_TRUE(kv.copy_block_out(3, kNoKvBlock, out.data()).is_ok());
   EXPECT_EQ(out, in);
-  ASSERT_TRUE(kv.copy_block_out(2, empty.data()).is_ok());
+  ASSERT_TRUE(kv.copy_block_out(2, kNoKvBlock, empty.data()).is_ok());
   EXPECT_EQ(empty, std::vector<uint8_t>(in.size(), 0));
   EXPECT_FALSE(CudaKvCache::create(config, 5, 8, KvCacheType::kQ8_0).is_ok());
 }

@@ -37,7 +37,7 @@ Result<std::unique_ptr<CudaKvCache>> CudaKvCache::create(const ModelConfig& conf
   return std::unique_ptr<CudaKvCache>(new CudaKvCache(layout, std::move(buffer)));
 }
 
-Status CudaKvCache::copy_block_out(int block, uint8_t* out) const {
+Status CudaKvCache::copy_block_out(int block, int /*window_block: no window group*/, uint8_t* out) const {
   const size_t bytes = static_cast<size_t>(block_transfer_bytes());
   const uint16_t* from = buffer_.as<uint16_t>() + static_cast<int64_t>(block) * layout_.block_elements();
   // Runners synchronise at the end of run(), so the block is settled here.
@@ -50,7 +50,7 @@ Status CudaKvCache::copy_block_out(int block, uint8_t* out) const {
   return s;
 }
 
-Status CudaKvCache::copy_block_in(int block, const uint8_t* in) {
+Status CudaKvCache::copy_block_in(int block, int /*window_block: no window group*/, const uint8_t* in) {
   const size_t bytes = static_cast<size_t>(block_transfer_bytes());
   uint16_t* to = buffer_.as<uint16_t>() + static_cast<int64_t>(block) * layout_.block_elements();
   // From pageable memory cudaMemcpy may return before the DMA lands; the

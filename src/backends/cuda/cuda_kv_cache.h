@@ -28,8 +28,8 @@ class CudaKvCache final : public KvCache {
   // Device-to-host and host-to-device copies of one block; synchronous. A
   // failed copy returns the CUDA error (and logs it); `out` is then zeroed,
   // never stale bytes passed off as the block.
-  Status copy_block_out(int block, uint8_t* out) const override;
-  Status copy_block_in(int block, const uint8_t* in) override;
+  Status copy_block_out(int block, int window_block, uint8_t* out) const override;
+  Status copy_block_in(int block, int window_block, const uint8_t* in) override;
 
   const cuda::KvLayout& layout() const { return layout_; }
   uint16_t* data() { return buffer_.as<uint16_t>(); }

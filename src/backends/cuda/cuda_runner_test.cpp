@@ -157,8 +157,8 @@ TEST_F(CudaRunnerTest, DecodesFromACacheHandedOverByTheCpu) {
   std::vector<uint8_t> block(static_cast<size_t>((*cpu_kv)->block_transfer_bytes()));
   ASSERT_EQ((*gpu_kv)->block_transfer_bytes(), (*cpu_kv)->block_transfer_bytes());
   for (int b = 0; b < 3; ++b) {
-    ASSERT_TRUE((*cpu_kv)->copy_block_out(b, block.data()).is_ok());
-    ASSERT_TRUE((*gpu_kv)->copy_block_in(b, block.data()).is_ok());
+    ASSERT_TRUE((*cpu_kv)->copy_block_out(b, kNoKvBlock, block.data()).is_ok());
+    ASSERT_TRUE((*gpu_kv)->copy_block_in(b, kNoKvBlock, block.data()).is_ok());
   }
   const BatchRow next[] = {{.token = tokens[39], .block_table = table, .pos = 39, .want_logits = true}};
   Logits cpu{std::vector<float>(static_cast<size_t>(c.vocab_size)), c.vocab_size};
