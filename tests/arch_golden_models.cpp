@@ -82,6 +82,13 @@ std::vector<ArchGoldenModel> make_models() {
   phi.spec.rope_dims = 96;
   phi.spec.longrope = true;
   models.push_back(phi);
+  // The same model run with a context of 2,048, past the original 1,024:
+  // llama.cpp (by its n_ctx) and omnibus (by the runner's context) turn by
+  // the long factors; checked at positions 1,728-1,983 of one sequence
+  // (tools/make_arch_golden.py LONG).
+  ArchGoldenModel phi_long = phi;
+  phi_long.name = "phi3long";
+  models.push_back(phi_long);
   // Gemma 3 270M: 4 heads of 256 over 640 wide, one KV head, five window
   // layers to one global. Six layers and a window of 32 positions (the
   // golden sequences are 128 long).

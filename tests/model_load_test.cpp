@@ -47,8 +47,8 @@ TEST(ModelLoadTest, MoeExpertsAreBoundAndAMissingOneIsNamed) {
 
 // phi3: fused q/k/v and gate/up tensors bound as views of their rows;
 // longrope's short factors and attention factor in the RoPE parameters,
-// and runs past the original context refused (the long factors are not
-// applied), with that context the default.
+// the long factors for runs of a longer context than the original one,
+// which is the default.
 TEST(ModelLoadTest, Phi3FusedTensorsAndLongrope) {
   TinyModelSpec spec;
   spec.architecture = "phi3";
@@ -65,10 +65,11 @@ TEST(ModelLoadTest, Phi3FusedTensorsAndLongrope) {
   EXPECT_FLOAT_EQ(c.rope.attn_factor, 1.19f);
   EXPECT_EQ(c.rope.freq_factors.size(), static_cast<size_t>(c.rope.rot_dims / 2));
   EXPECT_EQ(c.default_context(), 64);
-  EXPECT_TRUE(c.check_context(64).is_ok());
-  const Status longer = c.check_context(65);
-  EXPECT_EQ(longer.code(), StatusCode::kUnsupported);
-  EXPECT_NE(longer.message().find("at most 64"), std::string::npos) << longer.message();
+  ASSERT_EQ(c.rope_long_factors.size(), c.rope.freq_factors.size());
+  EXPECT_NE(c.rope_long_factors, c.rope.freq_factors);
+  EXPECT_EQ(c.rope_for_context(64).freq_factors, c.rope.freq_factors);
+  EXPECT_EQ(c.rope_for_context(65).freq_factors, c.rope_long_factors);
+  EXPECT_FLOAT_EQ(c.rope_for_context(65).attn_factor, 1.19f);
 }
 
 TEST(ModelLoadTest, MissingTensorIsNamed) {

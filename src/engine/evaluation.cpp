@@ -10,7 +10,6 @@ Result<std::unique_ptr<LogitsEvaluator>> LogitsEvaluator::create(std::shared_ptr
                                                                  int context, int chunk, KvCacheType kv_type) {
   if (context <= 0) return Status::invalid_argument("context must be positive");
   if (chunk <= 0) return Status::invalid_argument("chunk must be positive");
-  OMNIBUS_RETURN_IF_ERROR(model->config().check_context(context));
   std::unique_ptr<LogitsEvaluator> e(new LogitsEvaluator());
   const int blocks = (context + kBlockSize - 1) / kBlockSize;
   OMNIBUS_ASSIGN_OR_RETURN(e->kv_, backend.create_kv_cache(model->config(), blocks, kBlockSize, kv_type, 0));

@@ -61,7 +61,6 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->options_ = options;
   e->context_length_ = options.context_length > 0 ? options.context_length : config.default_context();
   if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
-  OMNIBUS_RETURN_IF_ERROR(config.check_context(e->context_length_));
 
   const int64_t layer_block_bytes =
       kv_bytes_per_token(config, options.kv_type) / config.n_layer * options.kv_block_size;

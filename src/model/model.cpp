@@ -100,8 +100,8 @@ class WeightBinder {
   }
 
   // Longrope (phi3 128k files): the short factors apply up to the original
-  // context; the long ones past it are not implemented, so runs are
-  // limited to the original context when the two differ.
+  // context, the long ones to runs of a longer context
+  // (ModelConfig::rope_for_context).
   void bind_longrope() {
     ModelConfig& c = m_.config_;
     const int64_t pairs = c.rope.rot_dims / 2;
@@ -111,7 +111,8 @@ class WeightBinder {
     if (f_.find_tensor("rope_factors_long.weight") == nullptr) return;
     const float* long_factors = vector("rope_factors_long.weight", pairs);
     if (long_factors == nullptr || std::equal(short_factors, short_factors + pairs, long_factors)) return;
-    c.rope_max_context = c.rope_original_context > 0 ? c.rope_original_context : c.n_ctx_train;
+    c.rope_long_factors.assign(long_factors, long_factors + pairs);
+    c.rope_long_context = c.rope_original_context > 0 ? c.rope_original_context : c.n_ctx_train;
   }
 
   const GgufTensorInfo* find(const std::string& name) {

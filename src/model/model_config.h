@@ -27,26 +27,25 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float attention_scale = 0;  // of the q.k scores: 1/sqrt(head_dim), except Gemma 3 27B's
   RopeParams rope;           // freq_factors filled by the weight loader
-  // Longrope (phi3 128k files): rope.freq_factors are the short factors,
-  // right up to this many positions; past it the model needs its long
-  // factors, which omnibus does not apply yet, so a longer context is
-  // refused (runner creation) and the default context is this. 0: no limit.
-  int64_t rope_max_context = 0;
+  // Longrope (phi3 128k files): rope.freq_factors are the short factors; a
+  // run whose context (its runner's positions) exceeds rope_long_context
+  // turns by rope_long_factors instead, as llama.cpp chooses by its n_ctx.
+  // A run that asks for no context gets rope_long_context, the short
+  // factors' reach. 0 and empty: no long factors.
+  int64_t rope_long_context = 0;
+  std::vector<float> rope_long_factors;
   int64_t rope_original_context = 0;  // rope.scaling.original_context_length (0: n_ctx_train)
   // The context a run gets when it asks for none: the training context, or
-  // rope_max_context where that is lower.
+  // rope_long_context where that is lower.
   int64_t default_context() const {
-    return rope_max_context > 0 && rope_max_context < n_ctx_train ? rope_max_context : n_ctx_train;
+    return rope_long_context > 0 && rope_long_context < n_ctx_train ? rope_long_context : n_ctx_train;
   }
-  // Ok, or why a run over `context` positions would not compute what the
-  // model does (longrope's long factors).
-  Status check_context(int64_t context) const {
-    if (rope_max_context > 0 && context > rope_max_context)
-      return Status::unsupported("this model's RoPE needs its long-context factors past " +
-                                 std::to_string(rope_max_context) +
-                                 " positions (longrope), which omnibus does not apply yet: use a context of at most " +
-                                 std::to_string(rope_max_context) + " (-c)");
-    return Status::ok();
+  // The full layers' RoPE for a run of `context` positions: `rope`, with
+  // the long factors past rope_long_context.
+  RopeParams rope_for_context(int64_t context) const {
+    RopeParams p = rope;
+    if (rope_long_context > 0 && context > rope_long_context) p.freq_factors = rope_long_factors;
+    return p;
   }
   // Sliding-window attention (ArchitectureSpec::window_period): a window
   // layer's row at position p sees positions p - sliding_window + 1 .. p,

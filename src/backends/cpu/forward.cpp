@@ -62,6 +62,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
   rope_cos_.resize(angle_sets * b * (c.rope.rot_dims / 2 + 1));
   rope_sin_.resize(angle_sets * b * (c.rope.rot_dims / 2 + 1));
   max_positions_ = max_positions;
+  rope_ = c.rope_for_context(max_positions);
   // Per thread: scores of one softmax chunk of up to kHeadsPerCall heads,
   // for two rows (attention_row_pair_paged).
   scores_stride_ = (std::min(max_positions, kAttentionChunk) + 15) / 16 * 16;
@@ -304,7 +305,7 @@ void ForwardPass::start_rows(std::span<const BatchRow> rows) {
   {
     ProfileScope scope(profiler_, ProfileOp::kRope);
     for (int i = 0; i < n; ++i)
-      rope_angles(c.rope, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
+      rope_angles(rope_, rows[i].pos, rope_cos_.data() + i * half, rope_sin_.data() + i * half);
     if (c.sliding_window > 0) {
       const int64_t set = rope_set_offset(true);
       for (int i = 0; i < n; ++i)

@@ -204,6 +204,7 @@ class ForwardPass final : public ModelRunner {
   std::vector<uint8_t> embed_row_;  // one token's embedding row in GGUF's layout (embed)
   int64_t max_chunk_partials_;
   int64_t max_positions_;
+  RopeParams rope_;  // the full layers' RoPE for max_positions_ (longrope's factors chosen by it)
   int64_t scores_stride_;
   int64_t runs_stride_;
   static constexpr int kParallelElementwiseRows = 16;  // rows from which swiglu is split over the pool

@@ -163,7 +163,8 @@ Status CudaModelRunner::ensure_rope_positions(int64_t positions) {
   const int64_t old = rope_positions_;
   const int64_t grown = std::min(max_positions_, std::max(positions, 2 * old));
   const ModelConfig& c = model_->config();
-  const RopeParams* sets[2] = {&c.rope, c.sliding_window > 0 ? &c.window_rope : nullptr};
+  const RopeParams full = c.rope_for_context(max_positions_);
+  const RopeParams* sets[2] = {&full, c.sliding_window > 0 ? &c.window_rope : nullptr};
   // The old tables may still be read by a step that failed before its
   // synchronisation.
   OMNIBUS_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "growing the RoPE tables");
