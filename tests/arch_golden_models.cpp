@@ -51,6 +51,15 @@ std::vector<ArchGoldenModel> make_models() {
   // heads, per-head q/k norms, RoPE base 1e6, eps 1e-6. Q4_K matrices and a
   // Q6_K embedding, as in a Q4_K_M file.
   models.push_back({"qwen3", golden_spec("qwen3", 3, 8, 4, 128, DType::kQ4_K, DType::kQ6_K, 1e6f, 1e-6f, 38)});
+  // The same heads with YaRN as Qwen3's long-context files set it (factor 4
+  // here over an original context of 1,024, as 4 x 32,768 there), checked
+  // at positions 1,728-1,983 of one sequence (tools/make_arch_golden.py
+  // LONG): past the original context, where YaRN's blend and magnitude
+  // matter most.
+  ArchGoldenModel qwen3_yarn{"qwen3yarn",
+                             golden_spec("qwen3", 3, 8, 4, 128, DType::kQ4_K, DType::kQ6_K, 1e6f, 1e-6f, 39)};
+  qwen3_yarn.spec.yarn_factor = 4;
+  models.push_back(qwen3_yarn);
   // Qwen3-30B-A3B: Qwen3's attention with 32 heads of 128 over 2,048 wide,
   // 4 KV heads; 128 experts of 768, 8 of them per token, weights
   // normalised. Here 8 heads per KV head as there, 16 experts of 256, 4 per

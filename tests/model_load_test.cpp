@@ -2,6 +2,9 @@
 // must be a clear Status, never a crash.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "kernels/rope.h"
 #include "tiny_model.h"
 
 namespace omnibus::testing {
@@ -70,6 +73,33 @@ TEST(ModelLoadTest, Phi3FusedTensorsAndLongrope) {
   EXPECT_EQ(c.rope_for_context(64).freq_factors, c.rope.freq_factors);
   EXPECT_EQ(c.rope_for_context(65).freq_factors, c.rope_long_factors);
   EXPECT_FLOAT_EQ(c.rope_for_context(65).attn_factor, 1.19f);
+}
+
+// YaRN: the scale, the correction range (ggml_rope_yarn_corr_dims with
+// beta 32 and 1 over the original context) and the magnitude; window
+// layers (none here) would turn unscaled.
+TEST(ModelLoadTest, YarnRopeScaling) {
+  TinyModelSpec spec;
+  spec.yarn_factor = 4;
+  spec.context_length = 4096;  // original 1,024
+  spec.rope_base = 1e6f;
+  const auto bytes = make_tiny_model_bytes(spec);
+  auto model = try_load_tiny_model(bytes);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  const RopeParams& r = (*model)->config().rope;
+  EXPECT_TRUE(r.yarn);
+  EXPECT_FLOAT_EQ(r.freq_scale, 0.25f);
+  EXPECT_FLOAT_EQ(r.attn_factor, 1.0f + 0.1f * std::log(4.0f));
+  // 16 dims: pair i's wavelength 2 pi 1e6^(i/8) fits the 1,024 positions
+  // 32 times below i = 0.94 (low: floor, 0) and once below i = 2.95
+  // (high: ceil, 3).
+  EXPECT_EQ(r.yarn_low, 0.0f);
+  EXPECT_EQ(r.yarn_high, 3.0f);
+  // At position 0 nothing turns; the magnitude scales cos.
+  std::vector<float> cos(r.rot_dims / 2), sin(r.rot_dims / 2);
+  rope_angles(r, 0, cos.data(), sin.data());
+  EXPECT_FLOAT_EQ(cos[0], r.attn_factor);
+  EXPECT_EQ(sin[0], 0.0f);
 }
 
 TEST(ModelLoadTest, MissingTensorIsNamed) {

@@ -56,6 +56,11 @@ class TinyWriter {
       }
       add("rope_freqs.weight", 1, rot / 2, DType::kF32, factors);
     }
+    if (s_.yarn_factor > 0) {
+      w_.set_string(a + ".rope.scaling.type", "yarn");
+      w_.set_float32(a + ".rope.scaling.factor", s_.yarn_factor);
+      w_.set_uint32(a + ".rope.scaling.original_context_length", s_.context_length / 4);
+    }
     if (s_.longrope) {
       // Short factors near 1, long ones larger (as Phi-3.5's), the attention
       // factor as sqrt(1 + ln(32) / ln(original context)).

@@ -51,6 +51,9 @@ struct TinyModelSpec {
   // Llama 3.1's RoPE scaling as its converter writes it: a rope_freqs
   // tensor of per-pair divisors (factor 8 past wavelengths of 8,192).
   bool llama3_rope_freqs = false;
+  // YaRN (rope.scaling.type yarn) of this factor, original context
+  // context_length / 4; 0: none.
+  float yarn_factor = 0;
   std::string omit_tensor;  // leave this tensor out (to test load errors)
 };
 

@@ -52,7 +52,8 @@ GREEDY_TOKENS = 64       # llama_golden's G command
 # logits of its last `last` positions (past the original training context
 # of the RoPE scaling under test), a context of `n_ctx`, no greedy runs.
 LONG = {"llama31": {"tokens": 8960, "last": 256, "n_ctx": 9216},
-        "phi3long": {"tokens": 1984, "last": 256, "n_ctx": 2048}}
+        "phi3long": {"tokens": 1984, "last": 256, "n_ctx": 2048},
+        "qwen3yarn": {"tokens": 1984, "last": 256, "n_ctx": 2048}}
 
 
 def run_llama(binary, model, lines, fa_off, n_ctx=1024):

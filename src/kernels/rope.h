@@ -19,9 +19,24 @@ struct RopeParams {
   // tensor); empty when the model has none. Size rot_dims / 2.
   std::vector<float> freq_factors;
   // Scales cos and sin (so the rotated dims of q and k): longrope's
-  // attention factor (phi3's rope.scaling.attn_factor); 1 for most models.
+  // attention factor (phi3's rope.scaling.attn_factor), YaRN's magnitude
+  // correction; 1 for most models.
   float attn_factor = 1.0f;
+  // YaRN (rope.scaling.type yarn, as ggml's rope_yarn): pair i turns by
+  // the interpolated angle (freq_scale x the plain one) blended toward the
+  // plain one by ramp(i) = 1 - clamp((i - low) / max(0.001, high - low), 0, 1);
+  // low and high are the pairs whose wavelengths fit the original context
+  // beta_fast and beta_slow times. Off when yarn is false.
+  bool yarn = false;
+  float yarn_low = 0.0f;
+  float yarn_high = 0.0f;
 };
+
+// YaRN's correction range for `rot_dims` rotated dims, a base of
+// `freq_base` and an original context of `original_context` positions,
+// with beta_fast 32 and beta_slow 1 (llama.cpp's defaults): sets
+// p.yarn_low and p.yarn_high as ggml_rope_yarn_corr_dims does.
+void set_yarn_correction_range(RopeParams& p, int64_t original_context);
 
 // cos and sin of each rotated pair's angle at `pos` (rot_dims / 2 each).
 void rope_angles(const RopeParams& params, int64_t pos, float* cos_out, float* sin_out);

@@ -45,12 +45,25 @@ Status read_rope(const GgufFile& f, const std::string& arch, ModelConfig& c) {
   // Longrope names its scaling in some files; its factors are tensors
   // (rope_factors_short/long, bound with the weights).
   if (scaling == "longrope" || scaling == "su") scaling = "none";
-  if (scaling == "linear") {
+  if (scaling == "linear" || scaling == "yarn") {
     OMNIBUS_ASSIGN_OR_RETURN(double factor, f.get_float(arch + ".rope.scaling.factor"));
     if (!(factor > 0.0) || !std::isfinite(factor)) return Status::corrupt(arch + ".rope.scaling.factor must be > 0");
     c.rope.freq_scale = static_cast<float>(1.0 / factor);
   } else if (scaling != "none") {
-    return Status::unsupported("RoPE scaling type '" + scaling + "' (supported: none, linear, and llama3 rope_freqs)");
+    return Status::unsupported("RoPE scaling type '" + scaling +
+                               "' (supported: none, linear, yarn, longrope and llama3 rope_freqs)");
+  }
+  if (scaling == "yarn") {
+    // As llama.cpp: the correction range from the original context, and a
+    // magnitude of attn_factor x (1 + 0.1 ln factor) for a factor above 1.
+    if (f.find(arch + ".rope.scaling.yarn_log_multiplier") != nullptr) {
+      OMNIBUS_ASSIGN_OR_RETURN(double log_mul, f.get_float(arch + ".rope.scaling.yarn_log_multiplier"));
+      if (log_mul != 0.0) return Status::unsupported("YaRN with a log multiplier (DeepSeek's mscale_all_dim)");
+    }
+    const double factor = 1.0 / c.rope.freq_scale;
+    c.rope.yarn = true;
+    set_yarn_correction_range(c.rope, c.rope_original_context > 0 ? c.rope_original_context : c.n_ctx_train);
+    if (factor > 1.0) c.rope.attn_factor = static_cast<float>(c.rope.attn_factor * (1.0 + 0.1 * std::log(factor)));
   }
   return Status::ok();
 }
@@ -104,6 +117,12 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     c.window_rope = c.rope;
     c.window_rope.freq_base = c.spec->window_rope_base;
     c.window_rope.freq_scale = 1.0f;
+    if (c.rope.yarn) {
+      // Unscaled, YaRN's blend is the plain angle and its magnitude 1
+      // (llama.cpp's mscale: the attention factor times 1 + 0.1 ln 1).
+      c.window_rope.yarn = false;
+      c.window_rope.attn_factor = c.rope.attn_factor / (1.0f + 0.1f * std::log(1.0f / c.rope.freq_scale));
+    }
     if (f.find(a + ".rope.freq_base_swa") != nullptr) {
       OMNIBUS_ASSIGN_OR_RETURN(double base, f.get_float(a + ".rope.freq_base_swa"));
       if (!(base > 1.0) || !std::isfinite(base)) return Status::corrupt(a + ".rope.freq_base_swa must be > 1");
