@@ -19,13 +19,13 @@ Result<std::unique_ptr<Generator>> Generator::create(std::shared_ptr<const Model
   if (prefill_chunk <= 0) return Status::invalid_argument("prefill chunk must be positive");
   ServingEngineOptions options;
   // One sequence at a time, chunked as the caller asks; the pool holds one
-  // full context (cached blocks of earlier calls make way when needed).
+  // full context (cached blocks of earlier calls make way when needed), a
+  // window model's window layers only their window.
   options.scheduler.max_seqs = 1;
   options.scheduler.max_batched_tokens = prefill_chunk;
   options.kv_block_size = kBlockSize;
   options.kv_type = kv_type;
-  options.kv_cache_bytes =
-      int64_t{(context + kBlockSize - 1) / kBlockSize} * kBlockSize * kv_bytes_per_token(model->config(), kv_type);
+  options.kv_cache_tokens = context;
   options.context_length = context;
   options.speculative_max_seqs = 1;
   options.announce = false;

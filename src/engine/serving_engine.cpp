@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/timer.h"
+#include "engine/kv_pool_plan.h"
 #include "engine/text_stream.h"
 #include "sampling/sampler.h"
 
@@ -62,38 +63,21 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   e->context_length_ = options.context_length > 0 ? options.context_length : config.default_context();
   if (e->context_length_ <= 1) return Status::invalid_argument("the context length must be > 1");
 
-  const int64_t layer_block_bytes =
-      kv_bytes_per_token(config, options.kv_type) / config.n_layer * options.kv_block_size;
-  int64_t block_bytes = layer_block_bytes * config.n_layer;
-  int64_t window_block_bytes = 0;
-  if (options.window_kv && config.sliding_window > 0 && backend.window_kv()) {
-    // The window pool: every sequence the scheduler may run holds its
-    // window's blocks plus one partly filled on each side, and one step's
-    // new positions (max_batched_tokens over all sequences) need blocks of
-    // their own until their commit frees what falls behind.
-    int window_layers = 0;
-    for (int layer = 0; layer < config.n_layer; ++layer) window_layers += config.layer_has_window(layer) ? 1 : 0;
-    const int64_t bs = options.kv_block_size;
-    const int64_t per_sequence = (config.sliding_window + bs - 1) / bs + 2;
-    const int64_t wanted =
-        options.scheduler.max_seqs * per_sequence + (options.scheduler.max_batched_tokens + bs - 1) / bs;
-    // At most half the budget: a small pool is better spent on full
-    // layers' context; the window pool must still carry one sequence's
-    // biggest step, or the split is not worth having.
-    const int64_t affordable = options.kv_cache_bytes / 2 / (layer_block_bytes * window_layers);
-    const int64_t one_sequence = per_sequence + (options.scheduler.max_batched_tokens + bs - 1) / bs;
-    if (window_layers < config.n_layer && std::min(wanted, affordable) >= one_sequence) {
-      e->window_blocks_ = std::min(wanted, affordable);
-      window_block_bytes = layer_block_bytes * window_layers;
-      block_bytes = layer_block_bytes * (config.n_layer - window_layers);
-    }
-  }
-  e->num_blocks_ = (options.kv_cache_bytes - e->window_blocks_ * window_block_bytes) / block_bytes;
-  if (e->num_blocks_ < 1)
-    return Status::invalid_argument("a KV cache of " + std::to_string(options.kv_cache_bytes) +
-                                    " bytes holds no KV block (one block is " + std::to_string(block_bytes) +
-                                    " bytes); raise --kv-cache-mib");
-  if (e->num_blocks_ > (int64_t{1} << 30)) return Status::invalid_argument("--kv-cache-mib is too large");
+  KvPoolRequest pools;
+  pools.budget_bytes = options.kv_cache_bytes;
+  pools.context_tokens = options.kv_cache_tokens;
+  pools.block_size = options.kv_block_size;
+  pools.type = options.kv_type;
+  // A context no longer than the window frees nothing: one pool then.
+  pools.window_group = options.window_kv && config.sliding_window > 0 && e->context_length_ > config.sliding_window &&
+                       backend.window_kv();
+  pools.max_seqs = options.scheduler.max_seqs;
+  pools.max_batched_tokens = options.scheduler.max_batched_tokens;
+  OMNIBUS_ASSIGN_OR_RETURN(const KvPoolPlan plan, plan_kv_pools(config, pools));
+  e->num_blocks_ = plan.num_blocks;
+  e->window_blocks_ = plan.window_blocks;
+  const int64_t window_block_bytes = plan.window_block_bytes;
+  const int64_t block_bytes = plan.block_bytes;
   const int64_t pool_tokens = e->num_blocks_ * options.kv_block_size;
   if (pool_tokens < e->context_length_)
     log_warn("the KV pool holds {} tokens, less than one full context of {}; longer requests get a 400", pool_tokens,

@@ -50,6 +50,10 @@ struct ServingEngineOptions {
   int32_t kv_block_size = 16;
   KvCacheType kv_type = KvCacheType::kF16;  // --kv-type
   int64_t kv_cache_bytes = int64_t{512} << 20;  // K/V pool size (--kv-cache-mib)
+  // > 0: instead of kv_cache_bytes, pools sized for exactly this many
+  // tokens of context (plus the window layers' own, engine/kv_pool_plan.h):
+  // the command line's one-sequence engines.
+  int64_t kv_cache_tokens = 0;
   bool prefix_caching = true;
   // A model with sliding-window layers keeps their K/V in a pool of its
   // own, holding only what each sequence's window still sees
