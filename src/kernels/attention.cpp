@@ -93,9 +93,14 @@ void attention_merge(int head_dim, int heads, const AttentionPartial& next, cons
   }
 }
 
-void attention_finish(int head_dim, int heads, const AttentionPartial& state, float* out) {
+void attention_finish(int head_dim, int heads, const AttentionPartial& state, float* out, const float* sinks) {
   for (int i = 0; i < heads; ++i) {
-    const float inv_sum = 1.0f / state.sum[i];
+    float inv_sum = 1.0f / state.sum[i];
+    if (sinks != nullptr) {
+      const float top = std::max(state.max[i], sinks[i]);
+      const float keep = std::exp(state.max[i] - top);
+      inv_sum = keep / (state.sum[i] * keep + std::exp(sinks[i] - top));
+    }
     const float* acc = state.acc + static_cast<int64_t>(i) * head_dim;
     float* o = out + static_cast<int64_t>(i) * head_dim;
     for (int d = 0; d < head_dim; ++d) o[d] = acc[d] * inv_sum;
@@ -226,7 +231,7 @@ void attention_row_paged_with(AttentionChunkFn chunk, const AttentionShape& s, c
       chunk(s, q, std::span(chunk_runs, n), row_stride, scores, first == 0 ? state : next, h0, h1, {});
       if (first > 0) attention_merge(s.head_dim, heads, next, state);
     }
-    attention_finish(s.head_dim, heads, state, state.acc);
+    attention_finish(s.head_dim, heads, state, state.acc, s.sinks_from(h0));
   }
 }
 
@@ -281,8 +286,8 @@ void attention_row_pair_paged(const KernelTable& table, const AttentionShape& s,
       }
       if (first > 0) attention_merge(s.head_dim, heads, next1, state1);
     }
-    attention_finish(s.head_dim, heads, state0, state0.acc);
-    attention_finish(s.head_dim, heads, state1, state1.acc);
+    attention_finish(s.head_dim, heads, state0, state0.acc, s.sinks_from(h0));
+    attention_finish(s.head_dim, heads, state1, state1.acc, s.sinks_from(h0));
   }
 }
 
@@ -361,8 +366,8 @@ void attention_rows_shared_prefix(const KernelTable& table, const AttentionShape
         attention_merge(s.head_dim, heads, next1, state1);
       }
     }
-    attention_finish(s.head_dim, heads, state0, state0.acc);
-    attention_finish(s.head_dim, heads, state1, state1.acc);
+    attention_finish(s.head_dim, heads, state0, state0.acc, s.sinks_from(h0));
+    attention_finish(s.head_dim, heads, state1, state1.acc, s.sinks_from(h0));
   }
 }
 

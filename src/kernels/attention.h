@@ -63,6 +63,14 @@ struct AttentionShape {
   // position's 4 (K) or row_stride / 2 (V) further. Scales as q8_0's.
   KvCacheType kv_type = KvCacheType::kF16;
   int64_t scale_head_stride = 0;
+  // Attention sinks (gpt-oss): one learned logit per head, n_head floats,
+  // that joins each head's softmax as a position with no value: it takes
+  // its share of the weight and gives nothing back. Null: none. Applied
+  // once per row, when the merged chunks are divided by their sum
+  // (attention_finish), so chunking and threading still give the same bits.
+  const float* sinks = nullptr;
+  // The sinks of heads [head_begin, ...), or null.
+  const float* sinks_from(int head_begin) const { return sinks != nullptr ? sinks + head_begin : nullptr; }
   int64_t kv_head_step() const { return kv_head_stride != 0 ? kv_head_stride : head_dim; }
   // Elements from a position's K to the next position's.
   int64_t k_position_step(int64_t row_stride) const { return k_dim_stride != 0 ? 1 : row_stride; }
@@ -170,9 +178,11 @@ void attention_chunk(const AttentionShape& shape, const float* q, std::span<cons
 // the same arithmetic.
 void attention_merge(int head_dim, int heads, const AttentionPartial& next, const AttentionPartial& state);
 
-// out[i * head_dim + d] = state.acc[i * head_dim + d] * (1 / state.sum[i]).
-// out may be state.acc.
-void attention_finish(int head_dim, int heads, const AttentionPartial& state, float* out);
+// out[i * head_dim + d] = state.acc[i * head_dim + d] * (1 / state.sum[i]);
+// with sinks (the heads' own, AttentionShape::sinks_from), head i's sum
+// counts e^(sinks[i] - max) too, taken about the larger of the two so a
+// sink far above the scores cannot overflow. out may be state.acc.
+void attention_finish(int head_dim, int heads, const AttentionPartial& state, float* out, const float* sinks = nullptr);
 
 // The non-empty runs covering positions [first, first + count) of `runs`
 // (positions in run order), cut at both ends; writes them to `out` (room

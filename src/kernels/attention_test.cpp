@@ -318,6 +318,57 @@ TEST(AttentionChunkTest, ChunkedRowMatchesOneSoftmaxInDouble) {
   }
 }
 
+// Attention sinks (gpt-oss): each head's softmax in double over its scores
+// and its sink logit (the sink adds weight, no value); a sink far above
+// every score leaves a small but finite output, far below changes nothing
+// measurable. Chunks merged apart give the row's bits with sinks too.
+TEST(AttentionChunkTest, SinksJoinEachHeadsSoftmax) {
+  const int64_t stride = 2 * 16, n_kv = 600;
+  auto q = random_floats(4 * 16, 91);
+  for (auto& x : q) x *= 3.0f;
+  const auto k = random_halves(n_kv * stride, 92), v = random_halves(n_kv * stride, 93);
+  const KvRun whole{k.data(), v.data(), n_kv};
+  for (float sink_base : {-30.0f, 0.5f, 3.0f, 80.0f}) {
+    const std::vector<float> sinks = {sink_base, sink_base - 1.0f, sink_base + 0.7f, sink_base * 0.5f};
+    AttentionShape shape{4, 2, 16, 0.25f};
+    shape.sinks = sinks.data();
+    std::vector<float> got(4 * 16), scores(4 * n_kv);
+    attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), got.data(), 0, 4);
+    // Heads in two calls: each call's sinks are its own heads'.
+    std::vector<float> split(4 * 16);
+    attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), split.data(), 0, 1);
+    attention_row_paged(shape, q.data(), std::span(&whole, 1), stride, scores.data(), split.data(), 1, 4);
+    EXPECT_EQ(0, std::memcmp(got.data(), split.data(), sizeof(float) * got.size())) << "sink " << sink_base;
+    for (int h = 0; h < 4; ++h) {
+      const int64_t kv_off = (h / 2) * 16;
+      std::vector<double> sc(n_kv);
+      double m = sinks[h];
+      for (int64_t j = 0; j < n_kv; ++j) {
+        double dot = 0;
+        for (int d = 0; d < 16; ++d)
+          dot += static_cast<double>(f16_to_f32(f32_to_f16(q[h * 16 + d]))) * f16_to_f32(k[j * stride + kv_off + d]);
+        sc[j] = dot * 0.25;
+        m = std::max(m, sc[j]);
+      }
+      double total = std::exp(sinks[h] - m);
+      std::vector<double> out(16, 0.0);
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const double p = std::exp(sc[j] - m);
+        total += p;
+        for (int d = 0; d < 16; ++d) out[d] += p * f16_to_f32(v[j * stride + kv_off + d]);
+      }
+      // The scores' share of the weight scales the output and its error
+      // (f16 numerators, as ChunkedRowMatchesOneSoftmaxInDouble).
+      const double share = 1.0 - std::exp(sinks[h] - m) / total;
+      for (int d = 0; d < 16; ++d) {
+        ASSERT_TRUE(std::isfinite(got[h * 16 + d]));
+        EXPECT_NEAR(got[h * 16 + d], out[d] / total, 2e-3 * share + 1e-30)
+            << "sink " << sink_base << " head " << h << " dim " << d;
+      }
+    }
+  }
+}
+
 // The AVX2 path (vector exp, other summation order) agrees with the scalar
 // reference to f16 rounding of the softmax numerators, on sharply peaked and
 // flat score distributions.

@@ -34,6 +34,10 @@ struct LayerWeights {
   const float* k_norm = nullptr;
   const float* post_attn_norm = nullptr;
   const float* post_ffn_norm = nullptr;
+  // Attention sinks, one logit per head (AttentionShape::sinks): null
+  // unless the architecture has them (no supported one binds them yet;
+  // gpt-oss will).
+  const float* attn_sinks = nullptr;
 
   // Mixture of experts (ModelConfig::is_moe; w_gate, w_up, w_down then
   // empty): the router (n_expert rows) and each expert's matrices, views

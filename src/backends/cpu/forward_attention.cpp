@@ -49,15 +49,18 @@ size_t ForwardPass::position_runs(const BatchRow& row, int layer, PagedKvStore& 
 
 namespace {
 
-AttentionShape attention_shape(const ModelConfig& c, const PagedKvStore& kv, int layer) {
-  return {c.n_head,
-          c.n_head_kv,
-          c.head_dim,
-          c.attention_scale,
-          kv.head_stride(layer),
-          kv.key_dim_stride(),
-          kv.type(),
-          kv.scale_head_stride(layer)};
+AttentionShape attention_shape(const Model& m, const PagedKvStore& kv, int layer) {
+  const ModelConfig& c = m.config();
+  AttentionShape shape{c.n_head,
+                       c.n_head_kv,
+                       c.head_dim,
+                       c.attention_scale,
+                       kv.head_stride(layer),
+                       kv.key_dim_stride(),
+                       kv.type(),
+                       kv.scale_head_stride(layer)};
+  shape.sinks = m.weights().layers[layer].attn_sinks;
+  return shape;
 }
 
 // attend_chunks' cost of a unit: its chunk's positions plus this.
@@ -147,7 +150,7 @@ void ForwardPass::plan_shared_chunks(int layer, std::span<const BatchRow> rows, 
   // sequences sharing 1,024 positions, 768 KB a layer, 8% slower paired;
   // sharing 2,048, 1.5 MB, 8-16% faster; 2 sequences 3-7% slower).
   if (!shared_prefix_attention_ || n < 2 * pool_.size() ||
-      !attention_pairs_supported(kernels_, attention_shape(c, kv, layer)))
+      !attention_pairs_supported(kernels_, attention_shape(*model_, kv, layer)))
     return;
   const int64_t bytes_per_position = kv_bytes_per_token(c, kv.type()) / c.n_layer;
   // As pair_shared_prefixes: a row takes the first later free row it shares
@@ -192,7 +195,7 @@ void ForwardPass::attend(int layer, std::span<const BatchRow> rows, PagedKvStore
 // prefill; now 3%).
 void ForwardPass::attend_rows(int layer, std::span<const BatchRow> rows, PagedKvStore& kv) {
   const ModelConfig& c = model_->config();
-  const AttentionShape shape = attention_shape(c, kv, layer);
+  const AttentionShape shape = attention_shape(*model_, kv, layer);
   const int heads_per_item = std::min(c.n_head / c.n_head_kv, kHeadsPerCall);
   struct Job : AttentionJob {
     int heads_per_item;
@@ -312,7 +315,7 @@ void ForwardPass::attend_chunks(int layer, std::span<const BatchRow> rows, Paged
 
 void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, PagedKvStore& kv, int t, int count) {
   const ModelConfig& c = model_->config();
-  const AttentionShape shape = attention_shape(c, kv, layer);
+  const AttentionShape shape = attention_shape(*model_, kv, layer);
   const ChunkPlan& plan = chunk_plan(layer);
   const int group = c.n_head / c.n_head_kv;
   // Room for two rows' scores (shared chunks).
@@ -391,7 +394,8 @@ void ForwardPass::attend_chunk_share(int layer, std::span<const BatchRow> rows, 
       attention_chunk(kernels_, shape, q, runs, kv.position_stride(), scores, part, h, h1, ahead);
       if (whole_row)
         attention_finish(c.head_dim, h1 - h, part,
-                         attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim);
+                         attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim,
+                         shape.sinks_from(h));
     }
     if (!more) break;
     call = next;
@@ -404,15 +408,16 @@ void ForwardPass::merge_chunks(int layer, std::span<const BatchRow> rows, int he
   const ModelConfig& c = model_->config();
   const ChunkPlan& plan = chunk_plan(layer);
   if (head_begin >= head_end) return;
+  const float* sinks = model_->weights().layers[layer].attn_sinks;
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t first = plan.first_chunk[i], n_chunks = plan.first_chunk[i + 1] - first;
     if (n_chunks == 1) continue;
     const AttentionPartial state = chunk_partial(first, head_begin);
     for (int64_t ch = 1; ch < n_chunks; ++ch)
       attention_merge(c.head_dim, head_end - head_begin, chunk_partial(first + ch, head_begin), state);
-    attention_finish(
-        c.head_dim, head_end - head_begin, state,
-        attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(head_begin) * c.head_dim);
+    attention_finish(c.head_dim, head_end - head_begin, state,
+                     attn_.data() + static_cast<int64_t>(i) * c.q_dim() + static_cast<int64_t>(head_begin) * c.head_dim,
+                     sinks != nullptr ? sinks + head_begin : nullptr);
   }
 }
 
