@@ -30,6 +30,13 @@ TinyModelSpec golden_spec(const char* architecture, int n_layer, int n_head, int
   return s;
 }
 
+// `count` experts of `width`, `used` a token.
+void with_experts(TinyModelSpec& s, int count, int used, int width) {
+  s.n_expert = count;
+  s.n_expert_used = used;
+  s.n_ff_expert = width;
+}
+
 std::vector<ArchGoldenModel> make_models() {
   std::vector<ArchGoldenModel> models;
   // Llama 3.2 1B: 32 heads of 64 over 2,048 wide, 8 KV heads, RoPE base
@@ -65,9 +72,7 @@ std::vector<ArchGoldenModel> make_models() {
   // normalised. Here 8 heads per KV head as there, 16 experts of 256, 4 per
   // token.
   ArchGoldenModel moe{"qwen3moe", golden_spec("qwen3moe", 3, 8, 1, 128, DType::kQ4_K, DType::kQ6_K, 1e6f, 1e-6f, 30)};
-  moe.spec.n_expert = 16;
-  moe.spec.n_expert_used = 4;
-  moe.spec.n_ff_expert = 256;
+  with_experts(moe.spec, 16, 4, 256);
   models.push_back(moe);
   // Qwen1.5-MoE-A2.7B: Qwen2's attention (16 heads of 128 over 2,048, so
   // q_dim = n_embd, biases), 60 experts of 1,408, 4 a token, weights as
@@ -76,9 +81,7 @@ std::vector<ArchGoldenModel> make_models() {
   // expert of 512.
   ArchGoldenModel qwen2moe{"qwen2moe",
                            golden_spec("qwen2moe", 3, 4, 4, 128, DType::kQ8_0, DType::kQ8_0, 1e6f, 1e-6f, 57)};
-  qwen2moe.spec.n_expert = 16;
-  qwen2moe.spec.n_expert_used = 4;
-  qwen2moe.spec.n_ff_expert = 256;
+  with_experts(qwen2moe.spec, 16, 4, 256);
   qwen2moe.spec.n_ff_shared_expert = 512;
   models.push_back(qwen2moe);
   // Phi-4-mini: 24 heads of 128 over 3,072 wide, 8 KV heads, RoPE on 96
@@ -98,6 +101,19 @@ std::vector<ArchGoldenModel> make_models() {
   ArchGoldenModel phi_long = phi;
   phi_long.name = "phi3long";
   models.push_back(phi_long);
+  // gpt-oss-20b: 64 heads of 64 over 2,880 wide, 8 per KV head, biased
+  // q/k/v/o, attention sinks, every other layer a window of 128 with the
+  // same YaRN RoPE (factor 32 over 4,096, base 150,000), 32 experts of
+  // 2,880, 4 a token, with biases and the clamped SwiGLU. Here 8 heads of
+  // 64 on one KV head, four layers, a window of 32 positions (the golden
+  // sequences are 128 long), YaRN factor 4 over 1,024, 16 experts of 256.
+  // Q8_0 experts: real files' MXFP4 is not read yet.
+  ArchGoldenModel gpt_oss{"gptoss",
+                          golden_spec("gpt-oss", 4, 8, 1, 64, DType::kQ8_0, DType::kQ8_0, 150000.0f, 1e-5f, 21)};
+  gpt_oss.spec.sliding_window = 32;
+  gpt_oss.spec.yarn_factor = 4;
+  with_experts(gpt_oss.spec, 16, 4, 256);
+  models.push_back(gpt_oss);
   // Gemma 3 270M: 4 heads of 256 over 640 wide, one KV head, five window
   // layers to one global. Six layers and a window of 32 positions (the
   // golden sequences are 128 long).

@@ -110,6 +110,10 @@ class TinyWriter {
         tensor(p + "attn_v.weight", s_.n_head_kv * hd, s_.n_embd, s_.matrix_type, scale);
       }
       tensor(p + "attn_output.weight", s_.n_embd, s_.n_head * hd, s_.matrix_type, scale);
+      if (arch->attn_output_bias) tensor(p + "attn_output.bias", 1, s_.n_embd, DType::kF32, 0.2f);
+      // Sinks of a few units, as trained ones: each head gives a real share
+      // of its weight to the sink, some most of it.
+      if (arch->attn_sinks) tensor(p + "attn_sinks.weight", 1, s_.n_head, DType::kF32, 3.0f);
       if (arch->qkv_bias) {
         tensor(p + "attn_q.bias", 1, s_.n_head * hd, DType::kF32, 0.2f);
         tensor(p + "attn_k.bias", 1, s_.n_head_kv * hd, DType::kF32, 0.2f);
@@ -123,7 +127,7 @@ class TinyWriter {
         norm(p + "post_attention_norm.weight", s_.n_embd);
         norm(p + "post_ffw_norm.weight", s_.n_embd);
       }
-      norm(p + "ffn_norm.weight", s_.n_embd);
+      norm(p + std::string(arch->ffn_norm_tensor) + ".weight", s_.n_embd);
       if (arch->moe) {
         // Router logits of about 2 units: the experts' probabilities differ.
         tensor(p + "ffn_gate_inp.weight", s_.n_expert, s_.n_embd, DType::kF32, 2.0f * std::sqrt(3.0f / s_.n_embd));
@@ -131,6 +135,13 @@ class TinyWriter {
         tensor(p + "ffn_up_exps.weight", ff_expert, s_.n_embd, s_.matrix_type, scale, s_.n_expert);
         tensor(p + "ffn_down_exps.weight", s_.n_embd, ff_expert, s_.matrix_type, 1.0f / std::sqrt(float(ff_expert)),
                s_.n_expert);
+        if (arch->moe_biases) {
+          // One row per expert ([n_expert][width], as llama.cpp reads them).
+          tensor(p + "ffn_gate_inp.bias", 1, s_.n_expert, DType::kF32, 0.5f);
+          tensor(p + "ffn_gate_exps.bias", s_.n_expert, ff_expert, DType::kF32, 0.3f);
+          tensor(p + "ffn_up_exps.bias", s_.n_expert, ff_expert, DType::kF32, 0.3f);
+          tensor(p + "ffn_down_exps.bias", s_.n_expert, s_.n_embd, DType::kF32, 0.1f);
+        }
         if (arch->moe_shared_expert) {
           tensor(p + "ffn_gate_inp_shexp.weight", 1, s_.n_embd, DType::kF32, 2.0f * std::sqrt(3.0f / s_.n_embd));
           tensor(p + "ffn_gate_shexp.weight", ff_shared, s_.n_embd, s_.matrix_type, scale);

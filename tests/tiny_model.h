@@ -16,7 +16,7 @@
 namespace omnibus::testing {
 
 struct TinyModelSpec {
-  std::string architecture = "llama";  // "llama", "qwen2", "qwen3" or "gemma3"
+  std::string architecture = "llama";  // any of find_architecture's names
   int n_layer = 2;
   int n_embd = 64;
   int n_head = 4;

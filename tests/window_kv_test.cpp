@@ -1,6 +1,6 @@
 // Sliding-window layers that keep only their window (ServingEngineOptions::
 // window_kv, docs/design/sliding-window-kv.md), through the serving engine
-// on a tiny random gemma3 model (window 12, five window layers in six): the
+// on tiny random gemma3 and gpt-oss models (window 12): the
 // same logits, to the bit, as an engine that keeps every layer for the
 // whole context, whatever the batching, the step budget and the prefix
 // cache (prompts shorter and longer than the window, with eviction in
@@ -8,6 +8,7 @@
 // however long it grows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -53,13 +54,15 @@ double gauge(const std::string& metrics, const std::string& name) {
   return at == std::string::npos ? -1 : std::stod(metrics.substr(at + name.size() + 2));
 }
 
-class WindowKvTest : public ::testing::Test {
+// Gemma 3 (five window layers in six) and gpt-oss (every other layer a
+// window, mixture of experts, attention sinks).
+class WindowKvTest : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     testing::TinyModelSpec spec;
-    spec.architecture = "gemma3";
+    spec.architecture = GetParam();
     spec.vocab = kVocab;
-    spec.n_layer = 6;  // gemma3: five window layers, then a full one
+    spec.n_layer = spec.architecture == "gemma3" ? 6 : 4;
     spec.head_dim = 32;
     spec.sliding_window = kWindow;
     spec.tied_output = false;
@@ -130,20 +133,23 @@ class WindowKvTest : public ::testing::Test {
   std::shared_ptr<const Model> model_;
 };
 
-TEST_F(WindowKvTest, SameLogitsAsWholeLayersAcrossBatchingBudgetsAndCache) {
+TEST_P(WindowKvTest, SameLogitsAsWholeLayersAcrossBatchingBudgetsAndCache) {
   ASSERT_EQ(model_->config().sliding_window, kWindow);
-  const auto ps = prompts(10);
+  // The mixture-of-experts model's steps cost more: fewer of them.
+  const bool moe = model_->config().is_moe();
+  const auto ps = prompts(moe ? 6 : 10);
+  const int64_t tokens = moe ? 16 : 30;
   ServingEngineOptions whole;
   whole.window_kv = false;
   whole.prefix_caching = false;
-  const std::vector<Output> reference = run(whole, ps, 30, /*together=*/false);
-  for (int budget : {3, 16, 256}) {
+  const std::vector<Output> reference = run(whole, ps, tokens, /*together=*/false);
+  for (int budget : moe ? std::vector<int>{5, 256} : std::vector<int>{3, 16, 256}) {
     for (bool cache : {false, true}) {
       for (bool together : {false, true}) {
         ServingEngineOptions o;
         o.scheduler.max_batched_tokens = budget;
         o.prefix_caching = cache;
-        const std::vector<Output> outs = run(o, ps, 30, together);
+        const std::vector<Output> outs = run(o, ps, tokens, together);
         for (size_t i = 0; i < ps.size(); ++i)
           expect_same(outs[i], reference[i],
                       "prompt " + std::to_string(i) + ", budget " + std::to_string(budget) + ", cache " +
@@ -157,7 +163,7 @@ TEST_F(WindowKvTest, SameLogitsAsWholeLayersAcrossBatchingBudgetsAndCache) {
 // and gives the same bits as a fresh prefill: prompts shorter and longer
 // than the window, and after other traffic has evicted part of the window
 // pool (the match then stops where the window's blocks are still cached).
-TEST_F(WindowKvTest, PrefixCacheRestoresTheSameState) {
+TEST_P(WindowKvTest, PrefixCacheRestoresTheSameState) {
   ServingEngineOptions whole;
   whole.window_kv = false;
   whole.prefix_caching = false;
@@ -192,7 +198,7 @@ TEST_F(WindowKvTest, PrefixCacheRestoresTheSameState) {
 // A sequence holds the window's blocks (plus a partial one each side), not
 // its whole context, in the window layers; the full layers' pool holds
 // everything. Sampled from /metrics while a long request decodes.
-TEST_F(WindowKvTest, WindowBlocksStayBoundedAsTheSequenceGrows) {
+TEST_P(WindowKvTest, WindowBlocksStayBoundedAsTheSequenceGrows) {
   ServingEngineOptions o;
   o.scheduler.max_batched_tokens = 16;
   auto engine = make_engine(o);
@@ -235,7 +241,7 @@ TEST_F(WindowKvTest, WindowBlocksStayBoundedAsTheSequenceGrows) {
 // give a window engine the tokens one engine gives; an engine that keeps
 // every layer whole refuses the blob (its early window bytes are zeros)
 // but its own blobs go to a window engine.
-TEST_F(WindowKvTest, KvHandoverBetweenWindowEngines) {
+TEST_P(WindowKvTest, KvHandoverBetweenWindowEngines) {
   std::vector<int32_t> prompt(61);
   for (int i = 0; i < 61; ++i) prompt[i] = (i * 19 + 2) % 250;
   ServingEngineOptions o;
@@ -269,6 +275,13 @@ TEST_F(WindowKvTest, KvHandoverBetweenWindowEngines) {
   EXPECT_EQ(three.cached_tokens, 60);
   expect_same(three, one, "imported from a whole-layer engine");
 }
+
+INSTANTIATE_TEST_SUITE_P(Architectures, WindowKvTest, ::testing::Values("gemma3", "gpt-oss"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace omnibus

@@ -181,6 +181,7 @@ TEST(GgufParserTest, RejectsBadDimensions) {
 TEST(GgufParserTest, RejectsUnknownTensorType) {
   std::string msg = expect_error(one_tensor_file({8}, 4, 0, 32), "tensor 'blk.0.w' has unknown type id 4");
   expect_error(one_tensor_file({8}, 1000, 0, 32), "unknown type id 1000");
+  expect_error(one_tensor_file({32}, 39, 0, 32), "MXFP4");
   auto r = parse_bytes(one_tensor_file({8}, 4, 0, 32));
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
 }

@@ -1,5 +1,8 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "kernels/kernel_table.h"
 
 namespace omnibus {
@@ -27,6 +30,14 @@ void scale_f32(float alpha, float* y, int64_t n) {
 }
 void add_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+void swiglu_oai(float* gate, const float* up, int64_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], kLimit);
+    const float u = std::clamp(up[i], -kLimit, kLimit);
+    gate[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+  }
 }
 
 }  // namespace omnibus

@@ -22,6 +22,11 @@ void swiglu(float* gate, const float* up, int64_t n);
 // computed as g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), the same value.
 void geglu(float* gate, const float* up, int64_t n);
 
+// gpt-oss's clamped SwiGLU, in place on gate: g = min(gate[i], 7),
+// gate[i] = g * sigmoid(1.702 g) * (clamp(up[i], -7, 7) + 1). Scalar (its
+// experts' hidden rows only; llama.cpp's swiglu_oai).
+void swiglu_oai(float* gate, const float* up, int64_t n);
+
 // sum_i a[i] * b[i]
 float dot_f32(const float* a, const float* b, int64_t n);
 

@@ -5,7 +5,7 @@
 namespace omnibus {
 namespace {
 
-constexpr std::array<ArchitectureSpec, 7> kArchitectures = {{
+constexpr std::array<ArchitectureSpec, 8> kArchitectures = {{
     // SmolLM2, Llama 2/3.x, TinyLlama, Mistral (no window). The GGUF
     // converter permutes Q/K rows so adjacent-pair RoPE is right.
     {.name = "llama", .rope_style = RopeStyle::kNormal, .qkv_bias = false},
@@ -41,6 +41,22 @@ constexpr std::array<ArchitectureSpec, 7> kArchitectures = {{
      .post_norms = true,
      .window_period = 6,
      .window_rope_base = 10000.0f},
+    // gpt-oss (20b, 120b): biased q/k/v/o, attention sinks, every other
+    // layer a 128-position window with the same (YaRN) RoPE, experts with
+    // biases and the clamped SwiGLU, chosen by a softmax over the chosen
+    // logits (the same weights as the normalised full softmax).
+    {.name = "gpt-oss",
+     .rope_style = RopeStyle::kNeox,
+     .qkv_bias = true,
+     .ffn_activation = FfnActivation::kSwigluOai,
+     .window_period = 2,
+     .moe = true,
+     .moe_normalize_weights = true,
+     .attn_output_bias = true,
+     .moe_biases = true,
+     .attn_sinks = true,
+     .ffn_norm_tensor = "post_attention_norm",
+     .window_rope_as_full = true},
 }};
 
 }  // namespace

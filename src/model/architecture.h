@@ -10,7 +10,10 @@
 
 namespace omnibus {
 
-enum class FfnActivation { kSilu, kGeluTanh };  // the gate's: SwiGLU or GeGLU
+// The gate's: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU (gate clamped to
+// at most 7, silu with slope 1.702, times the up value clamped to [-7, 7]
+// plus one; its experts only).
+enum class FfnActivation { kSilu, kGeluTanh, kSwigluOai };
 
 struct ArchitectureSpec {
   std::string_view name;     // general.architecture
@@ -38,6 +41,18 @@ struct ArchitectureSpec {
   // Beside the routed experts, a shared one every token goes through
   // (ffn_{gate,up,down}_shexp), scaled by sigmoid(ffn_gate_inp_shexp . x).
   bool moe_shared_expert = false;
+  // gpt-oss: biases on the attention output (attn_output.bias), the router
+  // (ffn_gate_inp.bias) and each expert's gate, up and down
+  // (ffn_{gate,up,down}_exps.bias, one row per expert).
+  bool attn_output_bias = false;
+  bool moe_biases = false;
+  // Attention sinks (attn_sinks.weight, one logit per head; AttentionShape::sinks).
+  bool attn_sinks = false;
+  // The MLP's input norm's tensor: ffn_norm, or gpt-oss's post_attention_norm.
+  std::string_view ffn_norm_tensor = "ffn_norm";
+  // Window layers turn with the full layers' RoPE, scaling included
+  // (gpt-oss), instead of their own unscaled one at window_rope_base.
+  bool window_rope_as_full = false;
 };
 
 // nullptr when the architecture is not supported.

@@ -68,9 +68,17 @@ class WeightBinder {
       l.bk = vector(p + "attn_k.bias", c.kv_dim());
       l.bv = vector(p + "attn_v.bias", c.kv_dim());
     }
-    l.ffn_norm = vector(p + "ffn_norm.weight", c.n_embd);
+    if (c.spec->attn_output_bias) l.bo = vector(p + "attn_output.bias", c.n_embd);
+    if (c.spec->attn_sinks) l.attn_sinks = vector(p + "attn_sinks.weight", c.n_head);
+    l.ffn_norm = vector(p + std::string(c.spec->ffn_norm_tensor) + ".weight", c.n_embd);
     if (c.is_moe()) {
       l.router = matrix(p + "ffn_gate_inp.weight", c.n_expert, c.n_embd);
+      if (c.spec->moe_biases) {
+        l.router_bias = vector(p + "ffn_gate_inp.bias", c.n_expert);
+        l.expert_gate_bias = vector(p + "ffn_gate_exps.bias", int64_t{c.n_expert} * c.n_ff_expert);
+        l.expert_up_bias = vector(p + "ffn_up_exps.bias", int64_t{c.n_expert} * c.n_ff_expert);
+        l.expert_down_bias = vector(p + "ffn_down_exps.bias", int64_t{c.n_expert} * c.n_embd);
+      }
       l.expert_gate = experts(p + "ffn_gate_exps.weight", c.n_ff_expert, c.n_embd);
       l.expert_up = experts(p + "ffn_up_exps.weight", c.n_ff_expert, c.n_embd);
       l.expert_down = experts(p + "ffn_down_exps.weight", c.n_embd, c.n_ff_expert);

@@ -38,6 +38,14 @@ struct LayerWeights {
   // unless the architecture has them (no supported one binds them yet;
   // gpt-oss will).
   const float* attn_sinks = nullptr;
+  const float* bo = nullptr;  // attention output bias (ArchitectureSpec::attn_output_bias)
+  // Mixture-of-experts biases (ArchitectureSpec::moe_biases): the router's
+  // (n_expert) and each expert's gate, up (n_ff_expert each) and down
+  // (n_embd) rows, expert e's at e x its width.
+  const float* router_bias = nullptr;
+  const float* expert_gate_bias = nullptr;
+  const float* expert_up_bias = nullptr;
+  const float* expert_down_bias = nullptr;
 
   // Mixture of experts (ModelConfig::is_moe; w_gate, w_up, w_down then
   // empty): the router (n_expert rows) and each expert's matrices, views

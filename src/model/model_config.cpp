@@ -115,9 +115,13 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     // Window layers rotate with their own base and no scaling (llama.cpp:
     // rope_freq_base_train_swa, default 10,000, rope_freq_scale_train_swa = 1).
     c.window_rope = c.rope;
-    c.window_rope.freq_base = c.spec->window_rope_base;
-    c.window_rope.freq_scale = 1.0f;
-    if (c.rope.yarn) {
+    if (c.spec->window_rope_as_full) {
+      // Nothing more to set: the same base, scale and YaRN as the full layers.
+    } else {
+      c.window_rope.freq_base = c.spec->window_rope_base;
+      c.window_rope.freq_scale = 1.0f;
+    }
+    if (c.rope.yarn && !c.spec->window_rope_as_full) {
       // Unscaled, YaRN's blend is the plain angle and its magnitude 1
       // (llama.cpp's mscale: the attention factor times 1 + 0.1 ln 1).
       c.window_rope.yarn = false;

@@ -149,6 +149,7 @@ void ForwardPass::activate(const BlockSpec& block, int64_t row_begin, int64_t ro
   const int64_t n_ff = model_->config().n_ff;
   auto gated = [act = block.activation, &table = kernels_](float* gate, const float* up, int64_t n) {
     if (act == FfnActivation::kGeluTanh) return geglu(table, gate, up, n);
+    if (act == FfnActivation::kSwigluOai) return swiglu_oai(gate, up, n);
     swiglu(table, gate, up, n);
   };
   if (col_begin == 0 && col_end == n_ff) {

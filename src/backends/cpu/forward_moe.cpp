@@ -15,10 +15,12 @@ void ForwardPass::route_rows(int layer, int n) {
   const ModelConfig& c = model_->config();
   const int n_expert = c.n_expert, k = c.n_expert_used;
   float* logits = router_logits_.data();
-  matmul(kernels_, model_->weights().layers[layer].router, xn_.data(), n, logits, &pool_);
+  const LayerWeights& l = model_->weights().layers[layer];
+  matmul(kernels_, l.router, xn_.data(), n, logits, &pool_);
   std::fill(expert_rows_.begin(), expert_rows_.end(), 0);
   for (int i = 0; i < n; ++i) {
     float* p = logits + int64_t{i} * n_expert;
+    if (l.router_bias != nullptr) add_f32(l.router_bias, p, n_expert);
     // Softmax (in double, then float, as the probabilities llama.cpp
     // selects and weights by are floats).
     const float mx = *std::max_element(p, p + n_expert);
@@ -81,9 +83,20 @@ void ForwardPass::run_experts(int layer, int n) {
     }
     {
       ProfileScope scope(profiler_, ProfileOp::kFfnActivation);
-      swiglu(kernels_, gate_.data(), up_.data(), m * ff);
+      if (l.expert_gate_bias != nullptr) {
+        for (int64_t s = 0; s < m; ++s) {
+          add_f32(l.expert_gate_bias + e * ff, gate_.data() + s * ff, ff);
+          add_f32(l.expert_up_bias + e * ff, up_.data() + s * ff, ff);
+        }
+      }
+      if (c.spec->ffn_activation == FfnActivation::kSwigluOai)
+        swiglu_oai(gate_.data(), up_.data(), m * ff);
+      else
+        swiglu(kernels_, gate_.data(), up_.data(), m * ff);
     }
     project(ProfileOp::kFfnDown, l.expert_down[e], gate_.data(), static_cast<int>(m), moe_y_.data());
+    if (l.expert_down_bias != nullptr)
+      for (int64_t s = 0; s < m; ++s) add_f32(l.expert_down_bias + e * d, moe_y_.data() + s * d, d);
     ProfileScope scope(profiler_, ProfileOp::kResidual);
     for (int64_t s = 0; s < m; ++s)
       axpy_f32(kernels_, slot_weight_[begin + s], moe_y_.data() + s * d,
