@@ -19,7 +19,7 @@ bool write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
 
 int write_fuzz_seeds(const std::string& dir) {
   using namespace omnibus::testing;
-  for (const char* arch : {"llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe", "phi3", "gemma3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "qwen3moe", "qwen2moe", "phi3", "gemma3", "gpt-oss"}) {
     TinyModelSpec s;
     s.architecture = arch;
     s.n_layer = 1;
