@@ -41,7 +41,7 @@ Logits run_sequence(Backend& backend, std::shared_ptr<const Model> model, const 
                     int chunk) {
   const int vocab = model->config().vocab_size;
   const int blocks = static_cast<int>(tokens.size() + 15) / 16;
-  auto kv = backend.create_kv_cache(model->config(), blocks, 16, KvCacheType::kF16);
+  auto kv = backend.create_kv_cache(model->config(), blocks, 16, KvCacheType::kF16, 0);
   EXPECT_TRUE(kv.is_ok()) << kv.status().to_string();
   auto runner = backend.create_runner(model, chunk, static_cast<int64_t>(tokens.size()));
   EXPECT_TRUE(runner.is_ok()) << runner.status().to_string();
@@ -144,8 +144,8 @@ TEST_F(CudaRunnerTest, DecodesFromACacheHandedOverByTheCpu) {
   const ModelConfig& c = model->config();
   const std::vector<int32_t> tokens = random_tokens(40, spec.vocab, 9);
   const std::vector<int32_t> table = {2, 0, 1};  // out of order on purpose
-  auto cpu_kv = cpu_.create_kv_cache(c, 3, 16, KvCacheType::kF16);
-  auto gpu_kv = cuda_->create_kv_cache(c, 3, 16, KvCacheType::kF16);
+  auto cpu_kv = cpu_.create_kv_cache(c, 3, 16, KvCacheType::kF16, 0);
+  auto gpu_kv = cuda_->create_kv_cache(c, 3, 16, KvCacheType::kF16, 0);
   auto cpu_run = cpu_.create_runner(model, 40, 48);
   auto gpu_run = cuda_->create_runner(model, 40, 48);
   ASSERT_TRUE(cpu_kv.is_ok() && gpu_kv.is_ok() && cpu_run.is_ok() && gpu_run.is_ok());
@@ -173,18 +173,18 @@ TEST_F(CudaRunnerTest, RefusesWhatItCannotRun) {
   const std::vector<uint8_t> bytes = testing::make_tiny_model_bytes(spec);
   const auto model = testing::load_tiny_model(bytes);
   const ModelConfig& c = model->config();
-  auto q8 = cuda_->create_kv_cache(c, 2, 16, KvCacheType::kQ8_0);
+  auto q8 = cuda_->create_kv_cache(c, 2, 16, KvCacheType::kQ8_0, 0);
   ASSERT_FALSE(q8.is_ok());
   EXPECT_NE(q8.status().message().find("f16 only"), std::string::npos) << q8.status().to_string();
   auto runner = cuda_->create_runner(model, 4, 32);
   ASSERT_TRUE(runner.is_ok()) << runner.status().to_string();
-  auto cpu_kv = cpu_.create_kv_cache(c, 2, 16, KvCacheType::kF16);
+  auto cpu_kv = cpu_.create_kv_cache(c, 2, 16, KvCacheType::kF16, 0);
   ASSERT_TRUE(cpu_kv.is_ok());
   const std::vector<int32_t> table = {0, 1};
   std::vector<float> logits(static_cast<size_t>(c.vocab_size));
   const BatchRow row[] = {{.token = 1, .block_table = table, .pos = 0, .want_logits = true}};
   EXPECT_EQ((*runner)->run(row, **cpu_kv, logits.data()).code(), StatusCode::kInvalidArgument);
-  auto kv = cuda_->create_kv_cache(c, 2, 16, KvCacheType::kF16);
+  auto kv = cuda_->create_kv_cache(c, 2, 16, KvCacheType::kF16, 0);
   ASSERT_TRUE(kv.is_ok());
   const BatchRow bad_token[] = {{.token = c.vocab_size, .block_table = table, .pos = 0, .want_logits = true}};
   EXPECT_EQ((*runner)->run(bad_token, **kv, logits.data()).code(), StatusCode::kInvalidArgument);
@@ -208,7 +208,7 @@ TEST_F(CudaRunnerTest, RopeTablesGrowForLatePositions) {
   Logits out[2];
   Backend* backends[2] = {&cpu_, cuda_.get()};
   for (int i = 0; i < 2; ++i) {
-    auto kv = backends[i]->create_kv_cache(c, blocks, 16, KvCacheType::kF16);
+    auto kv = backends[i]->create_kv_cache(c, blocks, 16, KvCacheType::kF16, 0);
     auto runner = backends[i]->create_runner(model, 8, context);
     ASSERT_TRUE(kv.is_ok() && runner.is_ok());
     out[i] = Logits{std::vector<float>(16 * static_cast<size_t>(c.vocab_size)), c.vocab_size};
@@ -253,13 +253,13 @@ TEST_F(CudaRunnerTest, StepsLongerThanAGridDimension) {
   const size_t wanted = n / every, vocab = static_cast<size_t>(c.vocab_size);
   std::vector<float> whole(wanted * vocab), chunked(wanted * vocab);
   {
-    auto kv = cuda_->create_kv_cache(c, n, 16, KvCacheType::kF16);
+    auto kv = cuda_->create_kv_cache(c, n, 16, KvCacheType::kF16, 0);
     auto runner = cuda_->create_runner(model, n, 16);
     ASSERT_TRUE(kv.is_ok() && runner.is_ok());
     const Status s = (*runner)->run(rows, **kv, whole.data());
     ASSERT_TRUE(s.is_ok()) << s.to_string();
   }
-  auto kv = cuda_->create_kv_cache(c, n, 16, KvCacheType::kF16);
+  auto kv = cuda_->create_kv_cache(c, n, 16, KvCacheType::kF16, 0);
   auto runner = cuda_->create_runner(model, chunk, 16);
   ASSERT_TRUE(kv.is_ok() && runner.is_ok());
   size_t out = 0;
@@ -297,8 +297,8 @@ TEST_F(CudaRunnerTest, DefaultModelGreedyPromptMatchesTheCpu) {
   const ModelConfig& c = model->config();
   const int steps = 32, context = 128;
   const std::vector<int32_t> table = {0, 1, 2, 3, 4, 5, 6, 7};
-  auto cpu_kv = cpu_.create_kv_cache(c, 8, 16, KvCacheType::kF16);
-  auto gpu_kv = cuda_->create_kv_cache(c, 8, 16, KvCacheType::kF16);
+  auto cpu_kv = cpu_.create_kv_cache(c, 8, 16, KvCacheType::kF16, 0);
+  auto gpu_kv = cuda_->create_kv_cache(c, 8, 16, KvCacheType::kF16, 0);
   auto cpu_run = cpu_.create_runner(model, 64, context);
   auto gpu_run = cuda_->create_runner(model, 64, context);
   ASSERT_TRUE(cpu_kv.is_ok() && gpu_kv.is_ok() && cpu_run.is_ok() && gpu_run.is_ok());
@@ -339,8 +339,8 @@ TEST_F(CudaRunnerTest, DefaultModelMatchesTheCpu) {
   std::vector<int32_t> tokens = random_tokens(24, c.vocab_size, 3);
   const int steps = 16, context = 64;
   const std::vector<int32_t> table = {0, 1, 2, 3};
-  auto cpu_kv = cpu_.create_kv_cache(c, 4, 16, KvCacheType::kF16);
-  auto gpu_kv = cuda_->create_kv_cache(c, 4, 16, KvCacheType::kF16);
+  auto cpu_kv = cpu_.create_kv_cache(c, 4, 16, KvCacheType::kF16, 0);
+  auto gpu_kv = cuda_->create_kv_cache(c, 4, 16, KvCacheType::kF16, 0);
   auto cpu_run = cpu_.create_runner(model, 32, context);
   auto gpu_run = cuda_->create_runner(model, 32, context);
   ASSERT_TRUE(cpu_kv.is_ok() && gpu_kv.is_ok() && cpu_run.is_ok() && gpu_run.is_ok());
