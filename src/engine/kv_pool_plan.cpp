@@ -13,8 +13,7 @@ Result<KvPoolPlan> plan_kv_pools(const ModelConfig& config, const KvPoolRequest&
   const int64_t layer_block_bytes = kv_bytes_per_token(config, request.type) / config.n_layer * bs;
   KvPoolPlan plan;
   plan.block_bytes = layer_block_bytes * config.n_layer;
-  int window_layers = 0;
-  for (int layer = 0; layer < config.n_layer; ++layer) window_layers += config.layer_has_window(layer) ? 1 : 0;
+  const int window_layers = config.window_layer_count();
   if (request.window_group && window_layers > 0 && window_layers < config.n_layer) {
     const int64_t per_sequence = (config.sliding_window + bs - 1) / bs + 2;
     const int64_t step = (request.max_batched_tokens + bs - 1) / bs;

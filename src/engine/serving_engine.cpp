@@ -76,8 +76,8 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
   OMNIBUS_ASSIGN_OR_RETURN(const KvPoolPlan plan, plan_kv_pools(config, pools));
   e->num_blocks_ = plan.num_blocks;
   e->window_blocks_ = plan.window_blocks;
-  const int64_t window_block_bytes = plan.window_block_bytes;
-  const int64_t block_bytes = plan.block_bytes;
+  e->kv_block_bytes_ = plan.block_bytes;
+  e->kv_window_block_bytes_ = plan.window_block_bytes;
   const int64_t pool_tokens = e->num_blocks_ * options.kv_block_size;
   if (pool_tokens < e->context_length_)
     log_warn("the KV pool holds {} tokens, less than one full context of {}; longer requests get a 400", pool_tokens,
@@ -132,8 +132,6 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
     e->gauges_.kv_blocks_total = e->num_blocks_;
     e->gauges_.kv_window_blocks_total = e->window_blocks_;
   }
-  e->kv_block_bytes_ = block_bytes;
-  e->kv_window_block_bytes_ = window_block_bytes;
   e->model_ = std::move(model);
   e->tokenizer_ = std::move(tokenizer);
   e->chat_format_ = std::move(chat_format);
@@ -141,7 +139,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(std::shared_ptr<con
     log_info(
         "sliding-window layers keep only their window: {} blocks of their own ({:.0f} MiB), the full layers' "
         "pool holds {} tokens",
-        e->window_blocks_, e->window_blocks_ * window_block_bytes / 1048576.0, pool_tokens);
+        e->window_blocks_, e->window_blocks_ * plan.window_block_bytes / 1048576.0, pool_tokens);
   if (options.announce)
     log_info(
         "serving engine: {} KV blocks of {} tokens ({} tokens, {:.0f} MiB, {}), context {}, max {} tokens and {} "

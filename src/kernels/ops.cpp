@@ -31,6 +31,9 @@ void scale_f32(float alpha, float* y, int64_t n) {
 void add_f32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
+void add_row_bias(const float* bias, float* rows, int64_t n_rows, int64_t width) {
+  for (int64_t i = 0; i < n_rows; ++i) add_f32(bias, rows + i * width, width);
+}
 void swiglu_oai(float* gate, const float* up, int64_t n) {
   constexpr float kAlpha = 1.702f, kLimit = 7.0f;
   for (int64_t i = 0; i < n; ++i) {

@@ -22,6 +22,9 @@ void swiglu(float* gate, const float* up, int64_t n);
 // computed as g * sigmoid(2 sqrt(2/pi) (g + 0.044715 g^3)), the same value.
 void geglu(float* gate, const float* up, int64_t n);
 
+// Adds `bias` (width floats) to each of n_rows rows of `rows`, width apart.
+void add_row_bias(const float* bias, float* rows, int64_t n_rows, int64_t width);
+
 // gpt-oss's clamped SwiGLU, in place on gate: g = min(gate[i], 7),
 // gate[i] = g * sigmoid(1.702 g) * (clamp(up[i], -7, 7) + 1). Scalar (its
 // experts' hidden rows only; llama.cpp's swiglu_oai).

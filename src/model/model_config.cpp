@@ -115,9 +115,8 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     // Window layers rotate with their own base and no scaling (llama.cpp:
     // rope_freq_base_train_swa, default 10,000, rope_freq_scale_train_swa = 1).
     c.window_rope = c.rope;
-    if (c.spec->window_rope_as_full) {
-      // Nothing more to set: the same base, scale and YaRN as the full layers.
-    } else {
+    // Unless they turn as the full layers do (base, scale and YaRN alike).
+    if (!c.spec->window_rope_as_full) {
       c.window_rope.freq_base = c.spec->window_rope_base;
       c.window_rope.freq_scale = 1.0f;
     }

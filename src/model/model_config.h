@@ -57,6 +57,11 @@ struct ModelConfig {
   bool layer_has_window(int layer) const {
     return sliding_window > 0 && layer % window_period != window_period - 1;
   }
+  int window_layer_count() const {
+    int count = 0;
+    for (int layer = 0; layer < n_layer; ++layer) count += layer_has_window(layer) ? 1 : 0;
+    return count;
+  }
   // The first position a row at `pos` attends to in `layer`.
   int64_t first_visible(int layer, int64_t pos) const {
     return layer_has_window(layer) && pos >= sliding_window ? pos - sliding_window + 1 : 0;

@@ -263,8 +263,7 @@ void ForwardPass::run_block(int layer, const BlockSpec& spec, std::span<const Ba
       }
       case BlockStage::kAttnOutput:
         project(ProfileOp::kAttnOutput, l.wo, attn_.data(), n, proj_.data());
-        if (l.bo != nullptr)
-          for (int i = 0; i < n; ++i) add_f32(l.bo, proj_.data() + int64_t{i} * c.n_embd, c.n_embd);
+        if (l.bo != nullptr) add_row_bias(l.bo, proj_.data(), n, c.n_embd);
         break;
       case BlockStage::kAttnResidual:
       case BlockStage::kFfnResidual: add_residual(n); break;

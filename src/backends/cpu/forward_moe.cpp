@@ -84,10 +84,8 @@ void ForwardPass::run_experts(int layer, int n) {
     {
       ProfileScope scope(profiler_, ProfileOp::kFfnActivation);
       if (l.expert_gate_bias != nullptr) {
-        for (int64_t s = 0; s < m; ++s) {
-          add_f32(l.expert_gate_bias + e * ff, gate_.data() + s * ff, ff);
-          add_f32(l.expert_up_bias + e * ff, up_.data() + s * ff, ff);
-        }
+        add_row_bias(l.expert_gate_bias + e * ff, gate_.data(), m, ff);
+        add_row_bias(l.expert_up_bias + e * ff, up_.data(), m, ff);
       }
       if (c.spec->ffn_activation == FfnActivation::kSwigluOai)
         swiglu_oai(gate_.data(), up_.data(), m * ff);
@@ -95,8 +93,7 @@ void ForwardPass::run_experts(int layer, int n) {
         swiglu(kernels_, gate_.data(), up_.data(), m * ff);
     }
     project(ProfileOp::kFfnDown, l.expert_down[e], gate_.data(), static_cast<int>(m), moe_y_.data());
-    if (l.expert_down_bias != nullptr)
-      for (int64_t s = 0; s < m; ++s) add_f32(l.expert_down_bias + e * d, moe_y_.data() + s * d, d);
+    if (l.expert_down_bias != nullptr) add_row_bias(l.expert_down_bias + e * d, moe_y_.data(), m, d);
     ProfileScope scope(profiler_, ProfileOp::kResidual);
     for (int64_t s = 0; s < m; ++s)
       axpy_f32(kernels_, slot_weight_[begin + s], moe_y_.data() + s * d,

@@ -12,8 +12,7 @@ Result<PagedKvStore> PagedKvStore::create(const ModelConfig& config, int num_blo
                                           int window_blocks) {
   if (num_blocks <= 0 || block_size <= 0) return Status::invalid_argument("KV store needs at least one block and slot");
   if (window_blocks < 0) return Status::invalid_argument("negative window block count");
-  int window_layers = 0;
-  for (int layer = 0; layer < config.n_layer; ++layer) window_layers += config.layer_has_window(layer) ? 1 : 0;
+  const int window_layers = config.window_layer_count();
   if (window_blocks > 0 && window_layers == 0)
     return Status::invalid_argument("a window block group for a model without sliding-window layers");
   if ((type == KvCacheType::kQ8_0 || type == KvCacheType::kQ4_0) && config.head_dim % kKvQ8Group != 0)
