@@ -4,10 +4,11 @@
 Speed at 1B-8B is what users see, and no such model comes from PyPI here.
 Decode and prefill speed depend on the shapes and the weight types, not on
 the values, so this writes llama-architecture models with the layer shapes
-of Llama 3.2 1B, Llama 3.2 3B and Llama 3.1 8B, and a qwen3moe model with
+of Llama 3.2 1B, Llama 3.2 3B and Llama 3.1 8B, a qwen3moe model with
 Qwen3-30B-A3B's layer shape (128 experts of 768, 8 per token) in fewer
 layers (12 of 48: the F16 file of all 48 would be 61 GB; --layers sets
-it) (and their vocabulary size:
+it), and a gpt-oss model with gpt-oss-20b's (32 experts of 2,880, 4 per
+token, windows, sinks, biases; 8 of 24 layers) (and their vocabulary size:
 SmolLM2's tokenizer, padded with unused tokens to the real vocabulary so the
 embedding and output matrices are the real size), as F16, then optionally
 quantizes them with llama.cpp's own llama-quantize into the common types.
@@ -51,7 +52,15 @@ SHAPES = {
 # layers written by default).
 MOE_SHAPES = {
     "qwen3-30b-a3b": (48, 2048, 32, 4, 128, 128, 8, 768, 151936, False, 1000000.0, 12),
+    # gpt-oss's architecture (its o200k vocabulary's size; 8 of 24 layers by
+    # default: the F16 file of all 24 would be 40 GB). Its own keys and
+    # tensors: see GPT_OSS below. Quantize it with MXFP4_MOE (MXFP4 experts,
+    # Q8_0 elsewhere), the published files' mix.
+    "gpt-oss-20b": (24, 2880, 64, 8, 64, 32, 4, 2880, 201088, False, 150000.0, 8),
 }
+# gpt-oss shapes: (sliding window of every other layer, YaRN factor,
+# original context).
+GPT_OSS = {"gpt-oss-20b": (128, 32.0, 4096)}
 DEFAULT_TYPES = "Q4_0,Q4_K_M,Q5_K_M,Q6_K,Q8_0,IQ4_XS,Q3_K_M"
 
 
@@ -128,6 +137,16 @@ def tensor_plan(shape):
     ])
 
 
+def experts_plan(p, d, experts, ff):
+    """The router (F32, as converted files keep it) and the experts' matrices."""
+    return [
+        (p + "ffn_gate_inp.weight", (experts, d), "router"),
+        (p + "ffn_gate_exps.weight", (experts, ff, d), np.float16),
+        (p + "ffn_up_exps.weight", (experts, ff, d), np.float16),
+        (p + "ffn_down_exps.weight", (experts, d, ff), np.float16),
+    ]
+
+
 def moe_tensor_plan(shape, layers):
     _, d, heads, kv_heads, hd, experts, _, ff, vocab, tied, _, _ = shape
     q, kv = heads * hd, kv_heads * hd
@@ -135,18 +154,35 @@ def moe_tensor_plan(shape, layers):
         (p + "attn_q_norm.weight", (hd,), np.float32),
         (p + "attn_k_norm.weight", (hd,), np.float32),
         (p + "ffn_norm.weight", (d,), np.float32),
-        (p + "ffn_gate_inp.weight", (experts, d), "router"),  # F32, as converted files keep it
-        (p + "ffn_gate_exps.weight", (experts, ff, d), np.float16),
-        (p + "ffn_up_exps.weight", (experts, ff, d), np.float16),
-        (p + "ffn_down_exps.weight", (experts, d, ff), np.float16),
-    ])
+    ] + experts_plan(p, d, experts, ff))
+
+
+def gpt_oss_tensor_plan(shape, layers):
+    """gpt-oss: biased q/k/v/o, attention sinks, the FFN norm named
+    post_attention_norm, a biased router and biased experts (biases F32:
+    llama-quantize quantizes only tensors named *weight)."""
+    _, d, heads, kv_heads, hd, experts, _, ff, vocab, tied, _, _ = shape
+    q, kv = heads * hd, kv_heads * hd
+    return model_plan(layers, d, vocab, tied, lambda p: attention_plan(p, d, q, kv) + [
+        (p + "attn_q.bias", (q,), np.float32),
+        (p + "attn_k.bias", (kv,), np.float32),
+        (p + "attn_v.bias", (kv,), np.float32),
+        (p + "attn_output.bias", (d,), np.float32),
+        (p + "attn_sinks.weight", (heads,), np.float32),
+        (p + "post_attention_norm.weight", (d,), np.float32),
+        (p + "ffn_gate_inp.bias", (experts,), np.float32),
+        (p + "ffn_gate_exps.bias", (experts, ff), np.float32),
+        (p + "ffn_up_exps.bias", (experts, ff), np.float32),
+        (p + "ffn_down_exps.bias", (experts, d), np.float32),
+    ] + experts_plan(p, d, experts, ff))
 
 
 def write_f16(name, shape, path, layers=None):
     moe = name in MOE_SHAPES
+    gpt_oss = name in GPT_OSS
     if moe:
         _, d, heads, kv_heads, hd, experts, used, ff, vocab, tied, rope_base, _ = shape
-        arch = "qwen3moe"
+        arch = "gpt-oss" if gpt_oss else "qwen3moe"
     else:
         layers, d, heads, kv_heads, hd, ff, vocab, tied, rope_base = shape
         arch = "llama"
@@ -154,15 +190,21 @@ def write_f16(name, shape, path, layers=None):
     tmp = path.with_suffix(".partial")
     w = gguf.GGUFWriter(str(tmp), arch)
     w.add_name(f"{name} shape, random weights (omnibus bench)")
-    w.add_context_length(131072 if not moe else 40960)
+    w.add_context_length(131072 if not moe or gpt_oss else 40960)
     w.add_embedding_length(d)
     w.add_block_count(layers)
-    w.add_feed_forward_length(ff if not moe else 6144)
+    w.add_feed_forward_length(ff if not moe or gpt_oss else 6144)
     w.add_head_count(heads)
     w.add_head_count_kv(kv_heads)
     w.add_rope_freq_base(rope_base)
     w.add_rope_dimension_count(hd)
-    w.add_layer_norm_rms_eps(1e-5 if not moe else 1e-6)
+    w.add_layer_norm_rms_eps(1e-5 if not moe or gpt_oss else 1e-6)
+    if gpt_oss:
+        window, yarn_factor, original = GPT_OSS[name]
+        w.add_sliding_window(window)
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(yarn_factor)
+        w.add_rope_scaling_orig_ctx_len(original)
     if moe:
         w.add_key_length(hd)
         w.add_value_length(hd)
@@ -179,7 +221,10 @@ def write_f16(name, shape, path, layers=None):
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_add_bos_token(False)
-    plan = moe_tensor_plan(shape, layers) if moe else tensor_plan(shape)
+    if gpt_oss:
+        plan = gpt_oss_tensor_plan(shape, layers)
+    else:
+        plan = moe_tensor_plan(shape, layers) if moe else tensor_plan(shape)
     for tname, tshape, dtype in plan:
         dt = np.dtype(np.float32 if dtype == "router" else dtype)
         w.add_tensor_info(tname, tshape, dt, int(np.prod(tshape)) * dt.itemsize)
@@ -194,6 +239,10 @@ def write_f16(name, shape, path, layers=None):
         n = int(np.prod(tshape))
         if isinstance(dtype, str):  # a router: logits of a few units, so tokens spread over the experts
             data = (source.take(n).astype(np.float32) * 5.0).reshape(tshape)
+        elif tname.endswith(".bias"):  # biases: small, around 0
+            data = source.take(n).astype(np.float32).reshape(tshape)
+        elif tname.endswith("attn_sinks.weight"):  # sinks: logits of a few units, as trained ones
+            data = (source.take(n).astype(np.float32) * 100.0).reshape(tshape)
         elif dtype == np.float32:  # norm weights: near 1, as trained ones are
             data = (1.0 + source.take(n).astype(np.float32)).reshape(tshape)
         else:

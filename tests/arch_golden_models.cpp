@@ -107,13 +107,19 @@ std::vector<ArchGoldenModel> make_models() {
   // 2,880, 4 a token, with biases and the clamped SwiGLU. Here 8 heads of
   // 64 on one KV head, four layers, a window of 32 positions (the golden
   // sequences are 128 long), YaRN factor 4 over 1,024, 16 experts of 256.
-  // Q8_0 experts: real files' MXFP4 is not read yet.
+  // Q8_0 experts here; "gptossmxfp4" below has the published files' mix.
   ArchGoldenModel gpt_oss{"gptoss",
                           golden_spec("gpt-oss", 4, 8, 1, 64, DType::kQ8_0, DType::kQ8_0, 150000.0f, 1e-5f, 21)};
   gpt_oss.spec.sliding_window = 32;
   gpt_oss.spec.yarn_factor = 4;
   with_experts(gpt_oss.spec, 16, 4, 256);
   models.push_back(gpt_oss);
+  // The same model as published files store it (llama-quantize's
+  // MXFP4_MOE): MXFP4 experts, Q8_0 elsewhere.
+  ArchGoldenModel gpt_oss_mxfp4 = gpt_oss;
+  gpt_oss_mxfp4.name = "gptossmxfp4";
+  gpt_oss_mxfp4.spec.expert_type = DType::kMXFP4;
+  models.push_back(gpt_oss_mxfp4);
   // Gemma 3 270M: 4 heads of 256 over 640 wide, one KV head, five window
   // layers to one global. Six layers and a window of 32 positions (the
   // golden sequences are 128 long).

@@ -228,7 +228,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3moe", DType::kQ8_0, 2}, Case{"qwen3moe", DType::kQ4_K, 1},
                       Case{"qwen3moe", DType::kF32, 2}, Case{"phi3", DType::kQ8_0, 4}, Case{"phi3", DType::kQ4_K, 2},
                       Case{"phi3", DType::kF32, 4}, Case{"qwen2moe", DType::kQ8_0, 2},
-                      Case{"qwen2moe", DType::kQ4_K, 2}),
+                      Case{"qwen2moe", DType::kQ4_K, 2}, Case{"llama", DType::kMXFP4, 2},
+                      Case{"qwen3moe", DType::kMXFP4, 1}),
     case_name);
 
 // MQA with more heads than one attention call takes (ForwardPass::

@@ -131,9 +131,10 @@ class TinyWriter {
       if (arch->moe) {
         // Router logits of about 2 units: the experts' probabilities differ.
         tensor(p + "ffn_gate_inp.weight", s_.n_expert, s_.n_embd, DType::kF32, 2.0f * std::sqrt(3.0f / s_.n_embd));
-        tensor(p + "ffn_gate_exps.weight", ff_expert, s_.n_embd, s_.matrix_type, scale, s_.n_expert);
-        tensor(p + "ffn_up_exps.weight", ff_expert, s_.n_embd, s_.matrix_type, scale, s_.n_expert);
-        tensor(p + "ffn_down_exps.weight", s_.n_embd, ff_expert, s_.matrix_type, 1.0f / std::sqrt(float(ff_expert)),
+        const DType expert_type = s_.expert_type.value_or(s_.matrix_type);
+        tensor(p + "ffn_gate_exps.weight", ff_expert, s_.n_embd, expert_type, scale, s_.n_expert);
+        tensor(p + "ffn_up_exps.weight", ff_expert, s_.n_embd, expert_type, scale, s_.n_expert);
+        tensor(p + "ffn_down_exps.weight", s_.n_embd, ff_expert, expert_type, 1.0f / std::sqrt(float(ff_expert)),
                s_.n_expert);
         if (arch->moe_biases) {
           // One row per expert ([n_expert][width], as llama.cpp reads them).

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct TinyModelSpec {
   int n_ff = 96;
   int vocab = 80;
   DType matrix_type = DType::kF32;   // attention and MLP matrices
+  // The routed experts' matrices when set (gpt-oss files keep them in
+  // MXFP4 beside Q8_0 attention); matrix_type otherwise.
+  std::optional<DType> expert_type;
   DType embedding_type = DType::kF32;
   bool tied_output = true;
   float rope_base = 10000.0f;

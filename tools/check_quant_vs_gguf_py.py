@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Golden hashes for src/tensor/quant_golden_test.cpp, from the gguf package.
+"""Golden hashes for src/tensor/quant_golden_test.cpp, from the gguf package
+(dequantization of every computable type; quantization where ours repeats ggml's).
 
 Builds pseudo-random blocks of every computable type with the same generator
 the C++ test uses (a 64-bit LCG, top byte per step; f16 scale fields get a
@@ -31,7 +32,11 @@ TYPES = {
     "kQ3_K": (T.Q3_K, 256, 110, [108]),
     "kIQ4_NL": (T.IQ4_NL, 32, 18, [0]),
     "kIQ4_XS": (T.IQ4_XS, 256, 136, [0]),
+    "kMXFP4": (T.MXFP4, 32, 17, []),
 }
+# Types whose first byte is an E8M0 exponent: kept in 64..191, away from 0
+# and 255, which omnibus reads differently from ggml (tensor/quant_blocks.h).
+E8M0_FIRST_BYTE = {"kMXFP4"}
 MASK = (1 << 64) - 1
 
 
@@ -44,7 +49,7 @@ def random_bytes(seed: int, count: int) -> bytearray:
     return out
 
 
-def make_blocks(seed: int, block_elems: int, block_bytes: int, f16_offsets) -> tuple[bytearray, int]:
+def make_blocks(seed: int, block_elems: int, block_bytes: int, f16_offsets, e8m0: bool) -> tuple[bytearray, int]:
     # F16 rows use 64 elements (128 bytes) so the generator covers many values.
     blocks = BLOCKS if block_elems > 1 else 64
     data = random_bytes(seed, blocks * block_bytes)
@@ -52,6 +57,8 @@ def make_blocks(seed: int, block_elems: int, block_bytes: int, f16_offsets) -> t
         for off in f16_offsets:
             hi = b * block_bytes + off + 1
             data[hi] = (data[hi] & 0x80) | (data[hi] & 0x3F)  # exponent <= 15: finite, |v| < 2
+        if e8m0:
+            data[b * block_bytes] = 64 + (data[b * block_bytes] & 0x7F)
     return data, blocks * block_elems
 
 
@@ -65,11 +72,20 @@ def fnv1a64(data: bytes) -> int:
 
 def main() -> None:
     for i, (name, (qtype, elems, nbytes, f16_offsets)) in enumerate(TYPES.items()):
-        data, n = make_blocks(1000 + i, elems, nbytes, f16_offsets)
+        data, n = make_blocks(1000 + i, elems, nbytes, f16_offsets, name in E8M0_FIRST_BYTE)
         raw = np.frombuffer(bytes(data), dtype=np.uint8).reshape(1, -1)
         values = quants.dequantize(raw, qtype).astype(np.float32).reshape(-1)
         assert values.size == n, (name, values.size, n)
         print(f"    {{DType::{name}, {1000 + i}, 0x{fnv1a64(values.tobytes()):016X}ULL}},")
+    # Quantization, for the types whose quantizer repeats ggml's: floats
+    # (byte - 128) * 0.01 from the same generator, 256 of them, quantized by
+    # gguf (the numpy port of ggml's reference quantizer); the hash of the bytes.
+    print("quantize:")
+    for name, qtype, seed in [("kMXFP4", T.MXFP4, 2000)]:
+        x = (np.frombuffer(bytes(random_bytes(seed, 256)), dtype=np.uint8).astype(np.float32) - np.float32(128))
+        x = (x * np.float32(0.01)).reshape(1, -1)
+        q = quants.quantize(x, qtype)
+        print(f"    {{DType::{name}, {seed}, 0x{fnv1a64(q.tobytes()):016X}ULL}},")
 
 
 if __name__ == "__main__":

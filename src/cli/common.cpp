@@ -31,9 +31,8 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option("-t,--threads", o.threads, "Threads (default: number of cores)")->check(CLI::Range(0, 1024));
   cmd.add_flag("--verbose", o.verbose, "Log loading details and the kernel path taken");
   cmd.add_flag("!--no-interleave", o.interleave,
-               "Keep weights in the file's row layout (mmap only) instead of repacking Q4_0/Q4_1/Q5_0/Q8_0 and "
-               "Q4_K/Q5_K/Q6_K matrices into "
-               "the faster interleaved layout at load; results are identical");
+               "Keep weights in the file's row layout (mmap only) instead of repacking every quantized matrix but "
+               "Q5_1 into the faster interleaved layout at load; results are identical");
 }
 
 void add_kv_type_option(CLI::App& cmd, ModelOptions& o) {

@@ -284,11 +284,6 @@ Status GgufParser::parse_tensor_info(uint64_t index, GgufTensorInfo* info) {
   uint32_t type_id = 0;
   if (Status s = cur_.read(&type_id, "tensor type"); !s) return s.with_context(where);
   const DTypeInfo* dt = dtype_info(type_id);
-  constexpr uint32_t kMxfp4TypeId = 39;  // ggml's GGML_TYPE_MXFP4
-  if (dt == nullptr && type_id == kMxfp4TypeId)
-    return Status::unsupported(where +
-                               " is MXFP4 (type id 39, gpt-oss's expert weights), which omnibus does not "
-                               "read yet");
   if (dt == nullptr)
     return Status::unsupported("at byte " + std::to_string(type_pos) + ": " + where + " has unknown type id " +
                                std::to_string(type_id));

@@ -133,7 +133,7 @@ constexpr KernelTable kAvx512Vnni = avx512vnni_table();
 // (no dotprod or i8mm kernels yet: those would need a run-time check and a
 // table of their own). Its matmul, small-op and attention kernels follow
 // the avx2 kernels' arithmetic per output, so they give the avx2 table's
-// bits (Q2_K, Q3_K, IQ4_NL and IQ4_XS weights excepted: rows_neon_q8
+// bits (Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 weights excepted: rows_neon_q8
 // hands them to the scalar reference; ops_neon.cpp names the other
 // exception, a dot_f32 tail; attention_neon.cpp takes the same shapes as
 // avx2's, every cache type).

@@ -28,7 +28,7 @@ bool has_mins(DType t) { return t == DType::kQ2_K || t == DType::kQ4_K || t == D
 // The neon table has no kernels of its own for these types: its rows_q8
 // hands them to the scalar reference (matmul_test.cpp checks it there).
 bool neon_takes_scalar(DType t) {
-  return t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kIQ4_NL || t == DType::kIQ4_XS;
+  return t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kIQ4_NL || t == DType::kMXFP4 || t == DType::kIQ4_XS;
 }
 bool affine(DType t) { return t == DType::kQ4_1 || t == DType::kQ5_1; }
 
@@ -97,7 +97,8 @@ TEST_P(MatmulBits, EverySimdTableComputesTheAvx2Arithmetic) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulBits,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                                            DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K,
-                                           DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS),
+                                           DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kMXFP4,
+                                           DType::kIQ4_XS),
                          [](const auto& info) { return dtype_name(info.param); });
 
 }  // namespace

@@ -214,6 +214,7 @@ inline void interleaved_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t
     case DType::kQ8_0:
       return interleaved_rows<IlQ8_0>(a, row_begin, row_end);
     case DType::kIQ4_NL: return interleaved_rows<IlIQ4_NL>(a, row_begin, row_end);
+    case DType::kMXFP4: return interleaved_rows<IlMXFP4>(a, row_begin, row_end);
     case DType::kQ4_K:
       return interleaved_rows<IlQ4_K>(a, row_begin, row_end);
     case DType::kQ5_K:

@@ -1,5 +1,5 @@
 // The legacy types' kernels for the interleaved layout (Q4_0, Q4_1, Q5_0,
-// Q8_0, IQ4_NL; eight rows side by side per block, kernels/weight_interleave.h):
+// Q8_0, IQ4_NL, MXFP4; eight rows side by side per block, kernels/weight_interleave.h):
 // the per-type block descriptions, code unpacking, exact block sums and the
 // group tile. Part of the kernels matmul_interleaved_kernels.h gathers (its
 // top comment says how they are built and why their bits agree); include
@@ -62,7 +62,36 @@ struct IlIQ4_NL {
   static constexpr bool kSuper = false;
   static constexpr bool kAffine = false, kBias = false, kSigned = true, kFifthBit = false;
   static constexpr int kScaleBytes = 16, kHighBytes = 0, kCodeBytes = 128;
+  static constexpr const int8_t* kBook = kIq4nlValues;
 };
+// MXFP4: IQ4_NL with its own code book and eight E8M0 exponent bytes for
+// the scales (e[8], codes[128]: 8 x 17 bytes, the row blocks' bytes).
+struct IlMXFP4 {
+  static constexpr bool kSuper = false;
+  static constexpr bool kAffine = false, kBias = false, kSigned = true, kFifthBit = false;
+  static constexpr int kScaleBytes = 8, kHighBytes = 0, kCodeBytes = 128;
+  static constexpr const int8_t* kBook = kMxfp4Values;
+  static constexpr bool kE8M0Scale = true;
+};
+
+// Types whose codes index a code book of signed levels (IQ4_NL, MXFP4).
+template <class K>
+constexpr bool kCodeBook = requires {
+  K::kBook;
+};
+
+// The eight rows' scales of one group's block as floats: f16 d[8], or
+// MXFP4's exponents e[8] as mxfp4_scale does it ((e << 23) as a float,
+// halved exactly).
+template <class K>
+inline __m256 group_scales(const uint8_t* blk) {
+  if constexpr (requires { K::kE8M0Scale; }) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk)));
+    return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(e, 23)), _mm256_set1_ps(0.5f));
+  } else {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+  }
+}
 
 // Q4_K: 256-element blocks with 6-bit sub-block scales and mins (q4k_tile).
 struct IlQ4_K {
@@ -121,9 +150,9 @@ inline __m256i add_dot4(__m256i acc, __m256i u8, __m256i s8) {
 // 1) share each unpacked block among the x rows.
 template <class K, int NG, int MR>
 inline void block_sums(const uint8_t* const* codes, const int8_t* const* xb, __m256i* sums) {
-  if constexpr (std::is_same_v<K, IlIQ4_NL>) {
+  if constexpr (kCodeBook<K>) {
     // The nibbles' levels, then |level| x (x with the level's sign).
-    const __m256i book = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)));
+    const __m256i book = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(K::kBook)));
 #pragma GCC unroll 8
     for (int k = 0; k < NG * MR; ++k) sums[k] = _mm256_setzero_si256();
 #pragma GCC unroll 4
@@ -244,7 +273,7 @@ void legacy_group_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_
 #pragma GCC unroll 8
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * kBlockBytes;
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      const __m256 d = group_scales<K>(blk);
       const __m256 m = K::kAffine ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)))
                                   : _mm256_setzero_ps();
 #pragma GCC unroll 8

@@ -22,7 +22,7 @@ namespace {
 // lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are
 // bit-identical to the 256-bit kernels'. The legacy types (Q4_0, Q4_1,
-// Q5_0, Q8_0, IQ4_NL), the K-quants (Q4_K, Q5_K, Q6_K) and IQ4_XS (one thread,
+// Q5_0, Q8_0, IQ4_NL, MXFP4), the K-quants (Q4_K, Q5_K, Q6_K) and IQ4_XS (one thread,
 // Zen 4, batches of 512: 234 -> 328 GFLOP/s over its 256-bit VNNI tile);
 // decode keeps the 256-bit kernels.
 template <class K>
@@ -52,12 +52,26 @@ inline __m512 load_f16_pair(const uint8_t* a, const uint8_t* b) {
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(a))));
 }
 
-// The IQ4_NL code book's signed levels + 128 (1..241) in every 128-bit
-// lane: vpshufb by a nibble gives vpdpbusd's unsigned operand (IQ4_NL and
-// IQ4_XS; the sums start at -128 x the x sum to take the 128s back off).
-inline __m512i iq4nl_levels_plus_128() {
-  return _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4nlValues)),
-                                              _mm_set1_epi8(static_cast<char>(0x80))));
+// A code book's signed levels + 128 (IQ4_NL's: 1..241) in every 128-bit
+// lane: vpshufb by a nibble gives vpdpbusd's unsigned operand (IQ4_NL,
+// MXFP4 and IQ4_XS; the sums start at -128 x the x sum to take the 128s
+// back off).
+inline __m512i levels_plus_128(const int8_t* book) {
+  return _mm512_broadcast_i32x4(
+      _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(book)), _mm_set1_epi8(static_cast<char>(0x80))));
+}
+inline __m512i iq4nl_levels_plus_128() { return levels_plus_128(kIq4nlValues); }
+
+// Groups g0's and g1's block scales (lanes 0-7, 8-15), as group_scales.
+template <class K>
+inline __m512 pair_scales(const uint8_t* a, const uint8_t* b) {
+  if constexpr (requires { K::kE8M0Scale; }) {
+    const __m128i e = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
+                                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
+    return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(e), 23)), _mm512_set1_ps(0.5f));
+  } else {
+    return load_f16_pair(a, b);
+  }
 }
 
 // Outputs of groups g0 and g1 (eight weight rows each) for x rows
@@ -75,7 +89,10 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
   const int8_t* const x0 = qx.q.data() + r0 * qx.cols;
   const int64_t x_stride = qx.cols;
   const __m512i low = _mm512_set1_epi8(0x0F);
-  [[maybe_unused]] const __m512i book_u8 = std::is_same_v<K, IlIQ4_NL> ? iq4nl_levels_plus_128() : low;
+  [[maybe_unused]] const __m512i book_u8 = [&] {
+    if constexpr (kCodeBook<K>) return levels_plus_128(K::kBook);
+    return low;
+  }();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk0 = g0 + b * kBlockBytes;
     const uint8_t* blk1 = g1 + b * kBlockBytes;
@@ -85,8 +102,8 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
       return _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(p))));
     };
     __m512i s_lo[MR], s_hi[MR];
-    if constexpr (std::is_same_v<K, IlIQ4_NL>) {
-      // IQ4_NL: the nibbles' code-book levels go in as level + 128 (1..241),
+    if constexpr (kCodeBook<K>) {
+      // IQ4_NL, MXFP4: the nibbles' code-book levels go in as level + 128,
       // the sum starting at -128 * sum(q_x), as Q8_0's flipped codes below:
       // exactly sum(level * q_x). One chain a row (s_hi stays zero).
 #pragma GCC unroll 8
@@ -147,7 +164,7 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
         }
       }
     }
-    const __m512 d = load_f16_pair(blk0, blk1);
+    const __m512 d = pair_scales<K>(blk0, blk1);
     const __m512 m = K::kAffine ? load_f16_pair(blk0 + 16, blk1 + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {

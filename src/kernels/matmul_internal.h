@@ -112,7 +112,7 @@ double q8_dot_ref(const WeightMatrix& w, int64_t o, const QuantizedX& qx, int64_
 
 // Block b of output (weight row o, x row r) as the SIMD kernels see it: the
 // exact integer sum S of code * q_x (codes signed: a legacy type's code
-// bias taken off; IQ4_NL's and IQ4_XS's the code book's levels; K types
+// bias taken off; IQ4_NL's, IQ4_XS's and MXFP4's their code book's levels; K types
 // weighted by their sub-block scales, Q6_K's codes - 32, Q3_K's - 4), the
 // Q2_K / Q4_K / Q5_K mins term M (sum of sub-block min * x sub-block
 // sum), and the weight scales as floats (f16 widens exactly). From the

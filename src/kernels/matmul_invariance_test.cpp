@@ -96,7 +96,8 @@ TEST_P(Invariance, ArbitraryRowSplitsDoNotChangeBits) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, Invariance,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                                            DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K,
-                                           DType::kQ6_K, DType::kQ3_K, DType::kIQ4_XS, DType::kIQ4_NL, DType::kQ2_K),
+                                           DType::kQ6_K, DType::kQ3_K, DType::kIQ4_XS, DType::kIQ4_NL, DType::kMXFP4,
+                                           DType::kQ2_K),
                          [](const auto& info) { return dtype_name(info.param); });
 
 }  // namespace

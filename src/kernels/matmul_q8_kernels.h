@@ -169,13 +169,24 @@ struct RowScales {
 
 template <class K, int NR>
 inline RowScales row_scales(const uint8_t* rows, size_t row_bytes, int64_t b) {
-  uint32_t bits[4] = {};
+  if constexpr (requires { K::kE8M0Scale; }) {
+    // MXFP4's E8M0 exponents: (e << 23) as a float is 2^(e - 127) (0 for
+    // e = 0), halved exactly: mxfp4_scale(e) (tensor/quant_blocks.h).
+    alignas(16) uint32_t exp_bits[4] = {};
 #pragma GCC unroll 4
-  for (int j = 0; j < NR; ++j) bits[j] = K::dm_bits(rows + j * row_bytes, b);
-  const __m256 dm = _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(bits[0]), static_cast<int>(bits[1]),
-                                                   static_cast<int>(bits[2]), static_cast<int>(bits[3])));
-  const __m128 lo = _mm256_castps256_ps128(dm), hi = _mm256_extractf128_ps(dm, 1);  // d0 m0 d1 m1 | d2 m2 d3 m3
-  return {_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))};
+    for (int j = 0; j < NR; ++j) exp_bits[j] = static_cast<uint32_t>(K::exponent(rows + j * row_bytes, b)) << 23;
+    const __m128 d =
+        _mm_mul_ps(_mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(exp_bits))), _mm_set1_ps(0.5f));
+    return {d, _mm_setzero_ps()};
+  } else {
+    uint32_t bits[4] = {};
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) bits[j] = K::dm_bits(rows + j * row_bytes, b);
+    const __m256 dm = _mm256_cvtph_ps(_mm_setr_epi32(static_cast<int>(bits[0]), static_cast<int>(bits[1]),
+                                                     static_cast<int>(bits[2]), static_cast<int>(bits[3])));
+    const __m128 lo = _mm256_castps256_ps128(dm), hi = _mm256_extractf128_ps(dm, 1);  // d0 m0 d1 m1 | d2 m2 d3 m3
+    return {_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1))};
+  }
 }
 
 // Outputs y[r0 + i][o + j] for i < MR, j < NR, with MR = 1 (NR <= 4) or
@@ -385,7 +396,7 @@ struct KernQ6_K {
 }  // namespace
 }  // namespace omnibus::matmul_detail
 
-// Q2_K, Q3_K, IQ4_NL and IQ4_XS, built from the helpers above.
+// Q2_K, Q3_K, IQ4_NL, MXFP4 and IQ4_XS, built from the helpers above.
 #include "kernels/matmul_q8_lowbit.h"
 
 namespace omnibus::matmul_detail {
@@ -548,6 +559,7 @@ inline void q8_rows_any(const MatmulArgs& a, int64_t row_begin, int64_t row_end)
     case DType::kQ2_K: return q8_rows<KernQ2_K>(a, row_begin, row_end);
     case DType::kQ3_K: return q8_rows<KernQ3_K>(a, row_begin, row_end);
     case DType::kIQ4_NL: return q8_rows<KernIQ4_NL>(a, row_begin, row_end);
+    case DType::kMXFP4: return q8_rows<KernMXFP4>(a, row_begin, row_end);
     case DType::kIQ4_XS: return q8_rows<KernIQ4_XS>(a, row_begin, row_end);
     default: return rows_scalar(a, row_begin, row_end);
   }

@@ -1,4 +1,4 @@
-// The row-layout int8 kernels of Q2_K, Q3_K, IQ4_NL and IQ4_XS weights: the
+// The row-layout int8 kernels of Q2_K, Q3_K, IQ4_NL, MXFP4 and IQ4_XS weights: the
 // per-type code unpacking behind matmul_q8_kernels.h's tiles, which
 // includes this file after its own K structs (it uses that file's helpers
 // and is not a header of its own). Same contract as the types there: every
@@ -13,7 +13,9 @@
 //  * IQ4_NL and IQ4_XS: the code book's signed levels times x, as Q8_0's
 //    signed codes (magnitudes times x with the level's sign: pair sums
 //    stay within int16, 2 x 127 x 127), IQ4_XS weighted by the signed
-//    6-bit scale (ls - 32) of each 32 elements.
+//    6-bit scale (ls - 32) of each 32 elements;
+//  * MXFP4: IQ4_NL's arithmetic with its own code book (0..+-12) and an
+//    E8M0 exponent for the scale (matmul_q8_kernels.h row_scales).
 #pragma once
 
 #include <immintrin.h>
@@ -48,6 +50,23 @@ struct KernIQ4_NL {
   static uint32_t dm_bits(const uint8_t* row, int64_t b) {
     return load_u16le((reinterpret_cast<const BlockIQ4_NL*>(row) + b)->d);
   }
+};
+
+// MXFP4: a 17-byte block, the exponent byte and then IQ4_NL's nibbles.
+inline __m256i mxfp4_book() {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+}
+
+struct KernMXFP4 {
+  static constexpr bool kSuper = false;
+  static constexpr bool kBias = false, kAffine = false, kSigned = true;
+  static constexpr bool kE8M0Scale = true;
+  static LegacyCodes codes(const uint8_t* row, int64_t b) {
+    const __m256i levels =
+        _mm256_shuffle_epi8(mxfp4_book(), legacy_nibbles((reinterpret_cast<const BlockMXFP4*>(row) + b)->qs));
+    return {_mm256_abs_epi8(levels), levels};
+  }
+  static uint8_t exponent(const uint8_t* row, int64_t b) { return (reinterpret_cast<const BlockMXFP4*>(row) + b)->e; }
 };
 
 struct KernQ2_K {

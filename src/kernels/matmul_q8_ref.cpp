@@ -68,6 +68,13 @@ LegacyCodes legacy_codes(DType t, const uint8_t* row, int64_t b) {
       for (int j = 0; j < kQK; ++j) c.code[j] = kIq4nlValues[c.code[j]];
       break;
     }
+    case DType::kMXFP4: {
+      const auto* blk = reinterpret_cast<const BlockMXFP4*>(row) + b;
+      c.d = mxfp4_scale(blk->e);
+      nibble_codes(blk->qs, c.code);
+      for (int j = 0; j < kQK; ++j) c.code[j] = kMxfp4Values[c.code[j]];
+      break;
+    }
     default: {  // Q8_0
       const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + b;
       c.d = f16(blk->d);

@@ -88,7 +88,8 @@ TEST_P(MatmulVsRef, DistinguishesRowsAndColumns) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulVsRef,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                                            DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K,
-                                           DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS),
+                                           DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kMXFP4,
+                                           DType::kIQ4_XS),
                          [](const auto& info) { return dtype_name(info.param); });
 
 // Quantized weights use int8 activations: the result may differ from exact
@@ -96,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulVsRef,
 // sum_b (scale_b / 2) * sum_{k in b} |w_k|, plus float rounding.
 TEST(Matmul, Int8ActivationErrorWithinQuantizationBound) {
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K,
-                  DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS}) {
+                  DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kMXFP4, DType::kIQ4_XS}) {
     const int64_t rows = 13, cols = 768, n_x = 3;
     const int block = dtype_info(t)->block_size == 256 ? 256 : 32;
     const auto w = random_weights(t, rows, cols, 21);

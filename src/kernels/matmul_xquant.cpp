@@ -48,7 +48,8 @@ ActFormat act_format(DType t) {
     case DType::kQ5_0:
     case DType::kQ5_1:
     case DType::kQ8_0:
-    case DType::kIQ4_NL: return ActFormat::kQ8x32;
+    case DType::kIQ4_NL:
+    case DType::kMXFP4: return ActFormat::kQ8x32;
     case DType::kQ2_K:
     case DType::kQ3_K:
     case DType::kQ4_K:

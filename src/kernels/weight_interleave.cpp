@@ -12,8 +12,12 @@
 namespace omnibus {
 namespace {
 
-// Bytes of d (and m; Q4_K, Q5_K: dmin) at the start of each block of the type.
-size_t scale_bytes(DType t) { return t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K ? 4 : 2; }
+// Bytes of d (and m; Q4_K, Q5_K: dmin) at the start of each block of the
+// type; MXFP4's d is its one exponent byte.
+size_t scale_bytes(DType t) {
+  if (t == DType::kMXFP4) return 1;
+  return t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K ? 4 : 2;
+}
 // Bytes between them and the codes, moved in 4-byte words: Q5_0's fifth
 // bits (qh), Q4_K's twelve bytes of packed sub-block scales and mins (Q5_K:
 // and its 32 bytes of fifth bits after them).
@@ -103,7 +107,8 @@ void for_each_piece(DType t, int64_t r, Piece&& piece) {
     return;
   }
   const size_t sb = scale_bytes(t), hb = high_bytes(t), code_bytes = block_bytes(t) - sb - hb;
-  piece(size_t{0}, static_cast<size_t>(2 * r), size_t{2}, false);                                     // d
+  const size_t d_bytes = std::min<size_t>(sb, 2);
+  piece(size_t{0}, d_bytes * static_cast<size_t>(r), d_bytes, false);                                 // d (e)
   if (sb == 4) piece(size_t{2}, static_cast<size_t>(2 * kInterleaveRows + 2 * r), size_t{2}, false);  // m
   const bool fifth_bits = t == DType::kQ5_0;
   for (size_t w = 0; w < hb / 4; ++w)  // Q5_0's qh (regrouped); Q4_K's and Q5_K's scale words, Q5_K's qh
@@ -132,7 +137,8 @@ bool can_interleave8(const KernelTable& table, DType t) {
   if (t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K || t == DType::kQ2_K || t == DType::kQ3_K ||
       t == DType::kIQ4_XS)
     return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x256;
-  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0 && t != DType::kIQ4_NL)
+  if (t != DType::kQ4_0 && t != DType::kQ4_1 && t != DType::kQ5_0 && t != DType::kQ8_0 && t != DType::kIQ4_NL &&
+      t != DType::kMXFP4)
     return false;
   return matmul_detail::act_format(t) == matmul_detail::ActFormat::kQ8x32;
 }

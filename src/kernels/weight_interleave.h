@@ -17,6 +17,7 @@
 //   Q5_0: d[8] (f16), high[8] (u32), codes[128] = 8 x 22 bytes
 //   Q8_0: d[8] (f16), codes[256]            = 8 x 34 bytes
 //   IQ4_NL: as Q4_0 (its codes index the code book) = 8 x 18 bytes
+//   MXFP4: e[8] (E8M0 exponent bytes), codes[128]  = 8 x 17 bytes
 //   Q4_K (per 256-element block): d[8] (f16), dmin[8] (f16), scale words
 //     [3][8] (u32: word w of row r's twelve packed 6-bit scale and min
 //     bytes at 32w + 4r), codes[1024]       = 8 x 144 bytes

@@ -108,7 +108,7 @@ TEST_P(Interleave, CopiedRowRunsTileTheMatrixInOrder) {
 INSTANTIATE_TEST_SUITE_P(Types, Interleave,
                          ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ8_0, DType::kQ4_K,
                                            DType::kQ5_K, DType::kQ6_K, DType::kQ3_K, DType::kIQ4_XS, DType::kIQ4_NL,
-                                           DType::kQ2_K),
+                                           DType::kMXFP4, DType::kQ2_K),
                          [](const auto& info) { return dtype_name(info.param); });
 
 // The int16 sums of the K-quant kernels at their worst: every code at its

@@ -9,7 +9,7 @@ namespace {
 // still parse (and `inspect` can show them). Ids 4, 5 and 31-33 were removed
 // from ggml and stay unknown. One type a line (clang-format would pack them).
 // clang-format off
-constexpr std::array<DTypeInfo, 31> kTypes = {{
+constexpr std::array<DTypeInfo, 32> kTypes = {{
     {0, "f32", 1, 4, true},
     {1, "f16", 1, 2, true},
     {2, "q4_0", 32, 18, true},
@@ -41,6 +41,7 @@ constexpr std::array<DTypeInfo, 31> kTypes = {{
     {30, "bf16", 1, 2, true},
     {34, "tq1_0", 256, 54, false},
     {35, "tq2_0", 256, 66, false},
+    {39, "mxfp4", 32, 17, true},
 }};
 // clang-format on
 

@@ -28,6 +28,7 @@ enum class DType : uint32_t {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 struct DTypeInfo {

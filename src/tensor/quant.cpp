@@ -36,6 +36,7 @@ void dequantize_row_ref(DType t, const void* src, float* dst, int64_t n) {
     case DType::kQ3_K: dequantize_q3_k(s, dst, n); return;
     case DType::kIQ4_NL: dequantize_iq4_nl(s, dst, n); return;
     case DType::kIQ4_XS: dequantize_iq4_xs(s, dst, n); return;
+    case DType::kMXFP4: dequantize_mxfp4(s, dst, n); return;
     default: std::fill(dst, dst + n, 0.0f); return;
   }
 }
@@ -62,6 +63,7 @@ void quantize_row_ref(DType t, const float* src, void* dst, int64_t n) {
     case DType::kQ3_K: quantize_q3_k(src, d, n); return;
     case DType::kIQ4_NL: quantize_iq4_nl(src, d, n); return;
     case DType::kIQ4_XS: quantize_iq4_xs(src, d, n); return;
+    case DType::kMXFP4: quantize_mxfp4(src, d, n); return;
     default: return;
   }
 }

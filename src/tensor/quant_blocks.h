@@ -123,12 +123,36 @@ struct BlockIQ4_XS {
 // most weights are.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
+// MXFP4 (OCP microscaling FP4; gpt-oss's expert weights): value =
+// kMxfp4Values[q] * mxfp4_scale(e), an E8M0 exponent byte and then Q4_0's
+// nibble order. The levels are twice E2M1's (0, 0.5, 1, 1.5, 2, 3, 4, 6),
+// so the scale is half the exponent's power of two.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128), and 0 for e = 0, where ggml reads 2^-128: a block whose
+// values are all below 2e-37, which ggml's quantizer writes only for a block
+// of zeros. Zero keeps every path off subnormal arithmetic for such blocks,
+// and the SIMD kernels compute the same float as (e << 23) as a float times
+// 0.5 (exact: a power of two halved; e = 1 gives the subnormal 2^-127 as
+// ggml). e = 255, E8M0's NaN, reads as infinity (ggml: 2^127).
+inline float mxfp4_scale(uint8_t e) {
+  const uint32_t bits = static_cast<uint32_t>(e) << 23;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return 0.5f * f;
+}
+
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 inline uint16_t load_u16le(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 inline void store_u16le(uint8_t* p, uint16_t v) {

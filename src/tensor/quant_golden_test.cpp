@@ -26,6 +26,13 @@ constexpr Golden kGolden[] = {
     {DType::kQ5_K, 1008, 0x24A12C41C7E821B6ULL},   {DType::kQ6_K, 1009, 0xE0F8404B654F8559ULL},
     {DType::kQ2_K, 1010, 0xBA7325CF9566FA8EULL},   {DType::kQ3_K, 1011, 0x4158D80EA181EFE2ULL},
     {DType::kIQ4_NL, 1012, 0x83580106771F32A6ULL}, {DType::kIQ4_XS, 1013, 0x6E2F44358308B1B5ULL},
+    {DType::kMXFP4, 1014, 0xF477E89F975A3B14ULL},
+};
+
+// The tool's "quantize:" lines: types whose quantizer repeats ggml's
+// reference one, hashed over the quantized bytes.
+constexpr Golden kQuantizeGolden[] = {
+    {DType::kMXFP4, 2000, 0xE16735345FCD9D45ULL},
 };
 
 // The tool's generator: a 64-bit LCG, one byte (the top one) per step.
@@ -81,10 +88,29 @@ TEST(QuantGolden, DequantizeMatchesGgufPython) {
         uint8_t& hi = bytes[static_cast<size_t>(b * info->block_bytes + off + 1)];
         hi = static_cast<uint8_t>((hi & 0x80) | (hi & 0x3F));
       }
+      // MXFP4's E8M0 exponent byte: 64..191, away from 0 and 255, the two
+      // codes omnibus reads differently from ggml (tensor/quant_blocks.h).
+      if (g.type == DType::kMXFP4) {
+        uint8_t& e = bytes[static_cast<size_t>(b * info->block_bytes)];
+        e = static_cast<uint8_t>(64 + (e & 0x7F));
+      }
     }
     std::vector<float> out(static_cast<size_t>(n));
     dequantize_row_ref(g.type, bytes.data(), out.data(), n);
     EXPECT_EQ(fnv1a64(out.data(), out.size() * sizeof(float)), g.hash) << info->name;
+  }
+}
+
+TEST(QuantGolden, QuantizeMatchesGgufPython) {
+  for (const Golden& g : kQuantizeGolden) {
+    const DTypeInfo* info = dtype_info(g.type);
+    ASSERT_NE(info, nullptr);
+    const auto bytes = random_bytes(g.seed, 256);
+    std::vector<float> x(bytes.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<float>(bytes[i]) - 128.0f) * 0.01f;
+    std::vector<uint8_t> out(static_cast<size_t>(256 / info->block_size * info->block_bytes));
+    quantize_row_ref(g.type, x.data(), out.data(), 256);
+    EXPECT_EQ(fnv1a64(out.data(), out.size()), g.hash) << info->name;
   }
 }
 

@@ -1,7 +1,8 @@
-// Q2_K, Q3_K, IQ4_NL and IQ4_XS blocks assembled byte by byte, with values
+// Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 blocks assembled byte by byte, with values
 // worked out by hand from ggml's format definitions (not from our decoder).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "tensor/quant.h"
@@ -72,6 +73,30 @@ TEST(KnownLowBitBlocks, IQ4_NL) {
   EXPECT_EQ(y[16], 226.0f);
   EXPECT_EQ(y[31], -254.0f);
   EXPECT_EQ(y[20], 2.0f * 38);  // high nibble of qs[4] = 11
+}
+
+TEST(KnownLowBitBlocks, MXFP4) {
+  // e = 130: scale 2^(130 - 128) = 4; qs[j] = j | (15 - j) << 4; levels
+  // {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}.
+  std::vector<uint8_t> b = {130};
+  for (int j = 0; j < 16; ++j) b.push_back(static_cast<uint8_t>(j | ((15 - j) << 4)));
+  // A second block: e = 1 (2^-127, a subnormal) and a third: e = 0 (read as 0).
+  for (const uint8_t e : {1, 0}) {
+    b.push_back(e);
+    for (int j = 0; j < 16; ++j) b.push_back(0x77);  // code 7 (12) everywhere
+  }
+  const auto y = dequant(DType::kMXFP4, b, 96);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[5], 24.0f);    // code 5: 6 x 4
+  EXPECT_EQ(y[7], 48.0f);    // code 7: 12 x 4
+  EXPECT_EQ(y[8], 0.0f);     // code 8: minus zero
+  EXPECT_EQ(y[13], -24.0f);  // code 13: -6 x 4
+  EXPECT_EQ(y[15], -48.0f);
+  EXPECT_EQ(y[16], -48.0f);  // high nibble of qs[0] = 15
+  EXPECT_EQ(y[20], -12.0f);  // high nibble of qs[4] = 11: -3 x 4
+  EXPECT_EQ(y[31], 0.0f);
+  EXPECT_EQ(y[32], std::ldexp(12.0f, -127));
+  EXPECT_EQ(y[95], 0.0f);
 }
 
 TEST(KnownLowBitBlocks, IQ4_XS) {

@@ -63,15 +63,14 @@ TEST_P(RoundTrip, ErrorWithinFormatResolution) {
 
 // Bounds: about 1.3x the worst error measured for these quantizers on this
 // data (outliers make some blocks coarse); a broken codec lands near 1.
-INSTANTIATE_TEST_SUITE_P(AllQuantTypes, RoundTrip,
-                         ::testing::Values(Bound{DType::kQ8_0, 0.012}, Bound{DType::kQ4_0, 0.20},
-                                           Bound{DType::kQ4_1, 0.14}, Bound{DType::kQ5_0, 0.09},
-                                           Bound{DType::kQ5_1, 0.065}, Bound{DType::kQ4_K, 0.13},
-                                           Bound{DType::kQ5_K, 0.065}, Bound{DType::kQ6_K, 0.037},
-                                           Bound{DType::kQ2_K, 0.44}, Bound{DType::kQ3_K, 0.25},
-                                           Bound{DType::kIQ4_NL, 0.14}, Bound{DType::kIQ4_XS, 0.145},
-                                           Bound{DType::kF16, 0.0004}, Bound{DType::kBF16, 0.003}),
-                         [](const auto& info) { return dtype_name(info.param.type); });
+INSTANTIATE_TEST_SUITE_P(
+    AllQuantTypes, RoundTrip,
+    ::testing::Values(Bound{DType::kQ8_0, 0.012}, Bound{DType::kQ4_0, 0.20}, Bound{DType::kQ4_1, 0.14},
+                      Bound{DType::kQ5_0, 0.09}, Bound{DType::kQ5_1, 0.065}, Bound{DType::kQ4_K, 0.13},
+                      Bound{DType::kQ5_K, 0.065}, Bound{DType::kQ6_K, 0.037}, Bound{DType::kQ2_K, 0.44},
+                      Bound{DType::kQ3_K, 0.25}, Bound{DType::kIQ4_NL, 0.14}, Bound{DType::kIQ4_XS, 0.145},
+                      Bound{DType::kMXFP4, 0.22}, Bound{DType::kF16, 0.0004}, Bound{DType::kBF16, 0.003}),
+    [](const auto& info) { return dtype_name(info.param.type); });
 
 // Per-element bound for the 32-element types: no value may be off by more
 // than one step (the clamp at the top code can cost up to a whole step).
@@ -103,7 +102,7 @@ TEST(RoundTrip, ConstantAndZeroBlocksAreExact) {
   std::vector<float> x(512, 0.0f);
   for (size_t i = 256; i < 512; ++i) x[i] = 0.5f;  // one zero block, one constant block (K types)
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ4_K, DType::kQ5_K,
-                  DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS}) {
+                  DType::kQ6_K, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kMXFP4}) {
     const auto y = round_trip(t, x);
     for (size_t i = 0; i < 256; ++i) ASSERT_EQ(y[i], 0.0f) << dtype_name(t);
     for (size_t i = 256; i < 512; ++i) ASSERT_NEAR(y[i], 0.5f, 1e-3f) << dtype_name(t);

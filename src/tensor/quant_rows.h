@@ -34,4 +34,7 @@ void dequantize_iq4_xs(const uint8_t* src, float* dst, int64_t n);
 void quantize_iq4_nl(const float* src, uint8_t* dst, int64_t n);
 void quantize_iq4_xs(const float* src, uint8_t* dst, int64_t n);
 
+void dequantize_mxfp4(const uint8_t* src, float* dst, int64_t n);
+void quantize_mxfp4(const float* src, uint8_t* dst, int64_t n);
+
 }  // namespace omnibus::quant_detail
