@@ -15,6 +15,7 @@
 #include "cli/sampling_flags.h"
 #include "engine/generator.h"
 #include "engine/text_stream.h"
+#include "server/harmony_splitter.h"
 #include "tokenizer/chat_template.h"
 
 namespace omnibus::cli {
@@ -56,22 +57,39 @@ int chat(ChatOptions& o) {
                  o.gen.context);
       continue;
     }
-    TextStream stream(tok, o.gen.stop);
+    // gpt-oss answers in harmony messages: its thoughts (the analysis
+    // channel) go to stderr, the answer to stdout and into the history.
+    const bool harmony = format->kind == ChatTemplateKind::kHarmony;
+    TextStream stream(tok, o.gen.stop, /*render_special=*/harmony);
+    server::HarmonySplitter channels;
     std::string reply;
+    auto show = [&](const std::string& text, bool last) {
+      std::string answer = text;
+      if (harmony) {
+        server::ReasoningPiece piece = channels.feed(text);
+        if (last) {
+          server::ReasoningPiece rest = channels.finish();
+          piece.reasoning += rest.reasoning;
+          piece.content += rest.content;
+        }
+        std::fwrite(piece.reasoning.data(), 1, piece.reasoning.size(), stderr);
+        answer = std::move(piece.content);
+      }
+      reply += answer;
+      std::fwrite(answer.data(), 1, answer.size(), stdout);
+      std::fflush(stdout);
+    };
     GenerationOptions options = o.gen.options;
     options.max_tokens = o.gen.options.max_tokens < 0 ? o.gen.context - static_cast<int>(prompt.size()) - 1
                                                       : o.gen.options.max_tokens;
     auto stats = (*gen)->generate(prompt, options, tok.end_of_generation_ids(), [&](int32_t token) {
       auto piece = stream.push(token);
-      reply += piece.text;
-      std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);
-      std::fflush(stdout);
+      show(piece.text, false);
       return !piece.stopped;
     });
     if (!stats.is_ok()) return fail(stats.status());
-    const std::string tail = stream.finish();
-    reply += tail;
-    fmt::print("{}\n", tail);
+    show(stream.finish(), true);
+    fmt::print("\n");
     std::fflush(stdout);
     history.push_back({"assistant", reply});
     log_info("{} prompt tokens ({} new), decode {:.1f} tokens/s", stats->prompt_tokens, stats->prefilled_tokens,

@@ -79,10 +79,14 @@ int run(RunOptions& o) {
   if (!loaded.is_ok()) return fail(loaded.status());
   const Tokenizer& tok = *loaded->tokenizer;
   std::vector<int32_t> prompt;
+  // gpt-oss's answer is harmony messages: its channel markers are shown
+  // (`chat` takes them apart).
+  bool render_special = false;
   if (o.chat) {
     auto format = chat_format_for(tok.vocab(), o.gen.chat_template);
     if (!format.is_ok()) return fail(format.status());
     warn_if_unrecognised(*format);
+    render_special = format->kind == ChatTemplateKind::kHarmony;
     const std::string rendered = render_chat(*format, {{"user", *text}}, true);
     prompt = tok.encode(rendered, /*add_special=*/false, /*parse_special=*/true);
   } else {
@@ -112,7 +116,7 @@ int run(RunOptions& o) {
     profiler.enable();
     if (Status s = (*gen)->set_profiler(&profiler); !s.is_ok()) return fail(s);
   }
-  TextStream stream(tok, o.gen.stop);
+  TextStream stream(tok, o.gen.stop, render_special);
   auto stats = (*gen)->generate(prompt, o.gen.options, tok.end_of_generation_ids(), [&](int32_t token) {
     TextStream::Piece piece = stream.push(token);
     std::fwrite(piece.text.data(), 1, piece.text.size(), stdout);

@@ -30,6 +30,9 @@ struct EngineRequest {
   SamplingParams sampling;  // seed already chosen
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // The text renders special (control) tokens as their text: gpt-oss's
+  // harmony markers, which the server parses (server/harmony_splitter.h).
+  bool render_special_text = false;
   // Prefix-cache namespace: sequences only share cached blocks when equal.
   uint64_t cache_salt = 0;
   std::string request_id;  // for logs

@@ -18,7 +18,7 @@ struct ServingEngine::Active {
         stream(std::make_shared<RequestStream>()),
         sampler(request.sampling, vocab),
         speculation(request.speculation ? *request.speculation : engine_speculation) {
-    if (tok != nullptr) text.emplace(*tok, request.stop);
+    if (tok != nullptr) text.emplace(*tok, request.stop, request.render_special_text);
   }
 
   EngineRequest request;

@@ -14,8 +14,10 @@ namespace omnibus {
 
 class TextStream {
  public:
-  TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop_strings)
-      : decoder_(tokenizer), stops_(std::move(stop_strings)) {}
+  // `render_special`: control tokens (but not the end-of-generation one,
+  // which ends the text) come out as their text.
+  TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop_strings, bool render_special = false)
+      : decoder_(tokenizer, render_special), stops_(std::move(stop_strings)) {}
 
   struct Piece {
     std::string text;      // emit now

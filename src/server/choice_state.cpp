@@ -10,12 +10,13 @@ std::string openai_finish_reason(const std::string& engine_reason) {
 }
 
 ChoiceState::ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text,
-                         bool split_reasoning, bool opens_thought)
+                         bool split_reasoning, bool opens_thought, bool harmony)
     : index_(index),
       tokenizer_(tokenizer),
       logprobs_(logprobs),
       text_(std::move(echo_text)),
       split_reasoning_(split_reasoning),
+      harmony_(harmony),
       splitter_(opens_thought) {
   next_offset_ = static_cast<int64_t>(text_.size());
 }
@@ -40,9 +41,9 @@ ChoiceOutput ChoiceState::apply(const StreamEvent& event) {
   delta.index = index_;
   if (finished_) return delta;
   if (split_reasoning_) {
-    ReasoningPiece piece = splitter_.feed(event.text);
+    ReasoningPiece piece = harmony_ ? harmony_splitter_.feed(event.text) : splitter_.feed(event.text);
     if (event.finished) {
-      ReasoningPiece rest = splitter_.finish();
+      ReasoningPiece rest = harmony_ ? harmony_splitter_.finish() : splitter_.finish();
       piece.reasoning += rest.reasoning;
       piece.content += rest.content;
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/request_stream.h"
+#include "server/harmony_splitter.h"
 #include "server/openai_response.h"
 #include "server/reasoning_splitter.h"
 #include "tokenizer/tokenizer.h"
@@ -27,8 +28,10 @@ class ChoiceState {
   // block goes to ChoiceOutput::reasoning, apart from the text
   // (ReasoningSplitter).
   // `opens_thought`: the prompt ended inside an open <think> block.
+  // `harmony` (gpt-oss): the thoughts are the analysis channel's messages
+  // instead (HarmonySplitter).
   ChoiceState(int32_t index, const Tokenizer& tokenizer, bool logprobs, std::string echo_text,
-              bool split_reasoning = false, bool opens_thought = false);
+              bool split_reasoning = false, bool opens_thought = false, bool harmony = false);
 
   // Folds in one event and returns what it adds. The delta's finish_reason
   // is "stop" or "length" when the event finished the choice that way, and
@@ -62,7 +65,9 @@ class ChoiceState {
   std::string text_;  // echo + generated (its content, when reasoning is split off)
   std::string reasoning_;
   bool split_reasoning_;
+  bool harmony_;
   ReasoningSplitter splitter_;
+  HarmonySplitter harmony_splitter_;
   std::vector<GeneratedTokenLogprobs> all_logprobs_;
   int64_t next_offset_ = 0;  // text_offset of the next token
   bool finished_ = false;

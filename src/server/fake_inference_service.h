@@ -73,6 +73,9 @@ class FakeInferenceService final : public InferenceService {
   void set_ready(bool ready) { ready_.store(ready); }
   // Before any request: the chat format prompts are rendered with.
   void set_chat_format(const ChatFormat& format) { chat_format_ = format; }
+  // Before any request: a context other than kContextLength (harmony's
+  // system message alone is ~300 of these byte tokens).
+  void set_context_length(int64_t tokens) { context_length_ = tokens; }
   void set_tick(std::chrono::milliseconds tick) { tick_ms_.store(static_cast<int>(tick.count())); }
 
   // --- what happened -------------------------------------------------------
@@ -109,7 +112,7 @@ class FakeInferenceService final : public InferenceService {
   }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   const ChatFormat& chat_format() const override { return chat_format_; }
-  ServiceInfo info() const override { return ServiceInfo{"test-model", kContextLength, tokenizer_->vocab_size()}; }
+  ServiceInfo info() const override { return ServiceInfo{"test-model", context_length_, tokenizer_->vocab_size()}; }
   bool ready() const override { return ready_.load(); }
   std::string metrics_text() const override { return "# TYPE fake_engine_metric counter\nfake_engine_metric 7\n"; }
   void count_rejected_request() override { rejected_.fetch_add(1); }
@@ -176,9 +179,9 @@ class FakeInferenceService final : public InferenceService {
         return true;
       }
     }
-    const bool at_limit = s.request.max_tokens > 0 ? s.produced >= s.request.max_tokens
-                                                   : s.produced + static_cast<int64_t>(s.request.prompt.size()) >=
-                                                         kContextLength;
+    const bool at_limit = s.request.max_tokens > 0
+                              ? s.produced >= s.request.max_tokens
+                              : s.produced + static_cast<int64_t>(s.request.prompt.size()) >= context_length_;
     const size_t safe = at_limit ? s.text.size() : safe_length(s);
     if (safe > s.sent) {
       e.text = s.text.substr(s.sent, safe - s.sent);
@@ -213,6 +216,7 @@ class FakeInferenceService final : public InferenceService {
 
   std::unique_ptr<Tokenizer> tokenizer_;
   ChatFormat chat_format_;
+  int64_t context_length_ = kContextLength;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "server/unsupported_fields.h"
+
 namespace omnibus::server {
 namespace {
 
@@ -113,8 +115,14 @@ ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceS
     messages.push_back(omnibus::ChatMessage{std::move(role), std::move(m.content), std::move(m.reasoning_content)});
   }
   const ChatFormat& format = service.chat_format();
+  if (!request.reasoning_effort.empty() && format.kind != ChatTemplateKind::kHarmony) {
+    return unsupported_field("reasoning_effort", std::string("this model's chat template (") +
+                                                     chat_template_name(format.kind) +
+                                                     ") has no reasoning effort; gpt-oss's has");
+  }
   const std::string text =
-      render_chat(format, messages, /*add_generation_prompt=*/true, {.enable_thinking = request.enable_thinking});
+      render_chat(format, messages, /*add_generation_prompt=*/true,
+                  {.enable_thinking = request.enable_thinking, .reasoning_effort = request.reasoning_effort});
   if (auto e = check_text_can_fit(text.size(), service.tokenizer().max_bytes_per_token(), service.info().context_length,
                                   "messages")) {
     return *e;
@@ -124,6 +132,7 @@ ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceS
   // Without thinking the template closes the block itself: the answer is all content.
   g.split_reasoning = format.extract_reasoning && (request.enable_thinking || chat_template_opens_thought(format.kind));
   g.opens_thought = g.split_reasoning && chat_template_opens_thought(format.kind);
+  g.harmony = format.kind == ChatTemplateKind::kHarmony;
   g.options = std::move(request.options);
   g.prompts.push_back({service.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true), {}});
   return finish_preparing(std::move(g), service, fallback_seed);
@@ -143,6 +152,7 @@ std::vector<EngineRequest> make_engine_requests(const PreparedGeneration& genera
       r.ignore_eos = o.ignore_eos;
       r.sampling.seed = o.sampling.seed + static_cast<uint64_t>(i);
       r.stop = o.stop;
+      r.render_special_text = generation.harmony;
       r.request_id = total == 1 ? request_id : fmt::format("{}/{}", request_id, out.size());
       out.push_back(std::move(r));
     }

@@ -41,6 +41,10 @@ struct PreparedGeneration {
   // <think> block is returned as reasoning_content.
   bool split_reasoning = false;
   bool opens_thought = false;  // the prompt ends inside an open <think> block
+  // gpt-oss's harmony format: the answer's special tokens are rendered as
+  // text (its channel markers), and a split takes the analysis channel as
+  // the thoughts (HarmonySplitter).
+  bool harmony = false;
 
   // All prompts' tokens together (usage.prompt_tokens counts each prompt once,
   // whatever n).

@@ -32,7 +32,7 @@ GenerationSession::GenerationSession(const PreparedGeneration& generation, Respo
     for (int32_t i = 0; i < n; ++i) {
       const auto index = static_cast<int32_t>(choices_.size());
       choices_.emplace_back(index, tokenizer, logprobs_, generation.echo ? prompt.echo_text : std::string(),
-                            generation.split_reasoning, generation.opens_thought);
+                            generation.split_reasoning, generation.opens_thought, generation.harmony);
       if (static_cast<size_t>(index) >= streams_.size()) choices_.back().finish_without_generating();
     }
   }

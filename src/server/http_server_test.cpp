@@ -34,6 +34,24 @@ std::map<int, std::string> stream_texts(const std::vector<std::string>& data, bo
   return out;
 }
 
+// A chat stream's choice 0: its delta.reasoning_content and delta.content
+// pieces, each concatenated.
+struct StreamedAnswer {
+  std::string reasoning, content;
+};
+StreamedAnswer streamed_answer(const std::string& body) {
+  StreamedAnswer out;
+  for (const std::string& d : sse_data(body)) {
+    if (d == "[DONE]") continue;
+    const Json chunk = Json::parse(d);
+    if (chunk["choices"].empty()) continue;
+    const Json& delta = chunk["choices"][0]["delta"];
+    out.reasoning += delta.value("reasoning_content", "");
+    out.content += delta.value("content", "");
+  }
+  return out;
+}
+
 TEST(HttpServerTest, CompletionReturnsTheGeneratedTextAndUsage) {
   ServerHarness h;
   HttpReply r = h.post("/v1/completions", Json{{"prompt", "Hi"}, {"max_tokens", 5}, {"model", "test-model"}});
@@ -101,17 +119,9 @@ TEST(HttpServerTest, ReasoningModelsThoughtsComeAsReasoningContent) {
 
   r = h.post("/v1/chat/completions", Json{{"messages", messages}, {"max_tokens", tokens}, {"stream", true}});
   ASSERT_EQ(r.status, 200) << r.body;
-  std::string thought, content;
-  for (const std::string& d : sse_data(r.body)) {
-    if (d == "[DONE]") continue;
-    const Json chunk = Json::parse(d);
-    if (chunk["choices"].empty()) continue;
-    const Json& delta = chunk["choices"][0]["delta"];
-    thought += delta.value("reasoning_content", "");
-    content += delta.value("content", "");
-  }
-  EXPECT_EQ(thought, "He said Hi");
-  EXPECT_EQ(content, "Hello world!");
+  const StreamedAnswer streamed = streamed_answer(r.body);
+  EXPECT_EQ(streamed.reasoning, "He said Hi");
+  EXPECT_EQ(streamed.content, "Hello world!");
 
   r = h.post(
       "/v1/chat/completions",
@@ -122,6 +132,53 @@ TEST(HttpServerTest, ReasoningModelsThoughtsComeAsReasoningContent) {
   EXPECT_FALSE(unsplit.contains("reasoning_content"));
   const std::string prompt = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
   EXPECT_EQ(h.service().submitted().back().prompt, h.service().tokenizer().encode(prompt, false, true));
+}
+
+// gpt-oss (the harmony format): the analysis channel comes back as
+// reasoning_content and the final channel as content, whole and streamed;
+// the engine is asked to render the channel markers as text;
+// reasoning_effort reaches the prompt. (The fake tokenizer spells the
+// markers as bytes; a real harmony vocabulary has them as control tokens.)
+TEST(HttpServerTest, HarmonyChannelsComeApartAndReasoningEffortReachesThePrompt) {
+  ServerHarness h;
+  ChatFormat harmony;
+  harmony.kind = ChatTemplateKind::kHarmony;
+  harmony.extract_reasoning = true;
+  h.service().set_chat_format(harmony);
+  h.service().set_context_length(1024);
+  const std::string reply =
+      "<|channel|>analysis<|message|>They said Hi<|end|><|start|>assistant<|channel|>final<|message|>Hello world!";
+  h.service().set_reply(reply);
+  const int tokens = static_cast<int>(h.service().tokenizer().encode(reply, false, false).size());
+  const Json messages = {{{"role", "user"}, {"content", "Hi"}}};
+
+  HttpReply r =
+      h.post("/v1/chat/completions", Json{{"messages", messages}, {"max_tokens", tokens}, {"reasoning_effort", "low"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json message = r.json()["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "They said Hi");
+  EXPECT_EQ(message["content"], "Hello world!");
+  const EngineRequest submitted = h.service().submitted().back();
+  EXPECT_TRUE(submitted.render_special_text);
+  const std::string prompt = h.service().tokenizer().decode(submitted.prompt);
+  EXPECT_NE(prompt.find("\nReasoning: low\n"), std::string::npos) << prompt;
+  EXPECT_TRUE(prompt.ends_with("<|start|>user<|message|>Hi<|end|><|start|>assistant")) << prompt;
+
+  r = h.post("/v1/chat/completions", Json{{"messages", messages}, {"max_tokens", tokens}, {"stream", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const StreamedAnswer streamed = streamed_answer(r.body);
+  EXPECT_EQ(streamed.reasoning, "They said Hi");
+  EXPECT_EQ(streamed.content, "Hello world!");
+}
+
+// reasoning_effort on a model whose template has none: a 400 naming it.
+TEST(HttpServerTest, ReasoningEffortIsRefusedWithoutHarmony) {
+  ServerHarness h;
+  HttpReply r = h.post("/v1/chat/completions",
+                       Json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"reasoning_effort", "high"}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json()["error"]["param"], "reasoning_effort");
+  EXPECT_NE(r.body.find("gpt-oss"), std::string::npos) << r.body;
 }
 
 TEST(HttpServerTest, UnsetMaxTokensFillsTheContext) {

@@ -7,6 +7,7 @@
 
 #include "server/json_fields.h"
 #include "server/unsupported_fields.h"
+#include "tokenizer/chat_harmony.h"
 
 namespace omnibus::server {
 namespace {
@@ -284,19 +285,37 @@ MaybeError parse_messages(const Json& obj, std::vector<ChatMessage>& out) {
   return std::nullopt;
 }
 
-// chat_template_kwargs (vLLM's and llama-server's): only enable_thinking,
-// which the reasoning templates read; any other key would change the prompt
-// in a way this server does not implement.
-MaybeError parse_template_kwargs(const Json& obj, bool& enable_thinking) {
-  if (!has_field(obj, "chat_template_kwargs")) return std::nullopt;
-  const Json& kwargs = obj.at("chat_template_kwargs");
-  if (kwargs.is_null()) return std::nullopt;
-  if (!kwargs.is_object()) return wrong_type("chat_template_kwargs", "an object", kwargs);
-  for (const auto& [key, value] : kwargs.items()) {
-    const std::string param = "chat_template_kwargs." + key;
-    if (key != "enable_thinking") return unsupported_field(param, "the chat template takes only 'enable_thinking'");
-    if (!value.is_boolean()) return wrong_type(param, "a boolean", value);
-    enable_thinking = value.get<bool>();
+MaybeError check_reasoning_effort(const std::string& param, const Json& value) {
+  if (!value.is_string()) return wrong_type(param, "a string", value);
+  if (!valid_reasoning_effort(value.get<std::string>()))
+    return ApiError::invalid(param, "'" + param + "' must be \"low\", \"medium\" or \"high\"");
+  return std::nullopt;
+}
+
+// chat_template_kwargs (vLLM's and llama-server's): enable_thinking, which
+// the reasoning templates read, and reasoning_effort, gpt-oss's; any other
+// key would change the prompt in a way this server does not implement.
+// The top-level reasoning_effort (OpenAI's) wins over the kwargs' one.
+MaybeError parse_template_kwargs(const Json& obj, ChatRequest& req) {
+  if (has_field(obj, "chat_template_kwargs")) {
+    const Json& kwargs = obj.at("chat_template_kwargs");
+    if (!kwargs.is_object()) return wrong_type("chat_template_kwargs", "an object", kwargs);
+    for (const auto& [key, value] : kwargs.items()) {
+      const std::string param = "chat_template_kwargs." + key;
+      if (key == "reasoning_effort") {
+        OMNIBUS_API_RETURN_IF_ERROR(check_reasoning_effort(param, value));
+        req.reasoning_effort = value.get<std::string>();
+        continue;
+      }
+      if (key != "enable_thinking")
+        return unsupported_field(param, "the chat template takes only 'enable_thinking' and 'reasoning_effort'");
+      if (!value.is_boolean()) return wrong_type(param, "a boolean", value);
+      req.enable_thinking = value.get<bool>();
+    }
+  }
+  if (has_field(obj, "reasoning_effort")) {
+    OMNIBUS_API_RETURN_IF_ERROR(check_reasoning_effort("reasoning_effort", obj.at("reasoning_effort")));
+    req.reasoning_effort = obj.at("reasoning_effort").get<std::string>();
   }
   return std::nullopt;
 }
@@ -330,7 +349,7 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ApiLimits
     if (!doc) return doc.error();
     ChatRequest req;
     OMNIBUS_API_RETURN_IF_ERROR(parse_messages(doc.value(), req.messages));
-    OMNIBUS_API_RETURN_IF_ERROR(parse_template_kwargs(doc.value(), req.enable_thinking));
+    OMNIBUS_API_RETURN_IF_ERROR(parse_template_kwargs(doc.value(), req));
     OMNIBUS_API_RETURN_IF_ERROR(parse_options(doc.value(), limits, /*is_chat=*/true, req.options));
     OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_fields(doc.value(), /*is_chat=*/true, req.options.n));
     return req;

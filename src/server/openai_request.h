@@ -94,6 +94,10 @@ struct ChatRequest {
   // chat_template_kwargs: {"enable_thinking": false} asks a reasoning
   // model (Qwen3) to answer without thinking; other keys are refused.
   bool enable_thinking = true;
+  // reasoning_effort (OpenAI's field, or chat_template_kwargs's as
+  // llama-server takes it): "low", "medium" or "high"; "" when not sent.
+  // Only gpt-oss's template reads it (prepare_chat refuses it otherwise).
+  std::string reasoning_effort;
 };
 
 ApiResult<CompletionRequest> parse_completion_request(std::string_view body, const ApiLimits& limits);

@@ -222,7 +222,6 @@ TEST(UnsupportedFields, AreRefusedWithTheirName) {
       {"suffix", R"("tail")"},
       {"audio", R"({"voice":"alloy","format":"wav"})"},
       {"modalities", R"(["text","audio"])"},
-      {"reasoning_effort", R"("low")"},
       {"verbosity", R"("low")"},
       {"web_search_options", R"({})"},
       {"min_tokens", "5"},
@@ -312,6 +311,31 @@ TEST(ChatRequest, TemplateKwargsTakeOnlyEnableThinking) {
   EXPECT_EQ(chat_error_param(messages + R"(,"chat_template_kwargs":[1]})"), "chat_template_kwargs");
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","chat_template_kwargs":{"enable_thinking":false}})"),
             "chat_template_kwargs");
+}
+
+// reasoning_effort (OpenAI's field, or llama-server's chat_template_kwargs
+// one): low, medium or high; the top-level one wins; anything else, or on a
+// completion, is a 400.
+TEST(ChatRequest, ReasoningEffort) {
+  const std::string messages = R"({"messages":[{"role":"user","content":"Hi"}])";
+  auto none = parse_chat_request(messages + "}", kLimits);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none.value().reasoning_effort, "");
+  auto top = parse_chat_request(messages + R"(,"reasoning_effort":"low"})", kLimits);
+  ASSERT_TRUE(top) << top.error().message;
+  EXPECT_EQ(top.value().reasoning_effort, "low");
+  auto kwargs = parse_chat_request(messages + R"(,"chat_template_kwargs":{"reasoning_effort":"high"}})", kLimits);
+  ASSERT_TRUE(kwargs) << kwargs.error().message;
+  EXPECT_EQ(kwargs.value().reasoning_effort, "high");
+  auto both = parse_chat_request(
+      messages + R"(,"reasoning_effort":"medium","chat_template_kwargs":{"reasoning_effort":"high"}})", kLimits);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both.value().reasoning_effort, "medium");
+  EXPECT_EQ(chat_error_param(messages + R"(,"reasoning_effort":"extreme"})"), "reasoning_effort");
+  EXPECT_EQ(chat_error_param(messages + R"(,"reasoning_effort":2})"), "reasoning_effort");
+  EXPECT_EQ(chat_error_param(messages + R"(,"chat_template_kwargs":{"reasoning_effort":"max"}})"),
+            "chat_template_kwargs.reasoning_effort");
+  EXPECT_EQ(completion_error_param(R"({"prompt":"a","reasoning_effort":"low"})"), "reasoning_effort");
 }
 
 // An assistant turn's reasoning_content comes through for the template

@@ -15,16 +15,14 @@ size_t leading_newlines(std::string_view s) {
   return n == std::string_view::npos ? s.size() : n;
 }
 
-// The length of the longest suffix of `s` that is a proper prefix of `tag`:
-// text that may turn into the tag with the next piece.
+}  // namespace
+
 size_t partial_tag_suffix(std::string_view s, std::string_view tag) {
   for (size_t n = std::min(s.size(), tag.size() - 1); n > 0; --n) {
     if (s.substr(s.size() - n) == tag.substr(0, n)) return n;
   }
   return 0;
 }
-
-}  // namespace
 
 ReasoningPiece ReasoningSplitter::feed(std::string_view text) {
   pending_.append(text);

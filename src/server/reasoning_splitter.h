@@ -25,6 +25,10 @@ struct ReasoningPiece {
   std::string content;
 };
 
+// The length of the longest suffix of `s` that is a proper prefix of `tag`:
+// text that may turn into the tag with the next piece.
+size_t partial_tag_suffix(std::string_view s, std::string_view tag);
+
 class ReasoningSplitter {
  public:
   // `in_thought`: the prompt already opened the block (a thinking-only

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "server/splitter_test_util.h"
+
 namespace omnibus::server {
 namespace {
 
@@ -16,28 +18,13 @@ ReasoningPiece split_whole(std::string_view text) {
   return out;
 }
 
-// The same answer fed in two pieces cut at `cut`, then one byte at a time:
-// a tag or the newlines around it may straddle any boundary.
+// The same answer whole, cut in two at every byte, then one byte at a
+// time: a tag or the newlines around it may straddle any boundary.
 void expect_split(std::string_view text, std::string_view reasoning, std::string_view content) {
   const ReasoningPiece whole = split_whole(text);
   EXPECT_EQ(whole.reasoning, reasoning) << text;
   EXPECT_EQ(whole.content, content) << text;
-  for (size_t cut = 0; cut <= text.size(); ++cut) {
-    ReasoningSplitter s;
-    ReasoningPiece a = s.feed(text.substr(0, cut)), b = s.feed(text.substr(cut)), c = s.finish();
-    EXPECT_EQ(a.reasoning + b.reasoning + c.reasoning, reasoning) << text << " cut at " << cut;
-    EXPECT_EQ(a.content + b.content + c.content, content) << text << " cut at " << cut;
-  }
-  ReasoningSplitter s;
-  std::string r, c;
-  for (char ch : text) {
-    ReasoningPiece p = s.feed(std::string_view(&ch, 1));
-    r += p.reasoning;
-    c += p.content;
-  }
-  ReasoningPiece p = s.finish();
-  EXPECT_EQ(r + p.reasoning, reasoning) << text << " byte by byte";
-  EXPECT_EQ(c + p.content, content) << text << " byte by byte";
+  testing::expect_split_everywhere([] { return ReasoningSplitter(); }, text, reasoning, content);
 }
 
 TEST(ReasoningSplitterTest, ThinkBlockThenAnswer) {

@@ -39,9 +39,6 @@ constexpr RefusedField kRefused[] = {
     {"suffix", is_empty_string, "insertion (text after the completion) is not implemented"},
     {"audio", never, "audio output is not implemented"},
     {"modalities", text_modality, "only text output is implemented; only [\"text\"] is accepted"},
-    {"reasoning_effort", never,
-     "reasoning effort levels are not implemented (a Qwen3 model's thinking is turned off with "
-     "chat_template_kwargs {\"enable_thinking\": false})"},
     {"verbosity", never, "answer verbosity control is not implemented"},
     {"web_search_options", never, "web search is not implemented"},
     // Extensions of other servers that change the answer.
@@ -86,6 +83,9 @@ std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat,
   }
   if (!is_chat && has_field(body, "chat_template_kwargs") && !is_empty(body.at("chat_template_kwargs"))) {
     return unsupported_field("chat_template_kwargs", "a completion's prompt goes through no chat template");
+  }
+  if (!is_chat && has_field(body, "reasoning_effort")) {
+    return unsupported_field("reasoning_effort", "a completion's prompt goes through no chat template");
   }
   if (is_chat && has_field(body, "echo") && !is_false(body.at("echo"))) {
     return unsupported_field("echo", "echoing the prompt is for /v1/completions");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "tokenizer/chat_harmony.h"
 #include "tokenizer/utf8.h"
 
 namespace omnibus {
@@ -283,6 +284,8 @@ bool is_plain_literal(std::string_view text) {
 
 ChatTemplateKind detect_chat_template(std::string_view src, bool* recognised) {
   if (recognised != nullptr) *recognised = true;
+  if (contains(src, "<|start|>") && contains(src, "<|channel|>") && contains(src, "<|message|>"))
+    return ChatTemplateKind::kHarmony;
   if (contains(src, "<|im_sep|>")) return ChatTemplateKind::kPhi4;
   if (contains(src, "<|im_start|>")) {
     if (contains(src, "<think>") && contains(src, "enable_thinking")) return ChatTemplateKind::kQwen3;
@@ -314,13 +317,13 @@ Result<ChatTemplateKind> chat_template_from_name(std::string_view name) {
        {ChatTemplateKind::kChatML, ChatTemplateKind::kLlama3, ChatTemplateKind::kLlama2, ChatTemplateKind::kMistral,
         ChatTemplateKind::kGemma, ChatTemplateKind::kQwen3, ChatTemplateKind::kPhi3, ChatTemplateKind::kPhi4Mini,
         ChatTemplateKind::kMistralV7Tekken, ChatTemplateKind::kMistralV7, ChatTemplateKind::kPhi4,
-        ChatTemplateKind::kQwen3Thinking}) {
+        ChatTemplateKind::kQwen3Thinking, ChatTemplateKind::kHarmony}) {
     if (name == chat_template_name(kind)) return kind;
   }
   return Status::invalid_argument(
       "unknown chat template '" + std::string(name) +
       "' (expected chatml, llama3, llama2, mistral, gemma, qwen3, qwen3-thinking, phi3, phi4-mini, phi4, "
-      "mistral-v7 or mistral-v7-tekken)");
+      "mistral-v7, mistral-v7-tekken or gpt-oss)");
 }
 
 const char* chat_template_name(ChatTemplateKind kind) {
@@ -337,12 +340,14 @@ const char* chat_template_name(ChatTemplateKind kind) {
     case ChatTemplateKind::kMistralV7: return "mistral-v7";
     case ChatTemplateKind::kPhi4: return "phi4";
     case ChatTemplateKind::kQwen3Thinking: return "qwen3-thinking";
+    case ChatTemplateKind::kHarmony: return "gpt-oss";
   }
   return "chatml";
 }
 
 bool chat_template_reasons(ChatTemplateKind kind) {
-  return kind == ChatTemplateKind::kQwen3 || kind == ChatTemplateKind::kQwen3Thinking;
+  return kind == ChatTemplateKind::kQwen3 || kind == ChatTemplateKind::kQwen3Thinking ||
+         kind == ChatTemplateKind::kHarmony;
 }
 
 bool chat_template_opens_thought(ChatTemplateKind kind) { return kind == ChatTemplateKind::kQwen3Thinking; }
@@ -408,6 +413,7 @@ std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& m
       if (add_generation_prompt) out += "<think>\n";
       return out;
     }
+    case ChatTemplateKind::kHarmony: return render_harmony(messages, add_generation_prompt, options);
   }
   return {};
 }

@@ -21,6 +21,8 @@
 //   kQwen3Thinking - Qwen3's thinking-only models (Qwen3-*-Thinking-2507,
 //              QwQ): kQwen3's turns, and the generation prompt opens the
 //              thought ("<|im_start|>assistant\n<think>\n") every time
+//   kHarmony - OpenAI's harmony format (gpt-oss; tokenizer/chat_harmony.h):
+//              <|start|>role<|message|>...<|end|>, the answer in channels
 //   kPhi3    - Phi-3 and Phi-3.5 ("<|role|>\ncontent<|end|>\n", BOS first)
 //   kPhi4Mini - Phi-4-mini ("<|role|>content<|end|>", no newlines, no BOS)
 //   kQwen3   - Qwen3 (ChatML whose assistant turns carry <think> blocks: a
@@ -52,7 +54,8 @@ enum class ChatTemplateKind {
   kMistralV7Tekken,
   kMistralV7,
   kPhi4,
-  kQwen3Thinking
+  kQwen3Thinking,
+  kHarmony
 };
 
 struct ChatMessage {
@@ -67,9 +70,16 @@ struct ChatMessage {
 // What a request may ask of the template (the API's chat_template_kwargs).
 struct ChatRenderOptions {
   bool enable_thinking = true;  // a reasoning template: false asks the model not to think
+  // Harmony's "Reasoning: " line: "low", "medium" (its default) or "high"
+  // (the API's reasoning_effort).
+  std::string reasoning_effort = {};
+  // Harmony's "Current date: " line; "" is today's local date, as the
+  // template's strftime_now (tests pass a fixed one).
+  std::string current_date = {};
 };
 
-// The family writes and expects <think> blocks (its models reason).
+// The family's models reason: Qwen3's write <think> blocks, harmony's an
+// analysis channel (server/harmony_splitter.h).
 bool chat_template_reasons(ChatTemplateKind kind);
 // Its generation prompt ends inside an open <think> block: the answer
 // starts with thoughts and no "<think>" of its own.
@@ -80,7 +90,7 @@ bool chat_template_opens_thought(ChatTemplateKind kind);
 ChatTemplateKind detect_chat_template(std::string_view jinja_source, bool* recognised);
 
 // The --chat-template override: "chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "phi3",
-// "phi4-mini", "phi4", "mistral-v7", "mistral-v7-tekken", "qwen3-thinking".
+// "phi4-mini", "phi4", "mistral-v7", "mistral-v7-tekken", "qwen3-thinking", "gpt-oss".
 Result<ChatTemplateKind> chat_template_from_name(std::string_view name);
 const char* chat_template_name(ChatTemplateKind kind);
 

@@ -77,6 +77,12 @@ const std::string kMistralV7Template =
     "{%- elif message['role'] == 'system' %}{{- '[SYSTEM_PROMPT]' + message['content'] + '[/SYSTEM_PROMPT]' }}{%- "
     "elif message['role'] == 'assistant' %}{{- message['content'] + eos_token }}{%- endif %}{%- endfor %}";
 
+// Lines of gpt-oss's template (llama.cpp's models/templates/
+// openai-gpt-oss-120b.jinja, the same as the model files').
+const std::string kHarmonyTemplateExcerpt =
+    "{{- \"<|start|>system<|message|>\" }}{{- build_system_message() }}{{- \"<|end|>\" }}"
+    "{{- \"<|start|>assistant<|channel|>final<|message|>\" + message.content + \"<|end|>\" }}";
+
 TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   bool recognised = false;
   EXPECT_EQ(detect_chat_template(kSmolLm2Template, &recognised), ChatTemplateKind::kChatML);
@@ -101,6 +107,8 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
   EXPECT_EQ(detect_chat_template("{{'<|im_start|>user<|im_sep|>' + message['content'] + '<|im_end|>'}}", &recognised),
             ChatTemplateKind::kPhi4);
   EXPECT_TRUE(recognised);
+  EXPECT_EQ(detect_chat_template(kHarmonyTemplateExcerpt, &recognised), ChatTemplateKind::kHarmony);
+  EXPECT_TRUE(recognised);
   EXPECT_EQ(detect_chat_template("{{ messages }}", &recognised), ChatTemplateKind::kChatML);
   EXPECT_FALSE(recognised);
   EXPECT_EQ(detect_chat_template("", nullptr), ChatTemplateKind::kChatML);
@@ -108,7 +116,7 @@ TEST(ChatTemplateTest, DetectsFamiliesFromRealTemplates) {
 
 TEST(ChatTemplateTest, NamesRoundTrip) {
   for (const char* name : {"chatml", "llama3", "llama2", "mistral", "gemma", "qwen3", "qwen3-thinking", "phi3",
-                           "phi4-mini", "phi4", "mistral-v7", "mistral-v7-tekken"}) {
+                           "phi4-mini", "phi4", "mistral-v7", "mistral-v7-tekken", "gpt-oss"}) {
     auto kind = chat_template_from_name(name);
     ASSERT_TRUE(kind.is_ok());
     EXPECT_STREQ(chat_template_name(*kind), name);
@@ -315,6 +323,47 @@ TEST(ChatTemplateTest, MissingTemplateIsGuessedFromTheVocabularysTurnTokens) {
   format = chat_format_for(v, "");
   EXPECT_EQ(format->kind, ChatTemplateKind::kChatML);
   EXPECT_EQ(format->guessed_from, "<|im_start|>");
+}
+
+// Expected strings: gpt-oss's template rendered by jinja2 as transformers
+// does (trim_blocks, lstrip_blocks; strftime_now giving 2026-12-06), the
+// assistant turn with {"thinking": "They greet."} (our reasoning_content).
+TEST(ChatTemplateTest, Harmony) {
+  const std::string system =
+      "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: "
+      "2024-06\nCurrent date: 2026-12-06\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. "
+      "Channel must be included for every message.<|end|>";
+  std::vector<ChatMessage> conversation = kConversation;
+  conversation[2].reasoning_content = "They greet.";
+  const ChatRenderOptions day{.current_date = "2026-12-06"};
+  EXPECT_EQ(render_chat(ChatTemplateKind::kHarmony, conversation, true, "", "", "", day),
+            system +
+                "<|start|>developer<|message|># Instructions\n\nYou are a helpful assistant\n\n<|end|><|start|>user"
+                "<|message|>Hello<|end|><|start|>assistant<|channel|>final<|message|>  Hi there \n<|end|><|start|>"
+                "user<|message|>Who are you<|end|><|start|>assistant");
+  // No system message, reasoning effort high.
+  EXPECT_EQ(render_chat(ChatTemplateKind::kHarmony, kUserOnly, true, "", "", "",
+                        {.reasoning_effort = "high", .current_date = "2026-12-06"}),
+            "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge "
+            "cutoff: 2024-06\nCurrent date: 2026-12-06\n\nReasoning: high\n\n# Valid channels: analysis, "
+            "commentary, final. Channel must be included for every message.<|end|><|start|>user<|message|>Hello"
+            "<|end|><|start|>assistant");
+  // Ending with the assistant's turn, no generation prompt: its thoughts
+  // as an analysis message, then <|return|>.
+  const std::vector<ChatMessage> three(conversation.begin(), conversation.begin() + 3);
+  EXPECT_EQ(render_chat(ChatTemplateKind::kHarmony, three, false, "", "", "", day),
+            system +
+                "<|start|>developer<|message|># Instructions\n\nYou are a helpful assistant\n\n<|end|><|start|>user"
+                "<|message|>Hello<|end|><|start|>assistant<|channel|>analysis<|message|>They greet.<|end|><|start|>"
+                "assistant<|channel|>final<|message|>  Hi there \n<|return|>");
+  // A developer message first; a later system message is left out.
+  EXPECT_EQ(
+      render_chat(ChatTemplateKind::kHarmony,
+                  {{"developer", "Be brief"}, {"user", "Hi"}, {"system", "mid"}, {"user", "x"}}, true, "", "", "", day),
+      system +
+          "<|start|>developer<|message|># Instructions\n\nBe brief\n\n<|end|><|start|>user<|message|>Hi"
+          "<|end|><|start|>user<|message|>x<|end|><|start|>assistant");
+  EXPECT_TRUE(chat_template_reasons(ChatTemplateKind::kHarmony));
 }
 
 TEST(ChatTemplateTest, TrimUsesPythonWhitespace) {

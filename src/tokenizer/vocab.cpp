@@ -22,9 +22,22 @@ void apply_model_defaults(VocabData* vocab) {
   }
 }
 
+namespace {
+
+bool has_token(const VocabData& vocab, std::string_view text) {
+  return std::find(vocab.tokens.begin(), vocab.tokens.end(), text) != vocab.tokens.end();
+}
+
+// gpt-oss's harmony vocabulary: "<|end|>" closes a message, not the turn.
+bool is_harmony(const VocabData& vocab) { return has_token(vocab, "<|return|>") && has_token(vocab, "<|call|>"); }
+
+}  // namespace
+
 int32_t detect_eot_id(const VocabData& vocab) {
+  const bool harmony = is_harmony(vocab);
   for (std::string_view text : kEndOfGenerationTexts) {
     if (text == "<|eom_id|>") continue;  // end of message, not of turn
+    if (harmony && text == "<|end|>") continue;
     for (size_t id = 0; id < vocab.tokens.size(); ++id) {
       if (vocab.tokens[id] == text) return static_cast<int32_t>(id);
     }
@@ -43,6 +56,9 @@ std::vector<int32_t> detect_end_of_generation_ids(const VocabData& vocab) {
     for (std::string_view eog : kEndOfGenerationTexts) {
       if (text == eog) ids.push_back(id);
     }
+  }
+  if (is_harmony(vocab)) {
+    std::erase_if(ids, [&vocab](int32_t id) { return vocab.tokens[static_cast<size_t>(id)] == "<|end|>"; });
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());

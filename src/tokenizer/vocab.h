@@ -49,9 +49,12 @@ struct VocabData {
 };
 
 // Texts llama.cpp recognises as end-of-turn / end-of-generation tokens.
+// A harmony vocabulary (gpt-oss: it has "<|return|>" and "<|call|>") ends
+// generation on those two and not on "<|end|>", which there closes one
+// message of several (the thoughts before the answer), as llama.cpp does.
 inline constexpr std::string_view kEndOfGenerationTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|eom_id|>", "<EOT>", "<|end_of_text|>", "<end_of_utterance>",
+    "<|eot_id|>",      "<|im_end|>",         "<|end|>",    "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>",
+    "<|end_of_text|>", "<end_of_utterance>", "<|return|>", "<|call|>",
 };
 
 // The model-type defaults llama.cpp uses when a file does not set the flags

@@ -64,6 +64,31 @@ TEST(VocabFromGgufTest, ReadsAByteLevelVocabulary) {
   EXPECT_EQ((*tok)->encode("ab ab<|im_end|>", false, true), (std::vector<int32_t>{5, 6, 5, 2}));
 }
 
+// gpt-oss's harmony tokens (its ids' order, fewer of them): <|return|> and
+// <|call|> end generation; <|end|> closes a message and does not, even
+// when the file names it end-of-turn.
+TEST(VocabFromGgufTest, HarmonyEndsOnReturnAndCallNotEnd) {
+  for (const bool eot_key : {true, false}) {
+    GgufWriter w;
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_string("tokenizer.ggml.pre", "gpt-4o");
+    w.set_string_array("tokenizer.ggml.tokens", {"a", "<|startoftext|>", "<|endoftext|>", "<|return|>", "<|start|>",
+                                                 "<|message|>", "<|end|>", "<|channel|>", "<|call|>"});
+    w.set_int32_array("tokenizer.ggml.token_type", {1, 3, 3, 3, 3, 3, 3, 3, 3});
+    w.set_string_array("tokenizer.ggml.merges", {});
+    w.set_uint32("tokenizer.ggml.eos_token_id", 3);
+    if (eot_key) w.set_uint32("tokenizer.ggml.eot_token_id", 6);
+    const ParsedGguf p = parse(w);
+    auto v = vocab_from_gguf(*p.file);
+    ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+    EXPECT_EQ(v->end_of_generation_ids, (std::vector<int32_t>{2, 3, 8})) << eot_key;
+    // Without a stated end-of-turn, <|end|> is not picked as one either.
+    if (!eot_key) {
+      EXPECT_NE(v->eot_id, 6);
+    }
+  }
+}
+
 TEST(VocabFromGgufTest, SentencePieceDefaults) {
   GgufWriter w;
   w.set_string("tokenizer.ggml.model", "llama");
