@@ -30,6 +30,18 @@ constexpr std::string_view kQwen2Pattern =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
     "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+// o200k's, as llama.cpp rewrites it for its regex engine: the original's
+// [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* / [\p{Ll}\p{Lm}\p{Lo}\p{M}]+ become
+// "a letter that is not a-z" / "a letter that is not A-Z", and the
+// case-insensitive contractions are spelled out. This form is what llama.cpp
+// splits by, so it is what omnibus matches (the tests hold llama.cpp's ids).
+constexpr std::string_view kGpt4oPattern =
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+    "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
+    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 std::vector<std::string_view> patterns_for(PreTokenizerKind kind) {
   switch (kind) {
     case PreTokenizerKind::kGpt2:
@@ -40,6 +52,7 @@ std::vector<std::string_view> patterns_for(PreTokenizerKind kind) {
       return {kLlama3Pattern};
     case PreTokenizerKind::kQwen2:
       return {kQwen2Pattern};
+    case PreTokenizerKind::kGpt4o: return {kGpt4oPattern};
     case PreTokenizerKind::kDefault:
       break;
   }
@@ -69,6 +82,9 @@ PreTokenizerConfig pre_tokenizer_config(std::string_view pre) {
     config.clean_spaces = false;
   } else if (name_in(pre, {"stablelm2", "megrez"})) {
     config.kind = PreTokenizerKind::kQwen2;
+  } else if (name_in(pre, {"gpt-4o", "llama4", "kanana2", "talkie"})) {
+    config.kind = PreTokenizerKind::kGpt4o;
+    config.clean_spaces = false;
   } else if (name_in(pre, {"smollm", "command-r"})) {
     config.kind = PreTokenizerKind::kDigitsThenGpt2;
     config.clean_spaces = false;

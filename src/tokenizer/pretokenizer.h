@@ -29,6 +29,7 @@ enum class PreTokenizerKind {
   kDigitsThenGpt2,  // every digit alone, then GPT-2 (smollm, starcoder, ...)
   kLlama3,          // Llama 3: contractions any case, digits in threes
   kQwen2,           // as Llama 3 but digits one by one
+  kGpt4o,           // o200k (gpt-4o, gpt-oss, Phi-4-mini, Llama 4): words split at case changes
 };
 
 // How llama.cpp treats a tokenizer.ggml.pre name.

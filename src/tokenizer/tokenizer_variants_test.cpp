@@ -112,6 +112,7 @@ TEST_F(VariantGoldenTest, Llama3PreTokenizer) { check("llama-bpe", with_pre("lla
 TEST_F(VariantGoldenTest, Qwen2PreTokenizer) { check("qwen2", with_pre("qwen2")); }
 TEST_F(VariantGoldenTest, Gpt2PreTokenizer) { check("gpt-2", with_pre("gpt-2")); }
 TEST_F(VariantGoldenTest, DefaultPreTokenizer) { check("default", with_pre("default")); }
+TEST_F(VariantGoldenTest, Gpt4oPreTokenizer) { check("gpt-4o", with_pre("gpt-4o")); }
 TEST_F(VariantGoldenTest, SentencePiece) { check("spm", spm_vocabulary(base_)); }
 
 }  // namespace
