@@ -34,11 +34,13 @@ constexpr std::string_view kQwen2Pattern =
 // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]* / [\p{Ll}\p{Lm}\p{Lo}\p{M}]+ become
 // "a letter that is not a-z" / "a letter that is not A-Z", and the
 // case-insensitive contractions are spelled out. This form is what llama.cpp
-// splits by, so it is what omnibus matches (the tests hold llama.cpp's ids).
+// splits by, so it is what omnibus matches (the tests hold llama.cpp's ids);
+// its groups are non-capturing here (the same matches; with captures a run
+// of 800k capitals took 1.48 s, without 0.37 s).
 constexpr std::string_view kGpt4oPattern =
-    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
+    "[^\\r\\n\\p{L}\\p{N}]?(?:(?=[\\p{L}])[^a-z])*(?:(?=[\\p{L}])[^A-Z])+"
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
-    "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*"
+    "|[^\\r\\n\\p{L}\\p{N}]?(?:(?=[\\p{L}])[^a-z])+(?:(?=[\\p{L}])[^A-Z])*"
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?"
     "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
