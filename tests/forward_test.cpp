@@ -26,7 +26,9 @@ struct Case {
 };
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return info.param.arch + "_" + dtype_name(info.param.type) + "_kv" + std::to_string(info.param.n_head_kv);
+  std::string arch = info.param.arch;
+  std::replace(arch.begin(), arch.end(), '-', '_');  // gtest names: letters, digits, '_'
+  return arch + "_" + dtype_name(info.param.type) + "_kv" + std::to_string(info.param.n_head_kv);
 }
 
 TinyModelSpec spec_for(const Case& c) {
@@ -41,6 +43,13 @@ TinyModelSpec spec_for(const Case& c) {
     // sequences), the sixth global; heads wider than n_embd / n_head.
     s.n_layer = 6;
     s.sliding_window = 4;
+  }
+  if (c.arch == "gpt-oss") {
+    // Every other layer a window of 4 positions, YaRN on all of them,
+    // sinks, biases everywhere, experts with the clamped SwiGLU.
+    s.n_layer = 4;
+    s.sliding_window = 4;
+    s.yarn_factor = 4;
   }
   const bool k_quant = dtype_info(c.type)->block_size == 256;
   if (c.arch == "gemma3") s.head_dim = k_quant ? 64 : 32;  // q_dim a whole number of K-quant blocks
@@ -229,7 +238,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen3moe", DType::kF32, 2}, Case{"phi3", DType::kQ8_0, 4}, Case{"phi3", DType::kQ4_K, 2},
                       Case{"phi3", DType::kF32, 4}, Case{"qwen2moe", DType::kQ8_0, 2},
                       Case{"qwen2moe", DType::kQ4_K, 2}, Case{"llama", DType::kMXFP4, 2},
-                      Case{"qwen3moe", DType::kMXFP4, 1}),
+                      Case{"qwen3moe", DType::kMXFP4, 1}, Case{"gpt-oss", DType::kF32, 2},
+                      Case{"gpt-oss", DType::kQ8_0, 1}, Case{"gpt-oss", DType::kMXFP4, 2}),
     case_name);
 
 // MQA with more heads than one attention call takes (ForwardPass::

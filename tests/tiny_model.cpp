@@ -295,7 +295,15 @@ void rotate(std::vector<double>& v, int heads, int hd, int pos, const RopeParams
       const int a = h * hd + (neox ? i : 2 * i), b = h * hd + (neox ? i + pairs : 2 * i + 1);
       double inv_freq = std::pow(double(rope.freq_base), -2.0 * i / rope.rot_dims);
       if (!rope.freq_factors.empty()) inv_freq /= rope.freq_factors[i];
-      const double theta = pos * double(rope.freq_scale) * inv_freq;
+      const double extrapolated = pos * inv_freq, interpolated = extrapolated * double(rope.freq_scale);
+      double theta = interpolated;
+      if (rope.yarn) {
+        // ggml's rope_yarn: pairs below yarn_low keep the plain angle,
+        // above yarn_high the interpolated one, a linear ramp between.
+        const double span = std::max(0.001, double(rope.yarn_high) - double(rope.yarn_low));
+        const double extrapolate = 1.0 - std::clamp((i - double(rope.yarn_low)) / span, 0.0, 1.0);
+        theta = interpolated * (1.0 - extrapolate) + extrapolated * extrapolate;
+      }
       const double c = std::cos(theta) * rope.attn_factor, s = std::sin(theta) * rope.attn_factor;
       const double x0 = v[a], x1 = v[b];
       v[a] = x0 * c - x1 * s;
@@ -303,12 +311,28 @@ void rotate(std::vector<double>& v, int heads, int hd, int pos, const RopeParams
     }
 }
 
+// gpt-oss's clamped SwiGLU (llama.cpp's swiglu_oai): the gate clamped
+// above at 7, the up value to [-7, 7], gate * sigmoid(1.702 gate) * (up + 1).
+double swiglu_oai(double g, double u) {
+  g = std::min(g, 7.0);
+  u = std::clamp(u, -7.0, 7.0);
+  return g / (1.0 + std::exp(-1.702 * g)) * (u + 1.0);
+}
+
+// Adds row `row` of a [rows][width] bias (null: none) to v.
+void add_bias_row(std::vector<double>& v, const float* bias, int row) {
+  if (bias == nullptr) return;
+  for (size_t i = 0; i < v.size(); ++i) v[i] += bias[int64_t(row) * int64_t(v.size()) + int64_t(i)];
+}
+
 // A mixture-of-experts layer (docs/design/mixture-of-experts.md): softmax
-// over the router's logits, the n_expert_used most probable experts (the
-// first of equals), their weights normalised where the architecture says,
-// and the weighted sum of their SwiGLU MLPs.
+// over the router's logits (plus its bias, gpt-oss), the n_expert_used most
+// probable experts (the first of equals), their weights normalised where
+// the architecture says, and the weighted sum of their MLPs (SwiGLU, or
+// gpt-oss's clamped one with biases on the gate, up and down rows).
 std::vector<double> moe_output(const ModelConfig& c, const LayerWeights& lw, const std::vector<double>& xn) {
   std::vector<double> p = matvec(lw.router, xn);
+  add_bias_row(p, lw.router_bias, 0);
   const double mx = *std::max_element(p.begin(), p.end());
   double sum = 0;
   for (double& v : p) sum += (v = std::exp(v - mx));
@@ -323,10 +347,14 @@ std::vector<double> moe_output(const ModelConfig& c, const LayerWeights& lw, con
     chosen_sum += p[best];
   }
   std::vector<double> out(c.n_embd, 0.0);
+  const bool oai = c.spec->ffn_activation == FfnActivation::kSwigluOai;
   for (int e : chosen) {
     auto g = matvec(lw.expert_gate[e], xn), u = matvec(lw.expert_up[e], xn);
-    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-    const auto d = matvec(lw.expert_down[e], g);
+    add_bias_row(g, lw.expert_gate_bias, e);
+    add_bias_row(u, lw.expert_up_bias, e);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = oai ? swiglu_oai(g[i], u[i]) : g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    auto d = matvec(lw.expert_down[e], g);
+    add_bias_row(d, lw.expert_down_bias, e);
     const double w = c.spec->moe_normalize_weights ? p[e] / chosen_sum : p[e];
     for (int i = 0; i < c.n_embd; ++i) out[i] += w * d[i];
   }
@@ -419,10 +447,14 @@ std::vector<float> reference_logits(const Model& model, const std::vector<int32_
           mx = std::max(mx, s[j - first]);
         }
         for (auto& e : s) sum += (e = f16_round(std::exp(e - mx)));
+        // An attention sink (gpt-oss): one more logit in the softmax's sum,
+        // with no value.
+        if (lw.attn_sinks != nullptr) sum += std::exp(double(lw.attn_sinks[h]) - mx);
         for (int j = first; j <= t; ++j)
           for (int i = 0; i < hd; ++i) attn[h * hd + i] += s[j - first] / sum * values[l][j][kvh * hd + i];
       }
       auto o = matvec(lw.wo, attn);
+      add_bias_row(o, lw.bo, 0);
       if (lw.post_attn_norm) o = rms_normed(o, lw.post_attn_norm, c.rms_eps);
       for (int i = 0; i < c.n_embd; ++i) x[i] += o[i];
       xn = rms_normed(x, lw.ffn_norm, c.rms_eps);
