@@ -91,6 +91,21 @@ def test_kernel_table_chosen_by_name_and_refused_when_unknown():
     assert r.stdout == ""
 
 
+def test_kernels_flag_picks_a_table_and_refuses_unknown_ones():
+    """--kernels does what OMNIBUS_KERNELS does, from the command line, and
+    wins over it; a name this build does not have is refused up front."""
+    args = [BIN, "run", "-m", MODEL, "-p", "The capital of France is", "-n", "4", "--temp", "0", "--verbose", "-t", "2"]
+    env = dict(os.environ, OMNIBUS_KERNELS="no-such-table")
+    r = subprocess.run(args + ["--kernels", "scalar"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "matmul kernels: scalar; attention kernels: scalar" in r.stderr
+    assert "Paris" in r.stdout
+    r = subprocess.run(args + ["--kernels", "no-such-table"], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "--kernels no-such-table: not a kernel table of this build" in r.stderr
+    assert "this CPU runs:" in r.stderr and r.stdout == ""
+
+
 @pytest.mark.skipif(shutil.which("qemu-x86_64") is None and not REQUIRE, reason="qemu-user is not installed")
 @pytest.mark.skipif(os.environ.get("OMNIBUS_SANITIZED") == "1",
                     reason="an ASan binary cannot map its shadow memory under qemu-user; the plain build runs this")

@@ -37,6 +37,12 @@ int write_fuzz_seeds(const std::string& dir) {
       std::fprintf(stderr, "cannot write into %s\n", dir.c_str());
       return 1;
     }
+    // gpt-oss as published: MXFP4 experts (their exponent bytes and
+    // repacking) beside Q8_0 attention.
+    if (std::string(arch) == "gpt-oss") {
+      s.expert_type = omnibus::DType::kMXFP4;
+      if (!write_file(dir + "/gpt-oss-mxfp4.gguf", make_tiny_model_bytes(s))) return 1;
+    }
   }
   return 0;
 }

@@ -33,7 +33,33 @@ void add_model_options(CLI::App& cmd, ModelOptions& o) {
   cmd.add_flag("!--no-interleave", o.interleave,
                "Keep weights in the file's row layout (mmap only) instead of repacking every quantized matrix but "
                "Q5_1 into the faster interleaved layout at load; results are identical");
+  std::string tables;
+  for (const KernelTable* t : compiled_kernel_tables()) tables += std::string(tables.empty() ? "" : ", ") + t->name;
+  cmd.add_option("--kernels", o.kernels,
+                 "Kernel table by name, for A/B runs (default: the best this CPU runs; as OMNIBUS_KERNELS, which "
+                 "this flag overrides). This build has: " +
+                     tables);
 }
+
+namespace {
+
+// --kernels: the table for the whole process, chosen before any kernel runs
+// (kernels() reads OMNIBUS_KERNELS once, at its first call).
+Status apply_kernels_flag(const std::string& name) {
+  if (name.empty()) return Status::ok();
+  auto table = choose_kernel_table(cpu_features(), name);
+  if (!table.is_ok()) {
+    std::string message = table.status().message();
+    if (message.starts_with("OMNIBUS_KERNELS=")) message = "--kernels " + message.substr(16);
+    return Status::invalid_argument(message);
+  }
+  setenv("OMNIBUS_KERNELS", name.c_str(), 1);
+  if (&kernels() != *table)
+    return Status::internal("--kernels " + name + ": the kernel table was already chosen (" + kernels().name + ")");
+  return Status::ok();
+}
+
+}  // namespace
 
 void add_kv_type_option(CLI::App& cmd, ModelOptions& o) {
   cmd.add_option_function<std::string>(
@@ -65,6 +91,8 @@ Result<std::unique_ptr<Backend>> make_backend(const ModelOptions& o) {
     return Status::unsupported("omnibus was built without CUDA (configure with -DOMNIBUS_CUDA=ON)");
 #endif
   }
+  // The CPU backend holds the process's kernel table: --kernels first.
+  OMNIBUS_RETURN_IF_ERROR(apply_kernels_flag(o.kernels));
   return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(resolve_threads(o.threads)));
 }
 
@@ -91,6 +119,7 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   if (options.verbose) set_log_level(LogLevel::kInfo);
   const std::string path = options.model_path.empty() ? default_model_path() : options.model_path;
   // Before anything runs a kernel: a table the CPU cannot run would crash it.
+  OMNIBUS_RETURN_IF_ERROR(apply_kernels_flag(options.kernels));
   if (Status kernels_ok = kernel_choice_status(); !kernels_ok.is_ok()) return kernels_ok;
   Stopwatch clock;
   LoadedModel out;

@@ -24,9 +24,10 @@ struct ModelOptions {
   bool interleave = true;  // --no-interleave: keep every matrix in the file's layout
   KvCacheType kv_type = KvCacheType::kF16;  // --kv-type
   std::string backend = "cpu";              // --backend: cpu or cuda
+  std::string kernels;                      // --kernels: a kernel table by name; empty: the CPU's best
 };
 
-// Adds -m/--model, -t/--threads, --verbose, --no-interleave to a subcommand.
+// Adds -m/--model, -t/--threads, --verbose, --no-interleave, --kernels to a subcommand.
 void add_model_options(CLI::App& cmd, ModelOptions& options);
 // Adds --kv-type, for the subcommands that run the model.
 void add_kv_type_option(CLI::App& cmd, ModelOptions& options);
