@@ -35,7 +35,7 @@ TYPES = {
     "kMXFP4": (T.MXFP4, 32, 17, []),
 }
 # Types whose first byte is an E8M0 exponent: kept in 64..191, away from 0
-# and 255, which omnibus reads differently from ggml (tensor/quant_blocks.h).
+# and 1, which omnibus reads as 0 (ggml: 2^-128, 2^-127) (tensor/quant_blocks.h).
 E8M0_FIRST_BYTE = {"kMXFP4"}
 MASK = (1 << 64) - 1
 

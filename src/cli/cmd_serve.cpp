@@ -198,9 +198,10 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option("--slo-tpot-ms", o->slo_tpot_ms, "TPOT objective for the goodput counter (0: none)")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--chat-template", o->chat_template,
                   "Override the chat template: chatml, llama3, llama2, mistral, mistral-v7, mistral-v7-tekken, gemma, "
-                  "qwen3, qwen3-thinking, phi3, phi4-mini, phi4");
+                  "qwen3, qwen3-thinking, phi3, phi4-mini, phi4, gpt-oss");
   cmd->add_option("--reasoning-format", o->reasoning_format,
-                  "auto: a reasoning model's <think> block is returned as reasoning_content; none: left in content")
+                  "auto: a reasoning model's thoughts (a <think> block, gpt-oss's analysis channel) are returned as "
+                  "reasoning_content; none: left in content")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "none"}));
   cmd->add_option("--http-threads", o->http.http_threads,

@@ -24,7 +24,7 @@ void add_generation_flags(CLI::App& cmd, GenerationFlags& f) {
   cmd.add_option("--stop", f.stop, "Stop string (repeatable); not printed");
   cmd.add_option("--chat-template", f.chat_template,
                  "Chat template: chatml, llama3, llama2, mistral, mistral-v7, mistral-v7-tekken, gemma, qwen3, "
-                 "qwen3-thinking, phi3, phi4-mini, phi4");
+                 "qwen3-thinking, phi3, phi4-mini, phi4, gpt-oss");
   add_speculation_flags(cmd, f.options.speculation);
 }
 

@@ -14,8 +14,9 @@ namespace omnibus {
 
 class TextStream {
  public:
-  // `render_special`: control tokens (but not the end-of-generation one,
-  // which ends the text) come out as their text.
+  // `render_special`: control tokens come out as their text (an
+  // end-of-generation token ends generation before it is pushed, unless the
+  // request ignores it: then it is text too).
   TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop_strings, bool render_special = false)
       : decoder_(tokenizer, render_special), stops_(std::move(stop_strings)) {}
 

@@ -81,13 +81,13 @@ constexpr bool kCodeBook = requires {
 };
 
 // The eight rows' scales of one group's block as floats: f16 d[8], or
-// MXFP4's exponents e[8] as mxfp4_scale does it ((e << 23) as a float,
-// halved exactly).
+// MXFP4's exponents e[8] as mxfp4_scale makes them: the bits (e - 1) << 23,
+// e = 0 and 1 saturating to 0.
 template <class K>
 inline __m256 group_scales(const uint8_t* blk) {
   if constexpr (requires { K::kE8M0Scale; }) {
-    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk)));
-    return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(e, 23)), _mm256_set1_ps(0.5f));
+    const __m128i e_minus_1 = _mm_subs_epu8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk)), _mm_set1_epi8(1));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu8_epi32(e_minus_1), 23));
   } else {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
   }

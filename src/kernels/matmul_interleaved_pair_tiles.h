@@ -68,7 +68,7 @@ inline __m512 pair_scales(const uint8_t* a, const uint8_t* b) {
   if constexpr (requires { K::kE8M0Scale; }) {
     const __m128i e = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)),
                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b)));
-    return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(e), 23)), _mm512_set1_ps(0.5f));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm_subs_epu8(e, _mm_set1_epi8(1))), 23));
   } else {
     return load_f16_pair(a, b);
   }

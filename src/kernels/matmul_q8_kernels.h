@@ -170,14 +170,11 @@ struct RowScales {
 template <class K, int NR>
 inline RowScales row_scales(const uint8_t* rows, size_t row_bytes, int64_t b) {
   if constexpr (requires { K::kE8M0Scale; }) {
-    // MXFP4's E8M0 exponents: (e << 23) as a float is 2^(e - 127) (0 for
-    // e = 0), halved exactly: mxfp4_scale(e) (tensor/quant_blocks.h).
-    alignas(16) uint32_t exp_bits[4] = {};
+    // MXFP4's E8M0 exponents as mxfp4_scale makes them (tensor/quant_blocks.h).
+    alignas(16) float d[4] = {};
 #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) exp_bits[j] = static_cast<uint32_t>(K::exponent(rows + j * row_bytes, b)) << 23;
-    const __m128 d =
-        _mm_mul_ps(_mm_castsi128_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(exp_bits))), _mm_set1_ps(0.5f));
-    return {d, _mm_setzero_ps()};
+    for (int j = 0; j < NR; ++j) d[j] = mxfp4_scale(K::exponent(rows + j * row_bytes, b));
+    return {_mm_load_ps(d), _mm_setzero_ps()};
   } else {
     uint32_t bits[4] = {};
 #pragma GCC unroll 4

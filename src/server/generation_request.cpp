@@ -129,10 +129,14 @@ ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceS
   }
   PreparedGeneration g;
   g.chat = true;
-  // Without thinking the template closes the block itself: the answer is all content.
-  g.split_reasoning = format.extract_reasoning && (request.enable_thinking || chat_template_opens_thought(format.kind));
-  g.opens_thought = g.split_reasoning && chat_template_opens_thought(format.kind);
+  // Without thinking the template closes the block itself: the answer is
+  // all content. Harmony's template has no such switch (gpt-oss always
+  // writes its analysis channel; reasoning_effort low makes it short), so
+  // its answer is split whatever enable_thinking says.
   g.harmony = format.kind == ChatTemplateKind::kHarmony;
+  g.split_reasoning =
+      format.extract_reasoning && (request.enable_thinking || g.harmony || chat_template_opens_thought(format.kind));
+  g.opens_thought = g.split_reasoning && chat_template_opens_thought(format.kind);
   g.options = std::move(request.options);
   g.prompts.push_back({service.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true), {}});
   return finish_preparing(std::move(g), service, fallback_seed);

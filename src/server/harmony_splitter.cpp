@@ -1,10 +1,13 @@
 #include "server/harmony_splitter.h"
 
+#include <algorithm>
+
 namespace omnibus::server {
 namespace {
 
 constexpr std::string_view kMessage = "<|message|>";
 constexpr std::string_view kEnd = "<|end|>";
+constexpr std::string_view kStart = "<|start|>";
 constexpr std::string_view kChannel = "<|channel|>";
 // Longer than any header the format writes ("<|start|>assistant to=
 // functions.name<|channel|>commentary <|constrain|>json" and the like).
@@ -41,17 +44,22 @@ void HarmonySplitter::drain(bool final, ReasoningPiece& out) {
         pending_.clear();
         return;
       case State::kHeader: {
-        if (const size_t at = pending_.find(kMessage); at != std::string::npos) {
+        // A header starts with a tag and ends at <|message|> within
+        // kMaxHeader bytes; anything else is the model writing plain text.
+        // Decided the same way however the text is cut into pieces.
+        const bool tag_start = pending_.starts_with("<|") || std::string_view("<|").starts_with(pending_);
+        if (!tag_start) {
+          state_ = State::kPlain;
+          continue;
+        }
+        const size_t at = pending_.find(kMessage);
+        if (at != std::string::npos && at <= kMaxHeader) {
           in_analysis_ = channel_of(std::string_view(pending_).substr(0, at)) == "analysis";
           pending_.erase(0, at + kMessage.size());
           state_ = State::kBody;
           continue;
         }
-        // A header starts with a tag; anything else is the model writing
-        // plain text.
-        const bool tag_start =
-            pending_.starts_with("<|") || (pending_.size() < 2 && std::string_view("<|").starts_with(pending_));
-        if (!tag_start || pending_.size() > kMaxHeader) {
+        if (at != std::string::npos || pending_.size() > kMaxHeader + kMessage.size() - 1) {
           state_ = State::kPlain;
           continue;
         }
@@ -59,14 +67,20 @@ void HarmonySplitter::drain(bool final, ReasoningPiece& out) {
         return;
       }
       case State::kBody: {
-        const size_t end = pending_.find(kEnd);
+        // A body ends at <|end|>, or at a <|start|> that opens the next
+        // message without one (kept: it begins that message's header).
+        const size_t end = pending_.find(kEnd), start = pending_.find(kStart);
+        const bool ends_at_start = start < end;
+        const size_t stop = std::min(end, start);
         std::string_view body = pending_;
-        if (end != std::string::npos) body = body.substr(0, end);
-        const size_t keep = end != std::string::npos || final ? 0 : partial_tag_suffix(body, kEnd);
+        if (stop != std::string::npos) body = body.substr(0, stop);
+        const size_t keep = stop != std::string::npos || final
+                                ? 0
+                                : std::max(partial_tag_suffix(body, kEnd), partial_tag_suffix(body, kStart));
         const std::string_view emit = body.substr(0, body.size() - keep);
         (in_analysis_ ? out.reasoning : out.content).append(emit);
-        if (end != std::string::npos) {
-          pending_.erase(0, end + kEnd.size());
+        if (stop != std::string::npos) {
+          pending_.erase(0, ends_at_start ? stop : stop + kEnd.size());
           state_ = State::kHeader;
           continue;
         }

@@ -8,14 +8,16 @@
 //
 // (the engine renders these special tokens as text for such a request;
 // <|return|> ends generation and has none). A message's header runs up to
-// <|message|>, its body up to <|end|>. Bodies of the analysis channel are
-// thoughts; every other channel's (final, commentary) are content. An answer
-// that does not open with a header ("<|"), or a header that runs on past any
-// real one's length, is plain content: the model left the format.
+// <|message|>, its body up to <|end|> (or to a <|start|> that opens the next
+// message without one). Bodies of the analysis channel are thoughts; every
+// other channel's (final, commentary) are content. An answer that does not
+// open with a header ("<|"), or a header that runs on past any real one's
+// length, is plain content: the model left the format. The split does not
+// depend on how the text is cut into pieces.
 //
-// Text comes in arbitrary pieces, so a possible start of "<|end|>" at the end
-// of a body is held back until the next piece or finish(); a header is held
-// until its <|message|>. A header cut off by the end of generation is
+// Text comes in arbitrary pieces, so a possible start of "<|end|>" or
+// "<|start|>" at the end of a body is held back until the next piece or
+// finish(); a header is held until its <|message|>. A header cut off by the end of generation is
 // dropped (it is markup); a body cut off is kept.
 //
 // Not thread-safe: one per choice, used by the thread that serves it.

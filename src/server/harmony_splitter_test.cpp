@@ -37,12 +37,27 @@ TEST(HarmonySplitterTest, TextLikeAMarkerStaysInTheBody) {
 }
 
 TEST(HarmonySplitterTest, PlainTextIsContent) {
-  // The model left the format: no header at all.
+  // The model left the format: no header at all, even with a marker later.
   expect_split("Hello there", "", "Hello there");
   expect_split("<b>bold</b>", "", "<b>bold</b>");
-  // A "header" far longer than any real one.
+  expect_split("Hi<|message|>x", "", "Hi<|message|>x");
+  // A "header" far longer than any real one, with or without a <|message|>
+  // past the limit (or straddling it).
   const std::string runaway = "<|" + std::string(300, 'x');
   expect_split(runaway, "", runaway);
+  for (const size_t length : {250, 252, 255, 256, 257, 258, 262, 300}) {
+    const std::string text = "<|channel|>final" + std::string(length - 16, ' ') + "<|message|>x";
+    const bool header = length <= 256;
+    expect_split(text, "", header ? "x" : text);
+  }
+}
+
+TEST(HarmonySplitterTest, AMessageOpenedWithoutEndClosesTheLastOne) {
+  // The model forgot <|end|>: the next <|start|> still begins a message.
+  expect_split("<|channel|>analysis<|message|>think<|start|>assistant<|channel|>final<|message|>answer", "think",
+               "answer");
+  expect_split("<|channel|>analysis<|message|>a <|sta b<|start|>assistant<|channel|>final<|message|>c", "a <|sta b",
+               "c");
 }
 
 TEST(HarmonySplitterTest, CutOffAnswers) {

@@ -169,6 +169,15 @@ TEST(HttpServerTest, HarmonyChannelsComeApartAndReasoningEffortReachesThePrompt)
   const StreamedAnswer streamed = streamed_answer(r.body);
   EXPECT_EQ(streamed.reasoning, "They said Hi");
   EXPECT_EQ(streamed.content, "Hello world!");
+
+  // gpt-oss thinks whatever enable_thinking says: still split, no markup
+  // in the content.
+  r = h.post(
+      "/v1/chat/completions",
+      Json{{"messages", messages}, {"max_tokens", tokens}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["message"]["content"], "Hello world!");
+  EXPECT_EQ(r.json()["choices"][0]["message"]["reasoning_content"], "They said Hi");
 }
 
 // reasoning_effort on a model whose template has none: a 400 naming it.

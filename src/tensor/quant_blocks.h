@@ -133,17 +133,17 @@ struct BlockMXFP4 {
 };
 inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-// 2^(e - 128), and 0 for e = 0, where ggml reads 2^-128: a block whose
-// values are all below 2e-37, which ggml's quantizer writes only for a block
-// of zeros. Zero keeps every path off subnormal arithmetic for such blocks,
-// and the SIMD kernels compute the same float as (e << 23) as a float times
-// 0.5 (exact: a power of two halved; e = 1 gives the subnormal 2^-127 as
-// ggml). e = 255, E8M0's NaN, reads as infinity (ggml: 2^127).
+// 2^(e - 128): the float whose bits are (e - 1) << 23, exactly ggml's
+// value for e >= 2 (e = 255, E8M0's NaN, too: 2^127). e = 0 and 1 read as 0
+// (ggml: 2^-128 and 2^-127, blocks whose values are all below 4e-37, which
+// its quantizer writes for blocks of near-zeros): no subnormal arithmetic,
+// and the SIMD kernels make the same float with one saturating subtract
+// and one shift.
 inline float mxfp4_scale(uint8_t e) {
-  const uint32_t bits = static_cast<uint32_t>(e) << 23;
+  const uint32_t bits = static_cast<uint32_t>(e > 1 ? e - 1 : 0) << 23;
   float f;
   std::memcpy(&f, &bits, sizeof f);
-  return 0.5f * f;
+  return f;
 }
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);

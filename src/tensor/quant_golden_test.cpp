@@ -88,7 +88,7 @@ TEST(QuantGolden, DequantizeMatchesGgufPython) {
         uint8_t& hi = bytes[static_cast<size_t>(b * info->block_bytes + off + 1)];
         hi = static_cast<uint8_t>((hi & 0x80) | (hi & 0x3F));
       }
-      // MXFP4's E8M0 exponent byte: 64..191, away from 0 and 255, the two
+      // MXFP4's E8M0 exponent byte: 64..191, away from 0 and 1, the two
       // codes omnibus reads differently from ggml (tensor/quant_blocks.h).
       if (g.type == DType::kMXFP4) {
         uint8_t& e = bytes[static_cast<size_t>(b * info->block_bytes)];

@@ -80,12 +80,13 @@ TEST(KnownLowBitBlocks, MXFP4) {
   // {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}.
   std::vector<uint8_t> b = {130};
   for (int j = 0; j < 16; ++j) b.push_back(static_cast<uint8_t>(j | ((15 - j) << 4)));
-  // A second block: e = 1 (2^-127, a subnormal) and a third: e = 0 (read as 0).
-  for (const uint8_t e : {1, 0}) {
+  // Then e = 255 (2^127, as ggml), e = 1 and e = 0 (both read as 0).
+  for (const uint8_t e : {255, 1, 0}) {
     b.push_back(e);
     for (int j = 0; j < 16; ++j) b.push_back(0x77);  // code 7 (12) everywhere
   }
-  const auto y = dequant(DType::kMXFP4, b, 96);
+  b[18] = 0x21;  // block 2 (e = 255), qs[0]: codes 1 and 2
+  const auto y = dequant(DType::kMXFP4, b, 128);
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[5], 24.0f);    // code 5: 6 x 4
   EXPECT_EQ(y[7], 48.0f);    // code 7: 12 x 4
@@ -95,8 +96,11 @@ TEST(KnownLowBitBlocks, MXFP4) {
   EXPECT_EQ(y[16], -48.0f);  // high nibble of qs[0] = 15
   EXPECT_EQ(y[20], -12.0f);  // high nibble of qs[4] = 11: -3 x 4
   EXPECT_EQ(y[31], 0.0f);
-  EXPECT_EQ(y[32], std::ldexp(12.0f, -127));
-  EXPECT_EQ(y[95], 0.0f);
+  EXPECT_EQ(y[32], std::ldexp(1.0f, 127));
+  EXPECT_EQ(y[48], std::ldexp(2.0f, 127));
+  EXPECT_EQ(y[33], INFINITY);  // 12 x 2^127
+  EXPECT_EQ(y[64], 0.0f);
+  EXPECT_EQ(y[127], 0.0f);
 }
 
 TEST(KnownLowBitBlocks, IQ4_XS) {

@@ -425,6 +425,7 @@ Result<ChatFormat> chat_format_for(const VocabData& vocab, std::string_view over
     // tokens the vocabulary has name the family it was trained with.
     format.recognised = false;
     for (const auto& [token, kind] : {std::pair{"<start_of_turn>", ChatTemplateKind::kGemma},
+                                      {"<|channel|>", ChatTemplateKind::kHarmony},
                                       {"<|start_header_id|>", ChatTemplateKind::kLlama3},
                                       {"<|im_start|>", ChatTemplateKind::kChatML}}) {
       if (std::find(vocab.tokens.begin(), vocab.tokens.end(), token) == vocab.tokens.end()) continue;

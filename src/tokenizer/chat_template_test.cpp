@@ -323,6 +323,11 @@ TEST(ChatTemplateTest, MissingTemplateIsGuessedFromTheVocabularysTurnTokens) {
   format = chat_format_for(v, "");
   EXPECT_EQ(format->kind, ChatTemplateKind::kChatML);
   EXPECT_EQ(format->guessed_from, "<|im_start|>");
+  v.tokens = {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>"};  // gpt-oss's
+  format = chat_format_for(v, "");
+  EXPECT_EQ(format->kind, ChatTemplateKind::kHarmony);
+  EXPECT_EQ(format->guessed_from, "<|channel|>");
+  EXPECT_TRUE(format->extract_reasoning);
 }
 
 // Expected strings: gpt-oss's template rendered by jinja2 as transformers

@@ -137,9 +137,22 @@ std::string expand_pattern_classes(std::string_view pattern) {
   return out;
 }
 
+// The interpreter's backtracking memory a match may use. JIT matching runs
+// on a small fixed stack and, when a long run of letters overflows it (the
+// gpt-4o pattern's repeats hold a lookahead, so PCRE2 cannot make them
+// possessive), split_with retries in the interpreter, whose heap frames grow
+// with the run: 330 MB for 800k capitals. Past this limit the match fails
+// and the rest of the piece stays one span, so a hostile prompt costs at
+// most this much memory (a run of 40k capitals fits).
+constexpr uint32_t kMatchHeapLimitKiB = 16 * 1024;
+
 struct PreTokenizer::Pattern {
   pcre2_code* code = nullptr;
-  ~Pattern() { pcre2_code_free(code); }
+  pcre2_match_context* context = nullptr;
+  ~Pattern() {
+    pcre2_match_context_free(context);
+    pcre2_code_free(code);
+  }
 };
 
 PreTokenizer::~PreTokenizer() = default;
@@ -161,6 +174,9 @@ Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(PreTokenizerKind kind
     }
     // JIT is only a speed-up; the interpreter gives the same matches.
     (void)pcre2_jit_compile(pattern->code, PCRE2_JIT_COMPLETE);
+    pattern->context = pcre2_match_context_create(nullptr);
+    if (pattern->context == nullptr) return Status::internal("pre-tokenizer: out of memory");
+    pcre2_set_heap_limit(pattern->context, kMatchHeapLimitKiB);
     pre->patterns_.push_back(std::move(pattern));
   }
   return pre;
@@ -190,13 +206,13 @@ void PreTokenizer::split_with(const Pattern& pattern, std::string_view text, con
     size_t pos = 0;
     size_t emitted = 0;  // end of what is already in `out`
     while (pos < length && match != nullptr) {
-      int rc = pcre2_match(pattern.code, subject, length, pos, PCRE2_NO_UTF_CHECK, match, nullptr);
+      int rc = pcre2_match(pattern.code, subject, length, pos, PCRE2_NO_UTF_CHECK, match, pattern.context);
       if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
         // JIT ran out of its stack (very long runs): the interpreter, which
-        // backtracks on the heap, gives the same answer.
-        rc = pcre2_match(pattern.code, subject, length, pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, match, nullptr);
+        // backtracks on the heap (up to kMatchHeapLimitKiB), gives the same answer.
+        rc = pcre2_match(pattern.code, subject, length, pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, match, pattern.context);
       }
-      if (rc < 0) break;
+      if (rc < 0) break;  // no match, or over the limits: the rest is one span
       const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match);
       const size_t begin = ovector[0], end = ovector[1];
       if (end <= begin) {  // an empty match: step over one character
