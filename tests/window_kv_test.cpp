@@ -10,11 +10,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "engine/evaluation.h"
 #include "engine/serving_engine.h"
 #include "engine_test_util.h"
 #include "tiny_model.h"
@@ -274,6 +276,30 @@ TEST_P(WindowKvTest, KvHandoverBetweenWindowEngines) {
   const Output three = collect(**third->submit(greedy(prompt, 15)));
   EXPECT_EQ(three.cached_tokens, 60);
   expect_same(three, one, "imported from a whole-layer engine");
+}
+
+// Perplexity's evaluator (engine/evaluation.h): its window layers in a ring
+// of blocks give the same logits, to the bit, as whole layers, for forward
+// calls of several sizes, and hold fewer bytes.
+TEST_P(WindowKvTest, EvaluatorRingGivesTheSameLogits) {
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 150; ++i) tokens.push_back((i * 37 + 11) % 250);
+  CpuBackend backend(2);
+  for (const int chunk : {1, 7, 16}) {
+    auto whole = LogitsEvaluator::create(model_, backend, 160, chunk, KvCacheType::kF16, /*window_kv=*/false);
+    auto ring = LogitsEvaluator::create(model_, backend, 160, chunk, KvCacheType::kF16, /*window_kv=*/true);
+    ASSERT_TRUE(whole.is_ok() && ring.is_ok());
+    EXPECT_EQ((*whole)->window_blocks(), 0);
+    ASSERT_GT((*ring)->window_blocks(), 0) << "chunk " << chunk;
+    EXPECT_LT((*ring)->kv_bytes(), (*whole)->kv_bytes());
+    // Twice over the same evaluator: the ring's earlier contents do not leak in.
+    for (int pass = 0; pass < 2; ++pass) {
+      auto a = (*whole)->all_logits(tokens), b = (*ring)->all_logits(tokens);
+      ASSERT_TRUE(a.is_ok() && b.is_ok());
+      ASSERT_EQ(a->size(), b->size());
+      EXPECT_EQ(0, std::memcmp(a->data(), b->data(), a->size() * sizeof(float))) << "chunk " << chunk;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, WindowKvTest, ::testing::Values("gemma3", "gpt-oss"),

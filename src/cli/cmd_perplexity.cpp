@@ -2,10 +2,12 @@
 // evaluated from a fresh context (the definition tests/golden uses).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
 
+#include "base/log.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/evaluation.h"
@@ -17,6 +19,7 @@ struct PerplexityOptions {
   ModelOptions model;
   std::string file;
   int chunk = 256;
+  bool window_kv = true;  // --no-window-kv
 };
 
 int perplexity(const PerplexityOptions& o) {
@@ -31,8 +34,16 @@ int perplexity(const PerplexityOptions& o) {
                                          " tokens, fewer than one chunk of " + std::to_string(o.chunk)));
   auto backend = make_backend(o.model);  // outlives the evaluator
   if (!backend.is_ok()) return fail(backend.status());
-  auto evaluator = LogitsEvaluator::create(loaded->model, **backend, o.chunk, o.chunk, o.model.kv_type);
+  // Forward calls of at most kForwardRows rows: the logits do not depend on
+  // it (batch invariance), activations stay small for long chunks, and a
+  // sliding-window model's window layers then keep a ring of blocks instead
+  // of the whole chunk (LogitsEvaluator::create).
+  constexpr int kForwardRows = 256;
+  auto evaluator = LogitsEvaluator::create(loaded->model, **backend, o.chunk, std::min(o.chunk, kForwardRows),
+                                           o.model.kv_type, o.window_kv);
   if (!evaluator.is_ok()) return fail(evaluator.status());
+  log_info("KV cache {:.1f} MiB{}", static_cast<double>((*evaluator)->kv_bytes()) / (1 << 20),
+           (*evaluator)->window_blocks() > 0 ? " (window layers in a ring)" : "");
   double total = 0;
   int count = 0;
   for (int c = 0; c < chunks; ++c) {
@@ -58,6 +69,9 @@ CommandRunner add_perplexity_command(CLI::App& app) {
   add_backend_option(*cmd, o->model);
   cmd->add_option("-f,--file", o->file, "Text file")->required();
   cmd->add_option("--chunk", o->chunk, "Tokens per chunk")->capture_default_str()->check(CLI::Range(2, 1 << 16));
+  cmd->add_flag("!--no-window-kv", o->window_kv,
+                "Keep every layer's K/V for the whole chunk (by default a sliding-window model's window layers keep "
+                "only their window; the same results)");
   return [o] { return perplexity(*o); };
 }
 

@@ -1,10 +1,11 @@
 // Reference codec of MXFP4 (quant_blocks.h): blocks of 32 four-bit E2M1
 // codes sharing one E8M0 exponent. Dequantization is ggml's
-// dequantize_row_mxfp4 (bit-identical values but for e = 0, see
+// dequantize_row_mxfp4 (bit-identical values but for e = 0 and 1, see
 // mxfp4_scale); quantization follows ggml's quantize_row_mxfp4_ref: the
 // exponent from the block's largest magnitude, each value to its nearest
 // level (the lower code on a tie), so a file we write holds what
-// llama-quantize would write from the same floats.
+// llama-quantize would write from the same floats (but for blocks of
+// near-zeros below 1e-37, whose codes are rounded against a scale of 0).
 #include <algorithm>
 #include <cmath>
 
