@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "engine/kv_pool_plan.h"
+
 namespace omnibus {
 
 Result<std::unique_ptr<LogitsEvaluator>> LogitsEvaluator::create(std::shared_ptr<const Model> model, Backend& backend,
@@ -14,15 +16,17 @@ Result<std::unique_ptr<LogitsEvaluator>> LogitsEvaluator::create(std::shared_ptr
   std::unique_ptr<LogitsEvaluator> e(new LogitsEvaluator());
   const int blocks = (context + kBlockSize - 1) / kBlockSize;
   const ModelConfig& c = model->config();
-  const int window_layers = c.window_layer_count();
-  if (window_kv && backend.window_kv() && window_layers > 0 && window_layers < c.n_layer &&
-      int64_t{c.sliding_window} + chunk < context) {
-    // The positions a forward call's rows write or see, [start - window + 1,
-    // start + chunk), span at most this many consecutive blocks, so block b
-    // can live in window block b % window_blocks_ with no two of them in one.
-    e->window_blocks_ = (c.sliding_window - 1 + chunk + kBlockSize - 1) / kBlockSize + 2;
-    if (e->window_blocks_ >= blocks) e->window_blocks_ = 0;
-  }
+  // The serving engine's pool planner, for one sequence whose forward calls
+  // take `chunk` positions: its window pool holds every block those calls
+  // write or see ([start - window + 1, start + chunk)), so block b can live
+  // in window block b % window_blocks_ with no two live ones sharing one.
+  OMNIBUS_ASSIGN_OR_RETURN(KvPoolPlan plan, plan_kv_pools(c, {.context_tokens = context,
+                                                              .block_size = kBlockSize,
+                                                              .type = kv_type,
+                                                              .window_group = window_kv && backend.window_kv(),
+                                                              .max_seqs = 1,
+                                                              .max_batched_tokens = chunk}));
+  if (plan.window_blocks < blocks) e->window_blocks_ = static_cast<int>(plan.window_blocks);  // else no saving
   OMNIBUS_ASSIGN_OR_RETURN(e->kv_, backend.create_kv_cache(c, blocks, kBlockSize, kv_type, e->window_blocks_));
   e->block_table_.resize(blocks);
   for (int b = 0; b < blocks; ++b) e->block_table_[b] = b;
@@ -56,9 +60,8 @@ Status LogitsEvaluator::for_each_logits(std::span<const int32_t> tokens, const L
 
 Result<std::vector<float>> LogitsEvaluator::all_logits(std::span<const int32_t> tokens) {
   const size_t vocab = static_cast<size_t>(model_->config().vocab_size);
-  std::vector<float> out;
+  std::vector<float> out(tokens.size() * vocab);
   OMNIBUS_RETURN_IF_ERROR(for_each_logits(tokens, [&](size_t first, size_t rows, const float* logits) {
-    out.resize((first + rows) * vocab);
     std::copy(logits, logits + rows * vocab, out.data() + first * vocab);
     return Status::ok();
   }));

@@ -23,9 +23,10 @@ class LogitsEvaluator {
   // Sequences of up to `context` tokens, `chunk` rows per forward call. The
   // runner and cache come from `backend`, which must outlive the evaluator.
   // `window_kv`: a model's sliding-window layers keep only the blocks their
-  // window and one chunk can touch, as a ring (when the backend has window
-  // groups, the model mixes window and full layers, and the context is
-  // longer than a window and a chunk); the same logits either way.
+  // window and one chunk can touch, as a ring sized by the serving engine's
+  // pool planner (engine/kv_pool_plan.h: a backend with window groups, a
+  // model that mixes window and full layers; used only when smaller than
+  // the whole context); the same logits either way.
   static Result<std::unique_ptr<LogitsEvaluator>> create(std::shared_ptr<const Model> model, Backend& backend,
                                                          int context, int chunk = 256,
                                                          KvCacheType kv_type = KvCacheType::kF16,
