@@ -30,11 +30,25 @@ namespace {
 // blocks of every group to arrive on demand (Zen 1 VM, one thread, the Q6_K
 // output projection 70.3/75.4/64.4 -> 62.1/56.2/51.1 ms). A prefetch past
 // the end of the matrix is harmless: prefetches never fault.
+//
+// kL1Blocks > 0 also fetches the block that far ahead on into the L1
+// (prefetcht0), for Q6_K: its decode computes the slowest per byte (about
+// 32 GB/s a thread from the L2, Q4_K 37, Q4_0 57), and with the block
+// waiting in the L2 rather than the L1 it lost time on every line's demand
+// load. 1B-shape Q6_K, two threads, decode tok/s, six alternating runs:
+// 8 blocks into the L2 alone 25.6-30.8 (median 26.8), plus 2 into the L1
+// 28.1-36.7 (30.1); 12 into the L2 with 2 into the L1 the same (30.4).
+// Q4_K (its 128256 x 2048 decode, two threads) and Q3_K measured no
+// difference through this VM's noise, so they keep the L2 prefetch alone.
 constexpr int kDecodePrefetchBlocks = 8;
-template <int kBlockBytes>
+template <int kBlockBytes, int kL1Blocks = 0>
 inline void prefetch_block_ahead(const uint8_t* blk) {
   for (int c = 0; c < kBlockBytes; c += 64)
     _mm_prefetch(reinterpret_cast<const char*>(blk + kDecodePrefetchBlocks * kBlockBytes + c), _MM_HINT_T1);
+  if constexpr (kL1Blocks > 0) {
+    for (int c = 0; c < kBlockBytes; c += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kL1Blocks * kBlockBytes + c), _MM_HINT_T0);
+  }
 }
 
 // Group g's accumulator for x row i to out[g][i * 8 ..].
@@ -190,6 +204,15 @@ inline __m256i high_bytes_control(int b0, int b1) {
 inline __m256i int16_pairs_of_bytes(__m256i words, int b0, int b1) {
   return _mm256_srai_epi16(_mm256_shuffle_epi8(words, high_bytes_control(b0, b1)), 8);
 }
+// Each 32-bit lane <- its byte b as a signed int32 (the byte into the top
+// of the lane, then an arithmetic shift right by 24).
+inline __m256i int32_of_bytes(__m256i words, int b) {
+  const auto z = static_cast<int16_t>(0x8080);
+  const int k = b << 8 | 0x80;
+  const __m256i control =
+      _mm256_setr_epi16(z, k, z, k + 0x400, z, k + 0x800, z, k + 0xC00, z, k, z, k + 0x400, z, k + 0x800, z, k + 0xC00);
+  return _mm256_srai_epi32(_mm256_shuffle_epi8(words, control), 24);
+}
 
 // Lane r of sums[i]: the sum over the sixteen 16-element sub-blocks s of
 // row r's int8 value s (byte s % 4 of lane r of words[s / 4]) times x row
@@ -242,7 +265,7 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 1
     for (int g = 0; g < NG; ++g) {
       const uint8_t* blk = groups[g] + b * IlQ6_K::kBlockBytes;
-      if constexpr (MR == 1) prefetch_block_ahead<IlQ6_K::kBlockBytes>(blk);
+      if constexpr (MR == 1) prefetch_block_ahead<IlQ6_K::kBlockBytes, 2>(blk);
       const uint8_t* words = blk + IlQ6_K::kScaleOffset;
       const uint8_t* ql = blk + IlQ6_K::kQlOffset;
       const uint8_t* qh = blk + IlQ6_K::kQhOffset;
@@ -256,6 +279,43 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 2
         for (int half = 0; half < 2; ++half) {
           const int byte = 2 * (v % 2) + half;
+          // Chunk l of this sub-block (quads 4 half .. 4 half + 3): row r's
+          // 6-bit codes in lane r.
+          const auto chunk_codes = [&](int l) {
+            const __m256i packed = load256(ql + 32 * (16 * h + 8 * (gv & 1) + l));
+            const __m256i nib_high = gv < 2 ? packed : _mm256_srli_epi16(packed, 4);  // the nibble in bits 0-3
+            // Bits 2gv, 2gv + 1 of each qh byte to bits 4-5 in one shift and
+            // one mask (a 16-bit shift carries bits across the byte
+            // boundary, but only outside the mask).
+            const __m256i qh_chunk = load256(qh + 32 * (8 * h + l));
+            const __m256i top = gv == 2   ? _mm256_and_si256(qh_chunk, bits45)
+                                : gv == 3 ? _mm256_and_si256(_mm256_srli_epi16(qh_chunk, 2), bits45)
+                                          : _mm256_and_si256(_mm256_slli_epi16(qh_chunk, 4 - 2 * gv), bits45);
+#if defined(__AVX512VL__)
+            // low ? nib_high : top, bit by bit: the mask and the or in one.
+            return _mm256_ternarylogic_epi32(nib_high, top, low, 0xE4);
+#else
+            return _mm256_or_si256(_mm256_and_si256(nib_high, low), top);
+#endif
+          };
+#if defined(OMNIBUS_YMM_VNNI)
+          // The sub-block's products straight into int32 lanes (at most 16 x
+          // 63 x 128), then times its scale once: one vpdpbusd an x row per
+          // chunk where the int16 pair sums take two. The same integer S.
+          const __m256i scale = int32_of_bytes(word, byte);
+          __m256i P[MR];
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) P[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+          for (int t = 0; t < 4; ++t) {
+            const int l = 4 * half + t;
+            const __m256i codes = chunk_codes(l);
+#pragma GCC unroll 4
+            for (int i = 0; i < MR; ++i) P[i] = add_dot4(P[i], codes, broadcast4(xb[i] + 32 * v + 4 * l));
+          }
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) S[i] = _mm256_add_epi32(S[i], _mm256_mullo_epi32(P[i], scale));
+#else
           const __m256i scale = int16_pairs_of_bytes(word, byte, byte);
           // Quads 4 half .. 4 half + 3 in int16 pairs of quads (|2 x 2 x 63
           // x 128| = 32256 fits), each pair weighted by the scale once.
@@ -267,17 +327,7 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 2
             for (int t = 0; t < 2; ++t) {
               const int l = 4 * half + 2 * q2 + t;
-              const __m256i packed = load256(ql + 32 * (16 * h + 8 * (gv & 1) + l));
-              const __m256i nib = gv < 2 ? _mm256_and_si256(packed, low)
-                                         : _mm256_and_si256(_mm256_srli_epi16(packed, 4), low);
-              // Bits 2gv, 2gv + 1 of each qh byte to bits 4-5 in one shift
-              // and one mask (a 16-bit shift carries bits across the byte
-              // boundary, but only outside the mask).
-              const __m256i qh_chunk = load256(qh + 32 * (8 * h + l));
-              const __m256i top = gv == 2   ? _mm256_and_si256(qh_chunk, bits45)
-                                  : gv == 3 ? _mm256_and_si256(_mm256_srli_epi16(qh_chunk, 2), bits45)
-                                            : _mm256_and_si256(_mm256_slli_epi16(qh_chunk, 4 - 2 * gv), bits45);
-              const __m256i codes = _mm256_or_si256(nib, top);
+              const __m256i codes = chunk_codes(l);
 #pragma GCC unroll 4
               for (int i = 0; i < MR; ++i) {
                 pairs[i] = _mm256_add_epi16(pairs[i], _mm256_maddubs_epi16(codes, broadcast4(xb[i] + 32 * v + 4 * l)));
@@ -287,6 +337,7 @@ void q6k_tile(const MatmulArgs& a, const uint8_t* const* groups, int64_t r0, flo
 #pragma GCC unroll 4
             for (int i = 0; i < MR; ++i) S[i] = add_scaled_pairs(S[i], pairs[i], scale);
           }
+#endif
         }
       }
       // The code bias: 32 x sum over the sixteen scales of scale x sum16(q_x).
