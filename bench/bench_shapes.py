@@ -17,7 +17,9 @@ The limits: decode reads every weight once per token (and, after --depth
 tokens, their K and V), so its bound is the read bandwidth (probed right
 before and after each omnibus decode run, bench/roofline.py) over those
 bytes per token; prefill is
-arithmetic, reported against the FP32 matmul peak numpy reaches.
+arithmetic, reported against the int8 dot-product peak (`omnibus roofline
+--limits-only`: the quantized types' kernels multiply int8 codes by int8
+activations) and the FP32 matmul peak numpy reaches.
 
 This is a benchmark, not a test: nothing fails on slow numbers.
 
@@ -141,6 +143,7 @@ def bench_model(args, model, prompt_file):
         "bytes_per_token": bytes_per_token,
         "kv_bytes_per_token": kv_bytes,
         "matmul_params": costs["matmul_params"],
+        "output_params": costs["output_params"],
         "omnibus": {
             "prefill_tokens_per_s": median(r["prefill_tokens_per_s"] for r in pre),
             "decode_tokens_per_s": median(r["decode_tokens_per_s"] for r in dec),
@@ -160,21 +163,45 @@ def bench_model(args, model, prompt_file):
     }
 
 
-def print_table(results, args, fp32_gflops):
+def int8_peak(args):
+    """This machine's int8 dot-product peak (OP/s) with args.threads threads,
+    from `omnibus roofline --limits-only`: the ceiling of the quantized
+    types' prefill, whose kernels multiply int8 codes by int8 activations."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "limits.json"
+        proc = subprocess.run([str(args.omnibus), "roofline", "--limits-only", "-t", str(args.threads),
+                               "--json", str(out)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"omnibus roofline --limits-only failed: {proc.stderr[-2000:]}")
+        limits = json.loads(out.read_text())
+    return limits["peak_int8_ops"], limits["int8_path"]
+
+
+def print_table(results, args, fp32_gflops, int8_ops, int8_path):
     depth = f" after {args.depth} tokens" if args.depth else ""
     print(f"\n{args.threads} threads, prefill {args.prefill} tokens, decode {args.decode} tokens{depth}, "
           f"{args.kv_type} cache, medians of {args.reps} alternating runs (ratios paired run by run)")
-    print(f"FP32 matmul peak (numpy): {fp32_gflops:.0f} GFLOP/s")
-    head = ("| model | GB | prefill omnibus | llama.cpp | ratio | % FP32 peak | decode omnibus | llama.cpp "
-            "| ratio | % bandwidth omnibus | llama.cpp |")
+    print(f"FP32 matmul peak (numpy): {fp32_gflops:.0f} GFLOP/s; int8 dot-product peak ({int8_path}, "
+          f"omnibus roofline --limits-only): {int8_ops / 1e9:.0f} GOP/s")
+    print("(% int8 peak: prefill's matmul arithmetic over the int8 peak, every matrix taken as quantized; "
+          "llama.cpp's in brackets)")
+    head = ("| model | GB | prefill omnibus | llama.cpp | ratio | % int8 peak | % FP32 peak | decode omnibus "
+            "| llama.cpp | ratio | % bandwidth omnibus | llama.cpp |")
     print(head)
-    print("|" + " --- |" * 11)
+    print("|" + " --- |" * 12)
     for r in results:
         o, l = r["omnibus"], r["llamacpp"]
         pp = o["prefill_tokens_per_s"]
-        peak_share = None if pp is None else 100 * pp * 2 * r["matmul_params"] / (fp32_gflops * 1e9)
+        lp = l["prefill_tokens_per_s"]
+        # A prompt's tokens go through every matrix but the output one (only
+        # the last token's logits are computed, by both engines).
+        flops = 2 * (r["matmul_params"] - r["output_params"])
+        peak_share = None if pp is None else 100 * pp * flops / (fp32_gflops * 1e9)
+        int8_share = None if pp is None else 100 * pp * flops / int8_ops
+        llama_int8 = None if lp is None else 100 * lp * flops / int8_ops
         print(f"| {Path(r['model']).stem} | {r['file_gb']:.2f} | {fmt(pp, '.1f')} "
-              f"| {fmt(l['prefill_tokens_per_s'], '.1f')} | {fmt(r['prefill_ratio'], '.2f', 'x')} | {fmt(peak_share, '.0f', '%')} "
+              f"| {fmt(lp, '.1f')} | {fmt(r['prefill_ratio'], '.2f', 'x')} "
+              f"| {fmt(int8_share, '.0f', '%')} ({fmt(llama_int8, '.0f', '%')}) | {fmt(peak_share, '.0f', '%')} "
               f"| {o['decode_tokens_per_s']:.2f} | {l['decode_tokens_per_s']:.2f} | {r['decode_ratio']:.2f}x "
               f"| {100 * o['decode_share_of_bandwidth']:.0f}% | {100 * l['decode_share_of_bandwidth']:.0f}% |")
 
@@ -200,13 +227,14 @@ def main():
     if not models:
         raise SystemExit(f"no models: run bench/make_shape_models.py first (it writes {DEFAULT_SHAPES})")
     limits = roofline.measure_machine(args.threads)
+    limits["int8_ops_per_s"], limits["int8_path"] = int8_peak(args)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         prompt_file = Path(tmp) / "prompt.txt"
         prompt_file.write_text(ONE_TOKEN_WORD * args.prefill)
         for model in models:
             results.append(bench_model(args, model, prompt_file))
-    print_table(results, args, limits["fp32_gflop_per_s"])
+    print_table(results, args, limits["fp32_gflop_per_s"], limits["int8_ops_per_s"], limits["int8_path"])
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = args.out_dir / f"shapes_{time.strftime('%Y%m%d_%H%M%S')}.json"
     out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "limits": limits,

@@ -63,7 +63,7 @@ def model_costs(model_path):
     matmul_bytes += int(output.n_bytes)
     matmul_params += int(output.n_elements)
     return {"bytes_per_token": int(matmul_bytes), "matmul_params": int(matmul_params),
-            "output_tied_to_embedding": tied,
+            "output_tied_to_embedding": tied, "output_params": int(output.n_elements),
             "output_matrix_bytes": int(output.n_bytes)}
 
 

@@ -121,6 +121,18 @@ def test_runs_on_a_cpu_without_avx():
     assert "Paris" in r.stdout
 
 
+def test_roofline_limits_only_measures_the_machine_without_a_model(tmp_path):
+    out = tmp_path / "limits.json"
+    r = omnibus("roofline", "--limits-only", "-t", "1", "-m", str(tmp_path / "no-such-model.gguf"), "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "peak int8 dot" in r.stdout and "memory read bandwidth" in r.stdout
+    limits = json.loads(out.read_text())
+    assert limits["threads"] == 1
+    for key in ("memory_bandwidth_bytes_per_s", "peak_flops", "peak_int8_ops"):
+        assert limits[key] > 0, key
+    assert limits["int8_path"] in ("avx512-vnni", "avx2", "scalar")
+
+
 def test_tokenize_ids():
     r = omnibus("tokenize", "-m", MODEL, "--ids", "-p", "Hello world")
     assert r.returncode == 0, r.stderr

@@ -39,6 +39,28 @@ double fma_loop(bool simd, long iterations) {
   return detail::fma_loop_scalar(iterations);
 }
 
+// Which int8 dot-product loop this machine runs best.
+enum class Int8Path { kAvx512Vnni, kAvx2, kScalar };
+Int8Path int8_path() {
+#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD) && !defined(OMNIBUS_NO_AVX2_BUILD)
+  const CpuFeatures& f = cpu_features();
+  if (f.avx512f && f.avx512bw && f.avx512_vnni) return Int8Path::kAvx512Vnni;
+#endif
+  return has_avx2() ? Int8Path::kAvx2 : Int8Path::kScalar;
+}
+
+double int8_dot_loop(Int8Path path, long iterations) {
+  switch (path) {
+#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD) && !defined(OMNIBUS_NO_AVX2_BUILD)
+    case Int8Path::kAvx512Vnni: return detail::int8_dot_loop_avx512vnni(iterations);
+#endif
+#if !defined(OMNIBUS_NO_AVX2_BUILD)
+    case Int8Path::kAvx2: return detail::int8_dot_loop_avx2(iterations);
+#endif
+    default: return detail::int8_dot_loop_scalar(iterations);
+  }
+}
+
 // Runs fn(t) on `threads` threads at once; returns the wall seconds.
 template <class Fn>
 double timed_parallel(int threads, Fn fn) {
@@ -75,6 +97,18 @@ double fma_loop_scalar(long iterations) {
   return static_cast<double>(iterations) * 8 * 2;
 }
 
+double int8_dot_loop_scalar(long iterations) {
+  int32_t acc[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  int8_t u = 3, s = -5;
+  for (long it = 0; it < iterations; ++it) {
+    for (int32_t& a : acc) a += static_cast<int32_t>(u) * s;
+    asm volatile("" : "+r"(u), "+r"(s));
+  }
+  volatile int32_t sink = acc[0] + acc[7];
+  (void)sink;
+  return static_cast<double>(iterations) * 8 * 2;
+}
+
 float read_sum_scalar(const float* data, size_t n) {
   float total = 0;
   for (size_t i = 0; i < n; ++i) total += data[i];
@@ -106,26 +140,41 @@ double measure_memory_bandwidth(int threads, size_t buffer_bytes, double seconds
   return best;
 }
 
-double measure_peak_flops(int threads, double seconds, std::string* path) {
+namespace {
+
+// The best rate of `loop` (operations done in its iterations) over five
+// passes of all threads at once, a pass sized at ~1/5 of `seconds`.
+template <class Loop>
+double best_parallel_rate(int threads, double seconds, Loop loop) {
   threads = std::max(1, threads);
-  const bool simd = has_avx2();
-  if (path) *path = simd ? "avx2+fma" : "scalar";
-  auto loop = [simd](long iterations) { return fma_loop(simd, iterations); };
-  // Size one pass at ~1/5 of the budget from a short calibration run.
   long iterations = 1 << 16;
   Stopwatch calibrate;
   loop(iterations);
   const double per_iteration = std::max(1e-12, calibrate.seconds() / static_cast<double>(iterations));
   iterations = std::max(1L << 16, static_cast<long>(seconds / 5 / per_iteration));
-  std::vector<double> flops(static_cast<size_t>(threads));
+  std::vector<double> ops(static_cast<size_t>(threads));
   double best = 0;
   for (int pass = 0; pass < 5; ++pass) {
-    const double s = timed_parallel(threads, [&](int t) { flops[static_cast<size_t>(t)] = loop(iterations); });
+    const double s = timed_parallel(threads, [&](int t) { ops[static_cast<size_t>(t)] = loop(iterations); });
     double total = 0;
-    for (double f : flops) total += f;
+    for (double o : ops) total += o;
     best = std::max(best, total / s);
   }
   return best;
+}
+
+}  // namespace
+
+double measure_peak_flops(int threads, double seconds, std::string* path) {
+  const bool simd = has_avx2();
+  if (path) *path = simd ? "avx2+fma" : "scalar";
+  return best_parallel_rate(threads, seconds, [simd](long iterations) { return fma_loop(simd, iterations); });
+}
+
+double measure_peak_int8_ops(int threads, double seconds, std::string* path) {
+  const Int8Path p = int8_path();
+  if (path) *path = p == Int8Path::kAvx512Vnni ? "avx512-vnni" : p == Int8Path::kAvx2 ? "avx2" : "scalar";
+  return best_parallel_rate(threads, seconds, [p](long iterations) { return int8_dot_loop(p, iterations); });
 }
 
 MachineLimits measure_machine_limits(int threads, double seconds) {
@@ -133,6 +182,7 @@ MachineLimits measure_machine_limits(int threads, double seconds) {
   m.threads = std::max(1, threads);
   m.memory_bandwidth = measure_memory_bandwidth(m.threads, size_t{256} << 20, seconds);
   m.peak_flops = measure_peak_flops(m.threads, seconds, &m.flops_path);
+  m.peak_int8_ops = measure_peak_int8_ops(m.threads, seconds, &m.int8_path);
   return m;
 }
 

@@ -1,7 +1,8 @@
-// `omnibus roofline -m MODEL`: this machine's two ceilings (memory read
-// bandwidth, peak FP32 FMA rate), what one token of the model costs (bytes
-// read, FLOPs), and measured prefill and decode speed against the bound
-// each implies, with which bound applies.
+// `omnibus roofline -m MODEL`: this machine's ceilings (memory read
+// bandwidth, peak FP32 FMA rate, peak int8 dot-product rate), what one
+// token of the model costs (bytes read, FLOPs), and measured prefill and
+// decode speed against the bound each implies, with which bound applies.
+// `--limits-only`: the ceilings alone, no model.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@ struct RooflineOptions {
   int decode_tokens = 64;
   int repeats = 3;
   std::string json_path;
+  bool limits_only = false;
 };
 
 struct Measured {
@@ -72,10 +74,38 @@ struct Row {
   const char* limit() const { return memory_bound < compute_bound ? "memory" : "compute"; }
 };
 
+void print_limits(const bench::MachineLimits& m) {
+  const auto line = [](const std::string& label, double value, const char* unit) {
+    fmt::print("  {:<30} {:8.1f} {}\n", label, value, unit);
+  };
+  fmt::print("machine ({} threads)\n", m.threads);
+  line("memory read bandwidth", m.memory_bandwidth / 1e9, "GB/s");
+  line(fmt::format("peak FP32 FMA ({})", m.flops_path), m.peak_flops / 1e9, "GFLOP/s");
+  line(fmt::format("peak int8 dot ({})", m.int8_path), m.peak_int8_ops / 1e9, "GOP/s (quantized weights' matmuls)");
+  line("balance point", m.balance(), "FLOP/byte (below it, work is memory-bound)");
+}
+
+nlohmann::json limits_json(const bench::MachineLimits& m) {
+  return {{"threads", m.threads},
+          {"memory_bandwidth_bytes_per_s", m.memory_bandwidth},
+          {"peak_flops", m.peak_flops},
+          {"flops_path", m.flops_path},
+          {"peak_int8_ops", m.peak_int8_ops},
+          {"int8_path", m.int8_path}};
+}
+
 int run_roofline(RooflineOptions& o) {
+  const int threads = resolve_threads(o.model.threads);
+  if (o.limits_only) {
+    fmt::print(stderr, "measuring the machine ({} threads)...\n", threads);
+    const bench::MachineLimits m = bench::measure_machine_limits(threads);
+    print_limits(m);
+    if (o.json_path.empty()) return 0;
+    Status s = bench::write_file(o.json_path, limits_json(m).dump(1) + "\n");
+    return s.is_ok() ? 0 : fail(s);
+  }
   auto loaded = load_model(o.model);
   if (!loaded.is_ok()) return fail(loaded.status());
-  const int threads = resolve_threads(o.model.threads);
   fmt::print(stderr, "measuring the machine ({} threads)...\n", threads);
   const bench::MachineLimits m = bench::measure_machine_limits(threads);
   const TokenCost cost = token_cost(*loaded->model, o.model.kv_type);
@@ -91,21 +121,28 @@ int run_roofline(RooflineOptions& o) {
   Row prefill{fmt::format("prefill {} tokens", o.prefill_tokens), speed->prefill_tps};
   double triangle = 0;  // positions attended over the prompt: ~P^2 / 2 without windows
   for (int64_t p = 1; p <= o.prefill_tokens; ++p) triangle += cost.attended_positions(p);
-  const double prefill_flops = P * cost.matmul_flops + cost.attention_flops_per_position * triangle;
+  // Every token of the prompt goes through every matrix but the output
+  // head, which only the last one's logits need.
+  const double prompt_matmul_flops = P * (cost.matmul_flops - cost.output_flops) + cost.output_flops;
+  const double prompt_int8_flops = P * (cost.int8_matmul_flops - (cost.output_quantized ? cost.output_flops : 0)) +
+                                   (cost.output_quantized ? cost.output_flops : 0);
+  const double prefill_flops = prompt_matmul_flops + cost.attention_flops_per_position * triangle;
   const double prefill_bytes = cost.weight_bytes + cost.kv_bytes_per_position * triangle;
+  // Seconds of arithmetic for `flops`, of which `int8` run in the int8
+  // dot-product kernels (quantized weights) and the rest in FP32.
+  const auto compute_seconds = [&m](double flops, double int8) {
+    return int8 / m.peak_int8_ops + (flops - int8) / m.peak_flops;
+  };
   prefill.memory_bound = m.memory_bandwidth / (prefill_bytes / P);
-  prefill.compute_bound = m.peak_flops / (prefill_flops / P);
+  prefill.compute_bound = P / compute_seconds(prefill_flops, prompt_int8_flops);
   prefill.intensity = prefill_flops / prefill_bytes;
   Row decode{fmt::format("decode at {:.0f} context", ctx), speed->decode_tps};
   decode.memory_bound = m.memory_bandwidth / cost.decode_bytes(static_cast<int64_t>(ctx));
-  decode.compute_bound = m.peak_flops / cost.flops(static_cast<int64_t>(ctx));
+  decode.compute_bound = 1 / compute_seconds(cost.flops(static_cast<int64_t>(ctx)), cost.int8_matmul_flops);
   decode.intensity = cost.flops(static_cast<int64_t>(ctx)) / cost.decode_bytes(static_cast<int64_t>(ctx));
 
   const ModelConfig& c = loaded->model->config();
-  fmt::print("machine ({} threads)\n", threads);
-  fmt::print("  memory read bandwidth   {:8.1f} GB/s\n", m.memory_bandwidth / 1e9);
-  fmt::print("  peak FP32 FMA ({})  {:8.1f} GFLOP/s\n", m.flops_path, m.peak_flops / 1e9);
-  fmt::print("  balance point           {:8.1f} FLOP/byte (below it, work is memory-bound)\n", m.balance());
+  print_limits(m);
   fmt::print("model {} ({} layers, {:.0f} M matmul parameters)\n", c.name.empty() ? c.architecture : c.name,
              c.n_layer, cost.matmul_flops / 2e6);
   fmt::print("  weights read per step   {:8.1f} MB\n", cost.weight_bytes / 1e6);
@@ -125,16 +162,14 @@ int run_roofline(RooflineOptions& o) {
                             {"memory_bound_tokens_per_s", r.memory_bound},
                             {"compute_bound_tokens_per_s", r.compute_bound}, {"flop_per_byte", r.intensity}};
     };
-    nlohmann::json j = {{"threads", threads},
-                        {"memory_bandwidth_bytes_per_s", m.memory_bandwidth},
-                        {"peak_flops", m.peak_flops},
-                        {"flops_path", m.flops_path},
-                        {"weight_bytes_per_step", cost.weight_bytes},
-                        {"kv_bytes_per_position", cost.kv_bytes_per_position},
-                        {"matmul_flops_per_token", cost.matmul_flops},
-                        {"attention_flops_per_position", cost.attention_flops_per_position},
-                        {"prefill", row_json(prefill)},
-                        {"decode", row_json(decode)}};
+    nlohmann::json j = limits_json(m);
+    j.update({{"weight_bytes_per_step", cost.weight_bytes},
+              {"kv_bytes_per_position", cost.kv_bytes_per_position},
+              {"matmul_flops_per_token", cost.matmul_flops},
+              {"attention_flops_per_position", cost.attention_flops_per_position},
+              {"int8_matmul_flops_per_token", cost.int8_matmul_flops},
+              {"prefill", row_json(prefill)},
+              {"decode", row_json(decode)}});
     Status s = bench::write_file(o.json_path, j.dump(1) + "\n");
     if (!s.is_ok()) return fail(s);
   }
@@ -153,6 +188,7 @@ CommandRunner add_roofline_command(CLI::App& app) {
   cmd->add_option("--decode-tokens", o->decode_tokens, "Tokens to decode")->capture_default_str()->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--repeats", o->repeats, "Runs to take the median of")->capture_default_str()->check(CLI::Range(1, 100));
   cmd->add_option("--json", o->json_path, "Also write the figures here");
+  cmd->add_flag("--limits-only", o->limits_only, "Measure and print the machine's ceilings only (no model loaded)");
   return [o] { return run_roofline(*o); };
 }
 

@@ -18,6 +18,9 @@ struct TokenCost {
   double weight_bytes = 0;          // every matrix once plus one embedding row: read once per step
   double kv_bytes_per_position = 0; // K and V (f16) of one cached position, all layers
   double matmul_flops = 0;          // per token: 2 x matmul parameters (layers and output head)
+  double int8_matmul_flops = 0;     // the part of it in quantized matrices (int8 dot-product kernels)
+  double output_flops = 0;          // the part of it in the output head (a prompt computes it for its last token)
+  bool output_quantized = false;
   double attention_flops_per_position = 0;  // per token per attended position: QK^T and PV
   // Sliding-window layers (Gemma 3) read at most `window` positions.
   int n_layer = 1;
