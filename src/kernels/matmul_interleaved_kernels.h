@@ -87,7 +87,19 @@ constexpr int kMaxBatchRows = 4;
 // thread 4-7% faster from DRAM and 11% in L2 (the shared broadcasts). Six
 // streams measured the same as four end to end, eight slower (the
 // accumulators no longer fit in registers).
-constexpr int kDecodeStreams = 4;
+//
+// Q6_K walks one: its kernel prefetches each block 8 ahead into the L2 and
+// 2 ahead into the L1 (prefetch_block_ahead), and with the lines already
+// on their way, the other streams only add miss traffic to a kernel that
+// computes slower per byte than any other. 1B-shape Q6_K, two threads,
+// decode tok/s, four alternating runs each: 1 stream 31.5-37.8 (median
+// 32.8), 2 streams 29.6-31.2, 3 27.4-30.8, 4 26.6-28.0, 6 and 8 lower
+// still. The Q4_K_M, Q5_K_M and IQ4_XS files (Q6_K output heads) gained
+// with it; their Q4_K, Q5_K, Q3_K and IQ4_XS matrices on one stream
+// (with or without the L1 prefetch) measured no clear change, so they
+// keep four.
+template <class K>
+constexpr int kDecodeStreams = std::is_same_v<K, IlQ6_K> ? 1 : 4;
 
 // Groups [0, n) of a thread's share (group i at `first + i * group_bytes`)
 // for the single x row: kDecodeStreams sections walked side by side, then
@@ -95,7 +107,7 @@ constexpr int kDecodeStreams = 4;
 template <class K>
 void decode_rows(const MatmulArgs& a, const uint8_t* first, size_t group_bytes, int64_t n, int64_t row0,
                  int64_t row_end) {
-  alignas(32) float out[kDecodeStreams * kInterleaveRows];
+  alignas(32) float out[kDecodeStreams<K> * kInterleaveRows];
   auto emit = [&](int64_t gi, const float* o8) {
     const int64_t o = row0 + gi * kInterleaveRows;
     // One store for a whole group (a std::copy of eight floats was a
@@ -112,11 +124,13 @@ void decode_rows(const MatmulArgs& a, const uint8_t* first, size_t group_bytes, 
     tile<K, NG, 1>(a, groups, 0, outs);
     for (int g = 0; g < NG; ++g) emit(idx(g), outs[g]);
   };
-  const int64_t len = n / kDecodeStreams;
-  for (int64_t i = 0; i < len; ++i) run.template operator()<kDecodeStreams>([&](int g) { return g * len + i; });
-  const int64_t done = kDecodeStreams * len;
+  constexpr int kStreams = kDecodeStreams<K>;
+  const int64_t len = n / kStreams;
+  for (int64_t i = 0; i < len; ++i) run.template operator()<kStreams>([&](int g) { return g * len + i; });
+  if constexpr (kStreams == 1) return;
+  const int64_t done = kStreams * len;
   auto rest = [&](int g) { return done + g; };
-  static_assert(kDecodeStreams == 4, "the remainder switch below covers 1..3 groups");
+  static_assert(kStreams == 1 || kStreams == 4, "the remainder switch below covers 1..3 groups");
   switch (n - done) {
     case 1:
       return run.template operator()<1>(rest);
