@@ -10,6 +10,7 @@ file; when a test fails, the tail of every live server's log is attached to
 the report. A server that died before teardown fails the module.
 """
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -39,10 +40,20 @@ MODEL = _resolve("OMNIBUS_MODEL", "models/SmolLM2-135M-Instruct.Q4_1.gguf")
 MODEL_ID = MODEL.name[: -len(".gguf")] if MODEL.name.endswith(".gguf") else MODEL.name
 
 _LIVE = []  # every ServerProcess not yet stopped, for failure reports
+# Every server's log, in one directory a run: removed when the whole run
+# passes, kept (and named at the end) when anything failed.
+_LOG_DIR = Path(tempfile.mkdtemp(prefix="omnibus-serve-logs-"))
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a long end-to-end test (concurrency, preemption, floods)")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if exitstatus == 0:
+        shutil.rmtree(_LOG_DIR, ignore_errors=True)
+    else:
+        print(f"\nomnibus serve logs kept in {_LOG_DIR}")
 
 
 def _free_port():
@@ -61,7 +72,7 @@ class ServerProcess:
         self.model_id = self.args[self.args.index("--alias") + 1] if "--alias" in self.args else MODEL_ID
         self.stopped = False
         self.clean_exit = False
-        fd, self.log_path = tempfile.mkstemp(prefix=f"omnibus-serve-{name}-", suffix=".log")
+        fd, self.log_path = tempfile.mkstemp(prefix=f"{name}-", suffix=".log", dir=_LOG_DIR)
         os.close(fd)
         for attempt in range(3):
             self.port = _free_port()
