@@ -206,14 +206,17 @@ inline __m256i high_bytes_control(int b0, int b1) {
 inline __m256i int16_pairs_of_bytes(__m256i words, int b0, int b1) {
   return _mm256_srai_epi16(_mm256_shuffle_epi8(words, high_bytes_control(b0, b1)), 8);
 }
-// Each 32-bit lane <- its byte b as a signed int32 (the byte into the top
-// of the lane, then an arithmetic shift right by 24).
-inline __m256i int32_of_bytes(__m256i words, int b) {
+// vpshufb control: each 32-bit lane's byte b into the lane's top byte, the
+// rest zero; an arithmetic shift right by 24 then makes it a signed int32.
+inline __m256i int32_top_byte_control(int b) {
   const auto z = static_cast<int16_t>(0x8080);
   const int k = b << 8 | 0x80;
-  const __m256i control =
-      _mm256_setr_epi16(z, k, z, k + 0x400, z, k + 0x800, z, k + 0xC00, z, k, z, k + 0x400, z, k + 0x800, z, k + 0xC00);
-  return _mm256_srai_epi32(_mm256_shuffle_epi8(words, control), 24);
+  return _mm256_setr_epi16(z, k, z, k + 0x400, z, k + 0x800, z, k + 0xC00, z, k, z, k + 0x400, z, k + 0x800, z,
+                           k + 0xC00);
+}
+// Each 32-bit lane <- its byte b as a signed int32.
+inline __m256i int32_of_bytes(__m256i words, int b) {
+  return _mm256_srai_epi32(_mm256_shuffle_epi8(words, int32_top_byte_control(b)), 24);
 }
 
 // Lane r of sums[i]: the sum over the sixteen 16-element sub-blocks s of

@@ -52,6 +52,17 @@ inline __m512 load_f16_pair(const uint8_t* a, const uint8_t* b) {
                                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(a))));
 }
 
+// acc + the lane sums of u8 x (the four int8 values at x, in every lane):
+// one vpdpbusd whose x operand is its {1to16} memory broadcast. On Zen 4 a
+// separate broadcast from memory takes a vector pipe of its own
+// (docs/findings/zen4-broadcast-from-memory-costs-a-pipe.md), and GCC
+// does not fold _mm512_set1_epi32 of a load into the instruction, hence
+// the asm.
+inline __m512i dpbusd_x4(__m512i acc, __m512i u8, const int8_t* x) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u8), "m"(*reinterpret_cast<const int32_t*>(x)));
+  return acc;
+}
+
 // A code book's signed levels + 128 (IQ4_NL's: 1..241) in every 128-bit
 // lane: vpshufb by a nibble gives vpdpbusd's unsigned operand (IQ4_NL,
 // MXFP4 and IQ4_XS; the sums start at -128 x the x sum to take the 128s
@@ -98,9 +109,6 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
     const uint8_t* blk1 = g1 + b * kBlockBytes;
     const uint8_t* c0 = blk0 + K::kScaleBytes + K::kHighBytes;
     const uint8_t* c1 = blk1 + K::kScaleBytes + K::kHighBytes;
-    const auto quad = [](const int8_t* p) {
-      return _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(p))));
-    };
     __m512i s_lo[MR], s_hi[MR];
     if constexpr (kCodeBook<K>) {
       // IQ4_NL, MXFP4: the nibbles' code-book levels go in as level + 128,
@@ -119,8 +127,8 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
           const int8_t* xb = x0 + i * x_stride + b * kQK;
-          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], lo, quad(xb + 4 * j));
-          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], hi, quad(xb + 16 + 4 * j));
+          s_lo[i] = dpbusd_x4(s_lo[i], lo, xb + 4 * j);
+          s_lo[i] = dpbusd_x4(s_lo[i], hi, xb + 16 + 4 * j);
         }
       }
     } else if constexpr (K::kSigned) {
@@ -137,8 +145,7 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
       for (int j = 0; j < 8; ++j) {
         const __m512i w = _mm512_xor_si512(load_pair256(c0 + 32 * j, c1 + 32 * j), flip);
 #pragma GCC unroll 8
-        for (int i = 0; i < MR; ++i)
-          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], w, quad(x0 + i * x_stride + b * kQK + 4 * j));
+        for (int i = 0; i < MR; ++i) s_lo[i] = dpbusd_x4(s_lo[i], w, x0 + i * x_stride + b * kQK + 4 * j);
       }
     } else {
       // unpack_codes on both groups at once; low and high code halves in two
@@ -159,8 +166,8 @@ void legacy_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1,
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
           const int8_t* xb = x0 + i * x_stride + b * kQK;
-          s_lo[i] = _mm512_dpbusd_epi32(s_lo[i], lo, quad(xb + 4 * j));
-          s_hi[i] = _mm512_dpbusd_epi32(s_hi[i], hi, quad(xb + 16 + 4 * j));
+          s_lo[i] = dpbusd_x4(s_lo[i], lo, xb + 4 * j);
+          s_hi[i] = dpbusd_x4(s_hi[i], hi, xb + 16 + 4 * j);
         }
       }
     }
@@ -190,10 +197,7 @@ inline __m512i wide_control(__m256i control) { return _mm512_broadcast_i64x4(con
 template <int MR>
 inline void add_dot4_rows(__m512i* P, __m512i codes, const int8_t* const* xb, int64_t off) {
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    const __m512i xq = _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xb[i] + off))));
-    P[i] = _mm512_dpbusd_epi32(P[i], codes, xq);
-  }
+  for (int i = 0; i < MR; ++i) P[i] = dpbusd_x4(P[i], codes, xb[i] + off);
 }
 // S[i] += P[i] x scale, lane by lane in int32.
 template <int MR>
@@ -268,7 +272,8 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
       // the integers of q4k_tile's int16 pair sums and vpdpwssd without the
       // int16 adds. One thread, Zen 4, `*DecodeAndPrefill*` batches of 512:
       // Q4_K 212 -> 291 GFLOP/s, Q5_K 195-210 -> 273. (Q6_K's pair tile
-      // measured the same either way: its unpacking is what bounds it.)
+      // measured the same either way until the x broadcasts were folded
+      // into the vpdpbusd, dpbusd_x4: then 214 -> 224-236.)
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
@@ -330,7 +335,7 @@ void q6k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
   __m512 acc[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  const __m512i low = _mm512_set1_epi8(0x0F), three = _mm512_set1_epi8(3);
+  const __m512i low = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
   // int16_pairs_of_bytes at 512 bits.
   const auto scale_pairs = [](__m512i words, int b0, int b1) {
     return _mm512_srai_epi16(_mm512_shuffle_epi8(words, wide_control(high_bytes_control(b0, b1))), 8);
@@ -361,33 +366,29 @@ void q6k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
       const __m512i word = load_pair256(words0 + 32 * (v / 2), words1 + 32 * (v / 2));
 #pragma GCC unroll 2
       for (int half = 0; half < 2; ++half) {
-        const int byte = 2 * (v % 2) + half;
-        const __m512i scale = scale_pairs(word, byte, byte);
-#pragma GCC unroll 2
-        for (int q2 = 0; q2 < 2; ++q2) {
-          __m512i pairs[MR];
+        // Sub-block 2v + half (quads 4 half .. 4 half + 3): its products
+        // straight into int32 lanes (at most 16 x 63 x 128), then times its
+        // scale once, as q6k_tile's VNNI form.
+        const __m512i scale =
+            _mm512_srai_epi32(_mm512_shuffle_epi8(word, wide_control(int32_top_byte_control(2 * (v % 2) + half))), 24);
+        __m512i P[MR];
 #pragma GCC unroll 8
-          for (int i = 0; i < MR; ++i) pairs[i] = _mm512_setzero_si512();
-#pragma GCC unroll 2
-          for (int t = 0; t < 2; ++t) {
-            const int l = 4 * half + 2 * q2 + t;
-            const int ql_chunk = 16 * h + 8 * (gv & 1) + l, qh_chunk = 8 * h + l;
-            const __m512i packed = load_pair256(ql0 + 32 * ql_chunk, ql1 + 32 * ql_chunk);
-            const __m512i nib =
-                gv < 2 ? _mm512_and_si512(packed, low) : _mm512_and_si512(_mm512_srli_epi16(packed, 4), low);
-            const __m512i top = _mm512_and_si512(
-                _mm512_srli_epi16(load_pair256(qh0 + 32 * qh_chunk, qh1 + 32 * qh_chunk), 2 * gv), three);
-            const __m512i codes = _mm512_or_si512(nib, _mm512_slli_epi16(top, 4));
-#pragma GCC unroll 8
-            for (int i = 0; i < MR; ++i) {
-              const int8_t* x4 = xb[i] + 32 * v + 4 * l;
-              const __m512i xq = _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(x4))));
-              pairs[i] = _mm512_add_epi16(pairs[i], _mm512_maddubs_epi16(codes, xq));
-            }
-          }
-#pragma GCC unroll 8
-          for (int i = 0; i < MR; ++i) S[i] = _mm512_dpwssd_epi32(S[i], pairs[i], scale);
+        for (int i = 0; i < MR; ++i) P[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; ++t) {
+          const int l = 4 * half + t;
+          const int ql_chunk = 16 * h + 8 * (gv & 1) + l, qh_chunk = 8 * h + l;
+          const __m512i packed = load_pair256(ql0 + 32 * ql_chunk, ql1 + 32 * ql_chunk);
+          const __m512i nib_high = gv < 2 ? packed : _mm512_srli_epi16(packed, 4);
+          // Bits 2gv, 2gv + 1 of each qh byte to bits 4-5 (q6k_tile's shifts).
+          const __m512i qh = load_pair256(qh0 + 32 * qh_chunk, qh1 + 32 * qh_chunk);
+          const __m512i top = gv == 2   ? _mm512_and_si512(qh, bits45)
+                              : gv == 3 ? _mm512_and_si512(_mm512_srli_epi16(qh, 2), bits45)
+                                        : _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * gv), bits45);
+          const __m512i codes = _mm512_ternarylogic_epi32(nib_high, top, low, 0xE4);  // low ? nib : top
+          add_dot4_rows<MR>(P, codes, xb, 32 * v + 4 * l);
         }
+        add_scaled_sums<MR>(S, P, scale);
       }
     }
     // The code bias: 32 x sum over the sixteen scales of scale x sum16(q_x).
