@@ -133,6 +133,20 @@ def test_roofline_limits_only_measures_the_machine_without_a_model(tmp_path):
     assert limits["int8_path"] in ("avx512-vnni", "avx2", "scalar")
 
 
+def test_roofline_splits_a_quantized_models_arithmetic_between_the_peaks(tmp_path):
+    out = tmp_path / "roofline.json"
+    r = omnibus("roofline", "-t", "1", "--prefill-tokens", "16", "--decode-tokens", "4", "--repeats", "1",
+                "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    j = json.loads(out.read_text())
+    # SmolLM2 Q4_1: every matrix is quantized, so all of its matmul FLOPs
+    # run in the int8 kernels; the output head is part of them.
+    assert j["int8_matmul_flops_per_token"] == pytest.approx(j["matmul_flops_per_token"])
+    assert j["peak_int8_ops"] > 0 and j["peak_flops"] > 0
+    for row in ("prefill", "decode"):
+        assert j[row]["compute_bound_tokens_per_s"] > 0 and j[row]["tokens_per_s"] > 0
+
+
 def test_tokenize_ids():
     r = omnibus("tokenize", "-m", MODEL, "--ids", "-p", "Hello world")
     assert r.returncode == 0, r.stderr

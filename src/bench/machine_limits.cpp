@@ -39,28 +39,6 @@ double fma_loop(bool simd, long iterations) {
   return detail::fma_loop_scalar(iterations);
 }
 
-// Which int8 dot-product loop this machine runs best.
-enum class Int8Path { kAvx512Vnni, kAvx2, kScalar };
-Int8Path int8_path() {
-#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD) && !defined(OMNIBUS_NO_AVX2_BUILD)
-  const CpuFeatures& f = cpu_features();
-  if (f.avx512f && f.avx512bw && f.avx512_vnni) return Int8Path::kAvx512Vnni;
-#endif
-  return has_avx2() ? Int8Path::kAvx2 : Int8Path::kScalar;
-}
-
-double int8_dot_loop(Int8Path path, long iterations) {
-  switch (path) {
-#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD) && !defined(OMNIBUS_NO_AVX2_BUILD)
-    case Int8Path::kAvx512Vnni: return detail::int8_dot_loop_avx512vnni(iterations);
-#endif
-#if !defined(OMNIBUS_NO_AVX2_BUILD)
-    case Int8Path::kAvx2: return detail::int8_dot_loop_avx2(iterations);
-#endif
-    default: return detail::int8_dot_loop_scalar(iterations);
-  }
-}
-
 // Runs fn(t) on `threads` threads at once; returns the wall seconds.
 template <class Fn>
 double timed_parallel(int threads, Fn fn) {
@@ -98,11 +76,15 @@ double fma_loop_scalar(long iterations) {
 }
 
 double int8_dot_loop_scalar(long iterations) {
+  // Eight lanes, each with its own operands the compiler cannot see
+  // through (or it would do one multiply for all of them, or vectorize).
   int32_t acc[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-  int8_t u = 3, s = -5;
+  int32_t u[8] = {3, 4, 5, 6, 7, 8, 9, 10}, s[8] = {-5, -4, -3, -2, 2, 3, 4, 5};
   for (long it = 0; it < iterations; ++it) {
-    for (int32_t& a : acc) a += static_cast<int32_t>(u) * s;
-    asm volatile("" : "+r"(u), "+r"(s));
+    for (int i = 0; i < 8; ++i) {
+      asm volatile("" : "+r"(u[i]), "+r"(s[i]));
+      acc[i] += u[i] * s[i];
+    }
   }
   volatile int32_t sink = acc[0] + acc[7];
   (void)sink;
@@ -171,18 +153,47 @@ double measure_peak_flops(int threads, double seconds, std::string* path) {
   return best_parallel_rate(threads, seconds, [simd](long iterations) { return fma_loop(simd, iterations); });
 }
 
-double measure_peak_int8_ops(int threads, double seconds, std::string* path) {
-  const Int8Path p = int8_path();
-  if (path) *path = p == Int8Path::kAvx512Vnni ? "avx512-vnni" : p == Int8Path::kAvx2 ? "avx2" : "scalar";
-  return best_parallel_rate(threads, seconds, [p](long iterations) { return int8_dot_loop(p, iterations); });
+std::vector<std::string> runnable_int8_paths() {
+  std::vector<std::string> paths;
+#if !defined(OMNIBUS_NO_AVX2_BUILD)
+  const CpuFeatures& f = cpu_features();
+#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
+  if (f.avx2 && f.avx512f && f.avx512bw && f.avx512_vnni) paths.push_back("avx512-vnni");
+#endif
+#if !defined(OMNIBUS_NO_AVXVNNI_BUILD)
+  if (f.avx2 && f.avx_vnni) paths.push_back("avx-vnni");
+#endif
+  if (has_avx2()) paths.push_back("avx2");
+#endif
+  paths.push_back("scalar");
+  return paths;
 }
 
-MachineLimits measure_machine_limits(int threads, double seconds) {
+double int8_dot_loop(const std::string& path, long iterations) {
+#if !defined(OMNIBUS_NO_AVX2_BUILD)
+#if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)
+  if (path == "avx512-vnni") return detail::int8_dot_loop_avx512vnni(iterations);
+#endif
+#if !defined(OMNIBUS_NO_AVXVNNI_BUILD)
+  if (path == "avx-vnni") return detail::int8_dot_loop_avxvnni(iterations);
+#endif
+  if (path == "avx2") return detail::int8_dot_loop_avx2(iterations);
+#endif
+  return detail::int8_dot_loop_scalar(iterations);
+}
+
+double measure_peak_int8_ops(int threads, double seconds, std::string* path) {
+  const std::string best = runnable_int8_paths().front();
+  if (path) *path = best;
+  return best_parallel_rate(threads, seconds, [&best](long iterations) { return int8_dot_loop(best, iterations); });
+}
+
+MachineLimits measure_machine_limits(int threads, double seconds, bool with_int8) {
   MachineLimits m;
   m.threads = std::max(1, threads);
   m.memory_bandwidth = measure_memory_bandwidth(m.threads, size_t{256} << 20, seconds);
   m.peak_flops = measure_peak_flops(m.threads, seconds, &m.flops_path);
-  m.peak_int8_ops = measure_peak_int8_ops(m.threads, seconds, &m.int8_path);
+  if (with_int8) m.peak_int8_ops = measure_peak_int8_ops(m.threads, seconds, &m.int8_path);
   return m;
 }
 

@@ -12,8 +12,9 @@ double int8_dot_loop_avx512vnni(long iterations) {
   // batch tiles.
   __m512i acc[10];
   for (int i = 0; i < 10; ++i) acc[i] = _mm512_set1_epi32(i);
-  const __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-5);
+  __m512i u = _mm512_set1_epi8(3), s = _mm512_set1_epi8(-5);
   for (long it = 0; it < iterations; ++it) {
+    asm volatile("" : "+v"(u), "+v"(s));  // opaque operands: nothing to fold
 #pragma GCC unroll 10
     for (int i = 0; i < 10; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], u, s);
   }

@@ -82,7 +82,8 @@ void print_limits(const bench::MachineLimits& m) {
   line("memory read bandwidth", m.memory_bandwidth / 1e9, "GB/s");
   line(fmt::format("peak FP32 FMA ({})", m.flops_path), m.peak_flops / 1e9, "GFLOP/s");
   line(fmt::format("peak int8 dot ({})", m.int8_path), m.peak_int8_ops / 1e9, "GOP/s (quantized weights' matmuls)");
-  line("balance point", m.balance(), "FLOP/byte (below it, work is memory-bound)");
+  line("balance point, FP32", m.balance(), "FLOP/byte (below it, float work is memory-bound)");
+  line("balance point, int8", m.int8_balance(), "OP/byte (the same for quantized weights)");
 }
 
 nlohmann::json limits_json(const bench::MachineLimits& m) {
@@ -98,7 +99,7 @@ int run_roofline(RooflineOptions& o) {
   const int threads = resolve_threads(o.model.threads);
   if (o.limits_only) {
     fmt::print(stderr, "measuring the machine ({} threads)...\n", threads);
-    const bench::MachineLimits m = bench::measure_machine_limits(threads);
+    const bench::MachineLimits m = bench::measure_machine_limits(threads, 0.4, /*with_int8=*/true);
     print_limits(m);
     if (o.json_path.empty()) return 0;
     Status s = bench::write_file(o.json_path, limits_json(m).dump(1) + "\n");
@@ -107,7 +108,7 @@ int run_roofline(RooflineOptions& o) {
   auto loaded = load_model(o.model);
   if (!loaded.is_ok()) return fail(loaded.status());
   fmt::print(stderr, "measuring the machine ({} threads)...\n", threads);
-  const bench::MachineLimits m = bench::measure_machine_limits(threads);
+  const bench::MachineLimits m = bench::measure_machine_limits(threads, 0.4, /*with_int8=*/true);
   const TokenCost cost = token_cost(*loaded->model, o.model.kv_type);
   fmt::print(stderr, "running prefill ({} tokens) and decode ({} tokens), {} times...\n", o.prefill_tokens,
              o.decode_tokens, o.repeats);

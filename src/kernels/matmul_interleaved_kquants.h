@@ -39,7 +39,8 @@ namespace {
 // 8 blocks into the L2 alone 25.6-30.8 (median 26.8), plus 2 into the L1
 // 28.1-36.7 (30.1); 12 into the L2 with 2 into the L1 the same (30.4).
 // Q4_K (its 128256 x 2048 decode, two threads) and Q3_K measured no
-// difference through this VM's noise, so they keep the L2 prefetch alone.
+// difference through the Zen 4 VM's noise, so they keep the L2 prefetch
+// alone.
 // With both prefetches Q6_K decode also walks one stream a thread, not
 // four (kDecodeStreams; docs/findings/q6k-decode-one-stream-two-prefetches.md).
 constexpr int kDecodePrefetchBlocks = 8;

@@ -273,7 +273,8 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
       // int16 adds. One thread, Zen 4, `*DecodeAndPrefill*` batches of 512:
       // Q4_K 212 -> 291 GFLOP/s, Q5_K 195-210 -> 273. (Q6_K's pair tile
       // measured the same either way until the x broadcasts were folded
-      // into the vpdpbusd, dpbusd_x4: then 214 -> 224-236.)
+      // into the vpdpbusd, dpbusd_x4: then 214-218 -> 224-236, three
+      // alternations.)
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2

@@ -50,7 +50,7 @@ def pytest_configure(config):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if exitstatus == 0:
+    if exitstatus in (0, 5):  # passed, or nothing collected
         shutil.rmtree(_LOG_DIR, ignore_errors=True)
     else:
         print(f"\nomnibus serve logs kept in {_LOG_DIR}")
