@@ -4,12 +4,17 @@
 # -Werror, runs every unit, integration and golden test with ctest, then the
 # CI stages (docs/CONTRIBUTING.md):
 #   lint        scripts/ci_lint.sh: clang-format on the changed lines
+#   isas        scripts/test_isas.sh: the x86 tables on older emulated CPUs
+#               (qemu-user: Nehalem, Haswell), their bits checked
 #   sanitizers  scripts/ci_sanitizers.sh: ASan+UBSan clang build (-Werror,
 #               -Wthread-safety), every ctest test in it, e2e included
 #   fuzz        scripts/fuzz_all.sh 60: each libFuzzer target 60 s on its corpus
 #   cuda-build  scripts/ci_cuda_build.sh: the CUDA backend built (-DOMNIBUS_CUDA=ON,
 #               its own folder) and its tests run, which skip without a GPU;
 #               skipped, saying so, where nvcc is absent
+#   aarch64     scripts/test_aarch64.sh: the aarch64 cross-build, its kernel
+#               tests under qemu-aarch64 (every aarch64 table) and 32 greedy
+#               tokens per table against the x86 build's
 # The golden tests compare against llama.cpp's outputs on the real model
 # (committed in tests/golden/) and are required here, not skipped. A failing
 # stage does not stop the others; the script fails if any did, prints
@@ -56,9 +61,11 @@ stage() {
 
 stage build build_and_test
 stage lint scripts/ci_lint.sh
+stage isas scripts/test_isas.sh
 stage sanitizers scripts/ci_sanitizers.sh
 stage fuzz scripts/fuzz_all.sh 60
 stage cuda-build scripts/ci_cuda_build.sh
+stage aarch64 scripts/test_aarch64.sh
 
 for name in "${failed[@]}"; do
   echo "=== the end of stage $name's output ($stage_logs/$name.log)" >&2

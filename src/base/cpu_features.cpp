@@ -10,6 +10,10 @@
 
 #include <unistd.h>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
 namespace omnibus {
 namespace {
 
@@ -55,7 +59,22 @@ CpuFeatures detect() {
   return f;
 }
 
-#else  // not x86: none of the x86 features, so only the scalar kernels run
+#elif defined(__aarch64__) && defined(__linux__)
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  const char* force = std::getenv("OMNIBUS_FORCE_SCALAR");
+  if (force != nullptr && std::strcmp(force, "0") != 0 && force[0] != '\0') return f;
+  // Bits of AT_HWCAP / AT_HWCAP2 (the kernel's uapi asm/hwcap.h), spelled
+  // out so an older libc's headers do not matter.
+  constexpr unsigned long kHwcapAsimdDp = 1ul << 20;
+  constexpr unsigned long kHwcap2I8mm = 1ul << 13;
+  f.neon_dotprod = (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
+  f.neon_i8mm = (getauxval(AT_HWCAP2) & kHwcap2I8mm) != 0;
+  return f;
+}
+
+#else  // another CPU: no features, so only the scalar kernels run
 
 CpuFeatures detect() { return CpuFeatures{}; }
 
@@ -77,6 +96,8 @@ std::string CpuFeatures::describe() const {
   add(avx512bw, "avx512bw");
   add(avx512_vnni, "avx512-vnni");
   add(avx_vnni, "avx-vnni");
+  add(neon_dotprod, "dotprod");
+  add(neon_i8mm, "i8mm");
   return s.empty() ? "none" : s;
 }
 

@@ -1,6 +1,7 @@
-// What the CPU can do, read once with cpuid. Kernels pick their SIMD path from
-// this at start; a binary built on one x86-64 runs on any other. Built for
-// another CPU (aarch64) it reports no features: only the scalar kernels run.
+// What the CPU can do, read once (cpuid on x86-64, the kernel's hwcaps on
+// aarch64). Kernels pick their SIMD path from this at start; a binary built
+// on one machine runs on any other of its architecture. Built for another
+// CPU it reports no features: only the scalar kernels run.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,10 @@ struct CpuFeatures {
   // interleaved int8 matrix kernels' build with 512-bit batches.
   bool avx512_vnni = false;
   bool avx_vnni = false;  // VEX-encoded vpdpbusd (Intel Alder Lake / Sapphire Rapids on, AMD Zen 5); with avx2
+  // aarch64 (getauxval's hwcaps): sdot/udot (ARMv8.2 dotprod) and
+  // smmla (ARMv8.6 i8mm). NEON itself is baseline there.
+  bool neon_dotprod = false;
+  bool neon_i8mm = false;
   // True when the AVX2+FMA+F16C kernels may run (CPU and OS support).
   bool has_avx2_fma() const { return avx2 && fma && f16c; }
   std::string describe() const;  // "avx2 fma f16c"

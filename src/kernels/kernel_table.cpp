@@ -129,17 +129,12 @@ constexpr KernelTable kAvx512Vnni = avx512vnni_table();
 #endif  // !OMNIBUS_NO_AVX2_BUILD
 
 #if !defined(OMNIBUS_NO_NEON_BUILD)
-// aarch64: NEON is part of ARMv8-A, so every CPU this build runs on has it
-// (no dotprod or i8mm kernels yet: those would need a run-time check and a
-// table of their own). Its matmul, small-op and attention kernels follow
-// the avx2 kernels' arithmetic per output, so they give the avx2 table's
-// bits (Q2_K, Q3_K, IQ4_NL, IQ4_XS and MXFP4 weights excepted: rows_neon_q8
-// hands them to the scalar reference; ops_neon.cpp names the other
-// exception, a dot_f32 tail; attention_neon.cpp takes the same shapes as
-// avx2's, every cache type).
-// The rest is the scalar table's: x quantization, KV quantization and the
-// Hadamard rotation write the same bytes on every path, so nothing is lost
-// but speed. No pair kernel: two rows go one at a time, the same bits.
+// aarch64: NEON is part of ARMv8-A, so every CPU this build runs on has it. Its matmul, small-op and attention kernels
+// follow the avx2 kernels' arithmetic per output, so they give the avx2 table's bits (Q2_K, Q3_K, IQ4_NL, IQ4_XS and
+// MXFP4 weights excepted: rows_neon_q8 hands them to the scalar reference; ops_neon.cpp names the other exception, a
+// dot_f32 tail; attention_neon.cpp takes the same shapes as avx2's, every cache type). The rest is the scalar table's:
+// x quantization, KV quantization and the Hadamard rotation write the same bytes on every path, so nothing is lost but
+// speed. No pair kernel: two rows go one at a time, the same bits.
 constexpr KernelTable kNeon{
     .isa = Isa::kNeon,
     .name = "neon",
@@ -164,11 +159,29 @@ constexpr KernelTable kNeon{
     .attention_lanes = 8,
     .attention_fallback = &kScalar,
 };
+
+#if !defined(OMNIBUS_NO_NEONDOT_BUILD)
+bool neondot_cpu(const CpuFeatures& c) { return c.neon_dotprod; }
+// With the dot-product extension: the row-layout int8 matmuls by sdot (the
+// same integers, so the neon table's bits); the rest is neon's.
+constexpr KernelTable neondot_table() {
+  KernelTable t = kNeon;
+  t.isa = Isa::kNeonDotprod;
+  t.name = "neon-dotprod";
+  t.runs_on = neondot_cpu;
+  t.rows_q8 = md::rows_neondot_q8;
+  return t;
+}
+constexpr KernelTable kNeonDotprod = neondot_table();
+#endif
 #endif
 
 constexpr auto kTables = std::to_array<const KernelTable*>({
 #if !defined(OMNIBUS_NO_NEON_BUILD)
-  &kNeon,
+#if !defined(OMNIBUS_NO_NEONDOT_BUILD)
+  &kNeonDotprod,
+#endif
+      &kNeon,
 #endif
 #if !defined(OMNIBUS_NO_AVX2_BUILD)
 #if !defined(OMNIBUS_NO_AVX512VNNI_BUILD)

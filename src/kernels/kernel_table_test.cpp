@@ -69,7 +69,7 @@ TEST(KernelTableTest, TablesAreWholeAndBestFirst) {
     EXPECT_NE(t->rows_float, nullptr);
     EXPECT_NE(t->rows_q8, nullptr);
     // Only the x86 SIMD tables interleave weights at load.
-    EXPECT_EQ(t->rows_interleaved == nullptr, t->isa == Isa::kScalar || t->isa == Isa::kNeon);
+    EXPECT_EQ(t->rows_interleaved == nullptr, t->isa == Isa::kScalar || is_neon(t->isa));
     EXPECT_NE(t->quantize_x_rows, nullptr);
     EXPECT_NE(t->rms_norm, nullptr);
     EXPECT_NE(t->swiglu, nullptr);
@@ -94,8 +94,12 @@ TEST(KernelTableTest, TablesAreWholeAndBestFirst) {
 #if defined(__aarch64__)
   EXPECT_NE(find_kernel_table("neon"), nullptr);
   EXPECT_EQ(find_kernel_table("avx2"), nullptr);
+  CpuFeatures dotprod;
+  dotprod.neon_dotprod = true;  // the i8mm bit alone asks for nothing more yet
+  EXPECT_EQ(select_kernel_table(dotprod).name, best_compiled({"neon-dotprod"}));
 #else
   EXPECT_EQ(find_kernel_table("neon"), nullptr);
+  EXPECT_EQ(find_kernel_table("neon-dotprod"), nullptr);
 #endif
 }
 

@@ -91,6 +91,9 @@ void rows_avx512vnni_interleaved(const MatmulArgs& a, int64_t row_begin, int64_t
 // kernels' arithmetic per output (same bits), and float weights likewise.
 void rows_neon_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 void rows_neon_float(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// The same int8 kernels with sdot (aarch64 builds with dotprod; only call
+// from the neon-dotprod kernel table).
+void rows_neondot_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 #if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
 inline constexpr bool kAvx512VnniBuilt = false;
 #else

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The x86 kernel tables on CPUs this machine is not: runs the kernel tests
+# and the logits fingerprints under qemu-user with older x86 CPU models,
+# then says, for every kernel table this build has, how it was tested.
+#
+# ctest already runs every table this CPU runs (the kernel tests loop over
+# them, kernels/kernel_table_test_util.h). Emulation adds two things:
+#  * the tables a CPU without AVX-512 runs (avx2, scalar) on a machine with
+#    it, so a wider instruction leaking into them (an inline helper
+#    compiled once with -mavx512f and shared across files, a flag on the
+#    wrong file) is a SIGILL here instead of on a user's CPU;
+#  * the avx2 table's bits end to end (integration_test's fingerprints,
+#    recorded for avx2 and scalar) on a machine whose own best table is
+#    another.
+# qemu 7.2's TCG emulates AVX2/FMA/F16C (-cpu Haswell) but no AVX-512 and
+# no AVX-VNNI ("TCG doesn't support requested feature"): those tables run
+# natively or not at all, and the summary says which.
+#
+#   scripts/test_isas.sh          # the quick set: every table against the
+#                                 # avx2 arithmetic bit for bit (matmul,
+#                                 # interleaved matmul, ops, attention), the
+#                                 # fingerprints (about 2 minutes)
+#   scripts/test_isas.sh --full   # every kernels_test and integration_test
+#                                 # test (about 10 minutes a CPU model)
+# Environment: BUILD_DIR (build; needs the CLI, kernels_test and
+# integration_test built).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${BUILD_DIR:-build}
+BIN=$BUILD_DIR/src/cli/omnibus
+KERNELS_TEST=$BUILD_DIR/src/kernels/kernels_test
+INTEGRATION_TEST=$BUILD_DIR/tests/integration_test
+# Nehalem: SSE4.2, no AVX (the scalar table); Haswell: AVX2+FMA+F16C,
+# less the system features TCG lacks (each would print a warning).
+CPU_MODELS=(Nehalem Haswell,-pcid,-x2apic,-tsc-deadline,-hle,-invpcid,-rtm)
+kernels_filter='*Bits*:*Interleave*:*SimdTables*:Attention*Test.*:-*Bench*'
+integration_filter='LogitsFingerprintTest*'
+if [ "${1:-}" = "--full" ]; then
+  kernels_filter='*'
+  integration_filter='*'
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/test_isas.sh [--full]" >&2
+  exit 2
+fi
+
+command -v qemu-x86_64 >/dev/null || {
+  echo "test_isas: qemu-x86_64 is missing (Debian's qemu-user; scripts/setup.sh installs it)" >&2
+  exit 1
+}
+for f in "$BIN" "$KERNELS_TEST" "$INTEGRATION_TEST"; do
+  [ -x "$f" ] || { echo "test_isas: $f is missing: build first (scripts/test.sh)" >&2; exit 1; }
+done
+
+# The tables a CPU runs, as the CLI lists them when refusing an unknown
+# one (it checks --kernels before loading anything): "a b c".
+tables_run_by() {
+  { "$@" "$BIN" run --kernels '?' -p x 2>&1 || true; } | sed -n 's/.*this CPU runs: //p' | tr -d ','
+}
+compiled=$("$BIN" run --help | sed -n 's/.*This build has: //p' | tr -d ',')
+[ -n "$compiled" ] || { echo "test_isas: cannot read the compiled tables from '$BIN run --help'" >&2; exit 1; }
+
+declare -A how
+for t in $(tables_run_by); do how[$t]="native (ctest runs it)"; done
+
+status=0
+for model in "${CPU_MODELS[@]}"; do
+  emulated=$(tables_run_by qemu-x86_64 -cpu "$model")
+  echo "=== qemu-x86_64 -cpu ${model%%,*} (tables: $emulated)" >&2
+  start=$SECONDS
+  for test in "$KERNELS_TEST --gtest_filter=$kernels_filter" "$INTEGRATION_TEST --gtest_filter=$integration_filter"; do
+    # shellcheck disable=SC2086  # the test binary and its filter
+    if ! qemu-x86_64 -cpu "$model" $test --gtest_brief=1; then
+      echo "test_isas: FAILED under -cpu $model: $test" >&2
+      status=1
+    fi
+  done
+  echo "=== -cpu ${model%%,*}: $((SECONDS - start)) s" >&2
+  for t in $emulated; do
+    how[$t]="${how[$t]:+${how[$t]}; }emulated (qemu -cpu ${model%%,*})"
+  done
+done
+
+echo "=== kernel tables of this build" >&2
+for t in $compiled; do
+  printf '  %-12s %s\n' "$t" "${how[$t]:-not run: neither this CPU nor the TCG of qemu has its instructions}" >&2
+done
+exit $status
