@@ -150,7 +150,7 @@ TEST_P(ForwardTest, MatchesReferenceForward) {
     const char* first_simd_name = nullptr;
     for (size_t t = 0; t < tables.size(); ++t) {
       const KernelTable& table = *tables[t];
-      const auto got = engine_logits(load_tiny_model(bytes, {}, table), tokens, 4, 2, 16, 64, KvCacheType::kF16, table);
+      const auto got = engine_logits(load_tiny_model(bytes, &table), tokens, 4, 2, 16, 64, KvCacheType::kF16, table);
       ASSERT_EQ(want.size(), got.size());
       const double relative = relative_error(want, got);
       EXPECT_LT(relative, tolerance) << table.name << ", seed " << seed << ": max |logit| " << max_abs;
@@ -195,7 +195,7 @@ TEST_P(ForwardTest, LogitsAreBatchInvariant) {
 // / Q8_0 and the K-quants) changes speed only: logits are bit-identical to the row layout's.
 TEST_P(ForwardTest, InterleavedWeightsGiveTheRowLayoutsLogits) {
   const auto bytes = make_tiny_model_bytes(spec_for(GetParam()));
-  auto rows_model = load_tiny_model(bytes, ModelLoadOptions{.interleave = false});
+  auto rows_model = load_tiny_model(bytes, nullptr);
   auto default_model = load_tiny_model(bytes);
   const auto tokens = random_tokens(11, rows_model->config().vocab_size, 5);
   for (auto [chunk, threads] : {std::pair{1, 2}, {11, 2}, {4, 1}}) {

@@ -75,7 +75,8 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
       if (path == nullptr || *path == '\0') {
         entry.error = std::string(g.env_var) + " is not set";
       } else {
-        auto m = Model::load(path);
+        const WeightRepacker repacker;  // as the CLI loads for the CPU backend
+        auto m = Model::load(path, {.preparer = &repacker});
         if (m.is_ok()) entry.model = *m;
         else entry.error = m.status().to_string();
       }

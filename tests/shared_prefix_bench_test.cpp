@@ -15,6 +15,7 @@
 
 #include "backends/cpu/forward.h"
 #include "backends/cpu/paged_kv_store.h"
+#include "backends/cpu/weight_repack.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "model/model.h"
@@ -30,7 +31,8 @@ double median(std::vector<double> v) {
 TEST(SharedPrefixBench, DISABLED_DecodeStepsOfSequencesSharingAPrompt) {
   const char* path = std::getenv("OMNIBUS_MODEL");
   if (path == nullptr) GTEST_SKIP() << "OMNIBUS_MODEL is not set";
-  auto model = Model::load(path);
+  const WeightRepacker repacker;
+  auto model = Model::load(path, {.preparer = &repacker});
   ASSERT_TRUE(model.is_ok()) << model.status().message();
   const ModelConfig& c = (*model)->config();
   constexpr int kBlock = 16, kThreads = 2, kOwn = 32, kRounds = 9, kSteps = 8;

@@ -5,6 +5,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "backends/cpu/weight_repack.h"
 #include "gguf/gguf_writer.h"
 #include "kernels/weight_interleave.h"
 #include "model/architecture.h"
@@ -381,11 +382,12 @@ Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8
   return Model::from_gguf(std::move(file).value(), options);
 }
 
-std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options,
-                                             const KernelTable& table) {
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const KernelTable* layout_for) {
   auto file = GgufFile::parse(MappedFile::from_memory(bytes));
   if (!file.is_ok()) throw std::runtime_error(file.status().to_string());
-  auto model = Model::from_gguf(std::move(file).value(), options, table);
+  std::optional<WeightRepacker> repacker;
+  if (layout_for != nullptr) repacker.emplace(*layout_for);
+  auto model = Model::from_gguf(std::move(file).value(), {.preparer = repacker ? &*repacker : nullptr});
   if (!model.is_ok()) throw std::runtime_error(model.status().to_string());
   return *model;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/mapped_file.h"
+#include "kernels/kernel_table.h"
 #include "model/model.h"
 #include "tensor/dtype.h"
 
@@ -65,9 +66,11 @@ struct TinyModelSpec {
 std::vector<uint8_t> make_tiny_model_bytes(const TinyModelSpec& spec);
 
 // Loads the bytes as a Model. `bytes` must outlive the model.
-// `table`: the kernels the model is loaded for (Model::from_gguf).
-std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes, const ModelLoadOptions& options = {},
-                                             const KernelTable& table = kernels());
+// `layout_for`: the kernels whose layout the matrices are repacked into, as
+// the CPU backend loads them (backends/cpu/weight_repack.h); null: the
+// file's row layout.
+std::shared_ptr<const Model> load_tiny_model(const std::vector<uint8_t>& bytes,
+                                             const KernelTable* layout_for = &kernels());
 Result<std::shared_ptr<const Model>> try_load_tiny_model(const std::vector<uint8_t>& bytes,
                                                           const ModelLoadOptions& options = {});
 

@@ -124,7 +124,8 @@ Result<LoadedModel> load_model(const ModelOptions& options) {
   Stopwatch clock;
   LoadedModel out;
   const bool interleave = options.interleave && options.backend != "cuda";
-  auto model = Model::load(path, ModelLoadOptions{.interleave = interleave});
+  const WeightRepacker repacker(kernels());  // the CPU backend's layout
+  auto model = Model::load(path, ModelLoadOptions{.preparer = interleave ? &repacker : nullptr});
   if (!model.is_ok()) {
     Status s = model.status();
     if (options.model_path.empty() && s.code() == StatusCode::kIoError)

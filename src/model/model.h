@@ -1,9 +1,10 @@
 // A loaded model: config plus weights bound to the memory-mapped GGUF file.
 // Immutable after load; share as std::shared_ptr<const Model>. Weight data
 // stay in the mapping except small norm/bias vectors stored in another float
-// type, converted once at load, and (by default) the matrices repacked into
-// the int8 kernels' interleaved layout, whose file pages are then released
-// so the resident size stays about the file's.
+// type, converted once at load, and whatever the backend's WeightPreparer
+// lays out anew (the CPU backend: matrices in its kernels' interleaved
+// layout, whose file pages it then releases so the resident size stays
+// about the file's).
 #pragma once
 
 #include <array>
@@ -14,7 +15,6 @@
 #include "base/aligned_buffer.h"
 #include "base/status.h"
 #include "gguf/gguf_file.h"
-#include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "model/model_config.h"
 
@@ -90,24 +90,30 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
+// A backend's part of loading a model (ModelLoadOptions::preparer): after
+// the weights are bound and before the model is shared, it may lay
+// matrices out anew in memory the model then owns (the CPU backend repacks
+// every matrix its kernel table has interleaved kernels for:
+// backends/cpu/weight_repack.h). The results must not depend on it.
+class WeightPreparer {
+ public:
+  virtual ~WeightPreparer() = default;
+  // `owned` is empty on entry and lives as long as the model; `file` maps
+  // the weights, whose pages it may release once copied.
+  virtual void prepare(ModelWeights& weights, const GgufFile& file, AlignedBuffer<uint8_t>& owned) const = 0;
+};
+
 struct ModelLoadOptions {
-  // Repack the matrices the int8 kernels have an interleaved layout for
-  // (Q4_0, Q4_1, Q8_0 on AVX2; kernels/weight_interleave.h) into owned
-  // memory, releasing the file pages they came from. Results are
-  // bit-identical either way; interleaved is faster.
-  bool interleave = true;
+  // Null: every matrix stays in the file's row layout, in the mapping.
+  const WeightPreparer* preparer = nullptr;
 };
 
 class Model {
  public:
-  // `table`: the kernels the model will run with, which decide the weights'
-  // layout (interleaved only where the table has interleaved kernels).
-  static Result<std::shared_ptr<const Model>> load(const std::string& path, const ModelLoadOptions& options = {},
-                                                   const KernelTable& table = kernels());
+  static Result<std::shared_ptr<const Model>> load(const std::string& path, const ModelLoadOptions& options = {});
   // Binds an already-parsed file (tests build models in memory).
   static Result<std::shared_ptr<const Model>> from_gguf(std::unique_ptr<GgufFile> file,
-                                                        const ModelLoadOptions& options = {},
-                                                        const KernelTable& table = kernels());
+                                                        const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -116,7 +122,7 @@ class Model {
   // embedding row; of a MoE layer the router and expert_used_count
   // experts): the numerator of the decode roofline.
   uint64_t weight_bytes_per_token() const;
-  // Bytes of weights repacked into owned memory at load (0 without interleave).
+  // Bytes of weights a preparer laid out anew in owned memory at load.
   uint64_t repacked_bytes() const;
 
  private:
@@ -126,10 +132,7 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::vector<std::vector<float>> converted_;  // owned f32 copies of non-f32 vectors
-  // The interleaved copies of the matrices, end to end in one buffer on
-  // huge pages (Model::interleave_matrices).
-  AlignedBuffer<uint8_t> repacked_;
-  void interleave_matrices(const KernelTable& table);
+  AlignedBuffer<uint8_t> repacked_;            // the preparer's (ModelLoadOptions::preparer)
 };
 
 }  // namespace omnibus

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "backends/cpu/weight_repack.h"  // its step in loading a model, for ModelLoadOptions
 #include "base/thread_pool.h"
 #include "kernels/kernel_table.h"
 #include "model/backend.h"

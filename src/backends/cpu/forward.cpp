@@ -214,7 +214,7 @@ void ForwardPass::embed(std::span<const BatchRow> rows) {
   const WeightMatrix& e = model_->weights().token_embd;
   for (size_t i = 0; i < rows.size(); ++i) {
     // A tied embedding is read from the output projection's repacked copy
-    // (Model::interleave_matrices), whose file pages are released.
+    // (WeightRepacker, weight_repack.h), whose file pages are released.
     gather_row_blocks(e, rows[i].token, embed_row_.data());
     dequantize_row_ref(e.dtype, embed_row_.data(), x_.data() + i * c.n_embd, c.n_embd);
     if (c.spec->embedding_scaled)

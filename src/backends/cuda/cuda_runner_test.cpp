@@ -283,7 +283,7 @@ TEST_F(CudaRunnerTest, StepsLongerThanAGridDimension) {
 TEST_F(CudaRunnerTest, DefaultModelGreedyPromptMatchesTheCpu) {
   const std::string path = testing::real_model_path();
   if (path.empty()) OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL("OMNIBUS_MODEL is not set");
-  auto loaded = Model::load(path, ModelLoadOptions{.interleave = false});
+  auto loaded = Model::load(path);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   const std::shared_ptr<const Model> model = std::move(loaded).value();
   auto vocab = vocab_from_gguf(model->gguf());
@@ -332,7 +332,7 @@ TEST_F(CudaRunnerTest, DefaultModelGreedyPromptMatchesTheCpu) {
 TEST_F(CudaRunnerTest, DefaultModelMatchesTheCpu) {
   const std::string path = testing::real_model_path();
   if (path.empty()) OMNIBUS_SKIP_OR_FAIL_WITHOUT_MODEL("OMNIBUS_MODEL is not set");
-  auto loaded = Model::load(path, ModelLoadOptions{.interleave = false});
+  auto loaded = Model::load(path);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   const std::shared_ptr<const Model> model = std::move(loaded).value();
   const ModelConfig& c = model->config();
