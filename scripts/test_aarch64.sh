@@ -2,20 +2,21 @@
 # Cross-builds omnibus for aarch64 (Debian's g++-aarch64-linux-gnu,
 # cmake/toolchain-aarch64.cmake) into build-aarch64/ (only the kernels
 # tests and the CLI), runs the kernels tests under qemu-user (whose default
-# CPU, "max", has dotprod and i8mm: the neon-dotprod and neon tables,
-# against the scalar reference and bit for bit against a model of the avx2
-# arithmetic: matmul_bits_test, ops_bits_test), then the default model
-# greedily for 32 tokens under qemu with each aarch64 table and compares the
-# text with the x86 build's:
+# CPU, "max", has dotprod and i8mm, so every aarch64 table runs: neon-i8mm,
+# neon-dotprod, neon, scalar), against the scalar reference and bit for bit
+# against a model of the avx2 arithmetic (matmul_bits_test,
+# ops_bits_test), then the default model greedily for 32 tokens under qemu
+# with each aarch64 table and compares the text with the x86 build's:
 #  * OMNIBUS_KERNELS=scalar on both: must be identical (the scalar kernels
 #    are built with -ffp-contract=off to round as the x86 ones do,
 #    CMakeLists.txt; a difference is a portability bug: libm, or an
 #    unguarded ISA assumption). Failure otherwise.
-#  * the neon and neon-dotprod tables against x86's avx2 table: must be
-#    identical too. The neon matmuls, small ops and attention compute the
-#    avx2 kernels' arithmetic in the same order (matmul_bits_test, ops_bits_test and
-#    attention_bits_test hold both to one model, bit for bit), so the
-#    logits are avx2's. Failure otherwise; skipped, and said so, when this
+#  * the neon, neon-dotprod and neon-i8mm tables against x86's avx2 table:
+#    must be identical too. The neon matmuls, small ops and attention
+#    compute the avx2 kernels' arithmetic in the same order
+#    (matmul_bits_test, ops_bits_test and attention_bits_test hold both to
+#    one model, bit for bit), so the logits are avx2's. Failure otherwise;
+#    skipped, and said so, when this
 #    x86 CPU cannot run the avx2 table.
 # Installs what is missing (the cross compiler, qemu-user and the arm64
 # libraries, through Debian multiarch) and prints each phase's time.
@@ -81,7 +82,8 @@ cmake --build "$BUILD_DIR" -j "$JOBS" --target kernels_test omnibus
 phase_done build
 
 # Benchmarks (matmul_bench_test) are DISABLED_ in the binary already; the
-# kernels tests run every table this build has (neon-dotprod, neon, scalar).
+# kernels tests run every table this build has (neon-i8mm, neon-dotprod,
+# neon, scalar).
 "${QEMU[@]}" "$BUILD_DIR/src/kernels/kernels_test" --gtest_brief=1
 phase_done kernels
 
@@ -104,6 +106,7 @@ greedy() {
     >"$tmp/$label.tokens"
 }
 
+greedy arm64-neoni8mm neon-i8mm "${QEMU[@]}" "$BUILD_DIR/src/cli/omnibus"
 greedy arm64-neondot neon-dotprod "${QEMU[@]}" "$BUILD_DIR/src/cli/omnibus"
 greedy arm64-neon neon "${QEMU[@]}" "$BUILD_DIR/src/cli/omnibus"
 greedy arm64-scalar scalar "${QEMU[@]}" "$BUILD_DIR/src/cli/omnibus"
@@ -118,7 +121,7 @@ if OMNIBUS_KERNELS=avx2 "$X86_BIN" run -m "$MODEL" -p x -n 1 --temp 0 >/dev/null
 fi
 phase_done run-x86
 
-for label in arm64-neondot arm64-neon arm64-scalar x86-scalar $x86_simd; do
+for label in arm64-neoni8mm arm64-neondot arm64-neon arm64-scalar x86-scalar $x86_simd; do
   echo "$(printf '%-13s' "$label") ($(cat "$tmp/$label.tokens") tokens): $(cat "$tmp/$label.txt")" >&2
 done
 
@@ -143,9 +146,9 @@ else
   echo "test_aarch64: FAILED: the scalar table's greedy text differs between aarch64 and x86" >&2
   status=1
 fi
-# neon and neon-dotprod against x86's avx2 table: the same bits, so the
-# same text.
-for label in arm64-neon arm64-neondot; do
+# Every neon table against x86's avx2 table: the same bits, so the same
+# text.
+for label in arm64-neon arm64-neondot arm64-neoni8mm; do
   if [ -z "$x86_simd" ]; then
     echo "test_aarch64: this x86 CPU runs no avx2 table: $label's text not compared" >&2
   elif same "$label" "$x86_simd"; then

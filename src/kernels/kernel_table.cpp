@@ -173,13 +173,31 @@ constexpr KernelTable neondot_table() {
   return t;
 }
 constexpr KernelTable kNeonDotprod = neondot_table();
+
+#if !defined(OMNIBUS_NO_NEONI8MM_BUILD)
+bool neoni8mm_cpu(const CpuFeatures& c) { return c.neon_dotprod && c.neon_i8mm; }
+// With the int8 matrix multiply as well: batches of four x rows by smmla
+// (the same integers again); single rows by sdot, as neon-dotprod's.
+constexpr KernelTable neoni8mm_table() {
+  KernelTable t = kNeonDotprod;
+  t.isa = Isa::kNeonI8mm;
+  t.name = "neon-i8mm";
+  t.runs_on = neoni8mm_cpu;
+  t.rows_q8 = md::rows_neoni8mm_q8;
+  return t;
+}
+constexpr KernelTable kNeonI8mm = neoni8mm_table();
+#endif
 #endif
 #endif
 
 constexpr auto kTables = std::to_array<const KernelTable*>({
 #if !defined(OMNIBUS_NO_NEON_BUILD)
 #if !defined(OMNIBUS_NO_NEONDOT_BUILD)
-  &kNeonDotprod,
+#if !defined(OMNIBUS_NO_NEONI8MM_BUILD)
+  &kNeonI8mm,
+#endif
+      &kNeonDotprod,
 #endif
       &kNeon,
 #endif

@@ -4,7 +4,7 @@
 // files calls kernels through it instead of asking the CPU itself.
 //
 // Tables, best first: avx512-vnni, avx512, avx-vnni, avx2, scalar on
-// x86-64; neon-dotprod, neon, scalar on aarch64. A table whose files the compiler could
+// x86-64; neon-i8mm, neon-dotprod, neon, scalar on aarch64. A table whose files the compiler could
 // not build (OMNIBUS_NO_<SET>_BUILD) is not compiled in. Every x86 SIMD
 // table gives the same bits as the avx2 table (the kernels fix one
 // reduction order); the neon table follows that order too where it has
@@ -31,15 +31,15 @@ struct MatmulArgs;
 struct QuantizedX;
 }  // namespace matmul_detail
 
-enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kNeon, kNeonDotprod };
-constexpr bool is_neon(Isa isa) { return isa == Isa::kNeon || isa == Isa::kNeonDotprod; }
+enum class Isa : uint8_t { kScalar, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kNeon, kNeonDotprod, kNeonI8mm };
+constexpr bool is_neon(Isa isa) { return isa == Isa::kNeon || isa == Isa::kNeonDotprod || isa == Isa::kNeonI8mm; }
 
 struct KernelTable {
   using RowsFn = void (*)(const matmul_detail::MatmulArgs&, int64_t row_begin, int64_t row_end);
   using QuantizeRowsFn = void (*)(DType, const float* x, int64_t begin, int64_t end, matmul_detail::QuantizedX*);
 
   Isa isa;
-  const char* name;  // "scalar", "avx2", "avx-vnni", "avx512", "avx512-vnni", "neon", "neon-dotprod"
+  const char* name;  // "scalar", "avx2", "avx-vnni", "avx512", "avx512-vnni", "neon", "neon-dotprod", "neon-i8mm"
   // Whether this CPU has the features the table's files were compiled for.
   bool (*runs_on)(const CpuFeatures&);
 

@@ -95,11 +95,18 @@ TEST(KernelTableTest, TablesAreWholeAndBestFirst) {
   EXPECT_NE(find_kernel_table("neon"), nullptr);
   EXPECT_EQ(find_kernel_table("avx2"), nullptr);
   CpuFeatures dotprod;
-  dotprod.neon_dotprod = true;  // the i8mm bit alone asks for nothing more yet
+  dotprod.neon_dotprod = true;
   EXPECT_EQ(select_kernel_table(dotprod).name, best_compiled({"neon-dotprod"}));
+  CpuFeatures i8mm = dotprod;
+  i8mm.neon_i8mm = true;
+  EXPECT_EQ(select_kernel_table(i8mm).name, best_compiled({"neon-i8mm", "neon-dotprod"}));
+  CpuFeatures i8mm_alone;  // no CPU has it without dotprod; the table needs both
+  i8mm_alone.neon_i8mm = true;
+  EXPECT_EQ(select_kernel_table(i8mm_alone).name, best_compiled({}));
 #else
   EXPECT_EQ(find_kernel_table("neon"), nullptr);
   EXPECT_EQ(find_kernel_table("neon-dotprod"), nullptr);
+  EXPECT_EQ(find_kernel_table("neon-i8mm"), nullptr);
 #endif
 }
 

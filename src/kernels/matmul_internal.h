@@ -94,6 +94,8 @@ void rows_neon_float(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 // The same int8 kernels with sdot (aarch64 builds with dotprod; only call
 // from the neon-dotprod kernel table).
 void rows_neondot_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
+// With i8mm too: batches by smmla (only call from the neon-i8mm table).
+void rows_neoni8mm_q8(const MatmulArgs& a, int64_t row_begin, int64_t row_end);
 #if defined(OMNIBUS_NO_AVX512VNNI_BUILD)
 inline constexpr bool kAvx512VnniBuilt = false;
 #else

@@ -1,8 +1,9 @@
 // NEON matmul for quantized weights in row layout against int8 activations
 // (matmul_internal.h), for aarch64. Included by matmul_neon.cpp (plain
-// ARMv8-A: the integer dots by vmull_s8 + vpadalq_s16) and
-// matmul_neondot.cpp (+dotprod: by sdot, vdotq_s32); both give the same
-// integers, so the same bits. Everything here sits in an anonymous
+// ARMv8-A: the integer dots by vmull_s8 + vpadalq_s16),
+// matmul_neondot.cpp (+dotprod: by sdot, vdotq_s32) and matmul_neoni8mm.cpp
+// (+i8mm: batch tiles of four x rows by smmla); all give the same integers,
+// so the same bits. Everything here sits in an anonymous
 // namespace: each file gets its own copy, built with its own flags.
 //
 // Each output gets exactly the arithmetic of the avx2 kernels
@@ -144,9 +145,9 @@ struct BlockTerms {
   float32x4_t d, m;    // d_w; m_w (legacy affine) or -dmin_w (K with mins)
 };
 
+// Block b of four weight rows: their codes, and d (and m) into t.
 template <class K, int MR>
-void legacy_terms(const uint8_t* const rows[4], int64_t b, const int8_t* const xb[MR], BlockTerms<MR>* t) {
-  Halves c[4];
+void legacy_block(const uint8_t* const rows[4], int64_t b, Halves c[4], BlockTerms<MR>* t) {
   uint16_t d_bits[4], m_bits[4] = {};
   for (int j = 0; j < 4; ++j) {
     const auto& blk = block_at<K>(rows[j], b);
@@ -156,6 +157,12 @@ void legacy_terms(const uint8_t* const rows[4], int64_t b, const int8_t* const x
   }
   t->d = f16x4(d_bits);
   t->m = f16x4(m_bits);
+}
+
+template <class K, int MR>
+void legacy_terms(const uint8_t* const rows[4], int64_t b, const int8_t* const xb[MR], BlockTerms<MR>* t) {
+  Halves c[4];
+  legacy_block<K>(rows, b, c, t);
   for (int i = 0; i < MR; ++i) {
     int32x4_t lanes[4];
     for (int j = 0; j < 4; ++j) lanes[j] = dot32(c[j].lo, c[j].hi, xb[i]);
@@ -272,6 +279,138 @@ void q6k_terms(const uint8_t* const rows[4], int64_t b, const int8_t* const xb[M
   for (int i = 0; i < MR; ++i) t->s[i] = vld1q_s32(s[i]);
 }
 
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+// ---- i8mm: four weight rows against four x rows (batches) by smmla, which
+// multiplies a 2x8 int8 block by another's transpose into 2x2 int32:
+// lanes (w0.x0, w0.x1, w1.x0, w1.x1) for weight rows w0, w1 and x rows x0,
+// x1, eight elements of each. A pair of weight rows against a pair of x
+// rows takes one instruction per eight elements where sdot takes four.
+// The same exact integers as dot16/dot32.
+
+// Eight-element chunks of rows a and b side by side: elements 0..7 of each
+// (lo), 8..15 of each (hi).
+inline int8x16_t chunk_pair_lo(int8x16_t a, int8x16_t b) {
+  return vreinterpretq_s8_s64(vzip1q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
+}
+inline int8x16_t chunk_pair_hi(int8x16_t a, int8x16_t b) {
+  return vreinterpretq_s8_s64(vzip2q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
+}
+
+// x rows 2p and 2p + 1 of four, `n` elements, as chunk pairs:
+// out[p * n / 8 + k] holds chunk k (elements 8k..8k+7) of both.
+template <int n>
+void x_chunk_pairs(const int8_t* const xb[4], int8x16_t* out) {
+  for (int p = 0; p < 2; ++p) {
+    for (int v = 0; v < n / 16; ++v) {
+      const int8x16_t a = vld1q_s8(xb[2 * p] + 16 * v), b = vld1q_s8(xb[2 * p + 1] + 16 * v);
+      out[p * n / 8 + 2 * v] = chunk_pair_lo(a, b);
+      out[p * n / 8 + 2 * v + 1] = chunk_pair_hi(a, b);
+    }
+  }
+}
+
+// acc + the 2x2 sums over 16 elements of weight rows w0, w1 (codes) against
+// the x pair's two chunk pairs at xp.
+inline int32x4_t mmla16(int32x4_t acc, int8x16_t w0, int8x16_t w1, const int8x16_t* xp) {
+  acc = vmmlaq_s32(acc, chunk_pair_lo(w0, w1), xp[0]);
+  return vmmlaq_s32(acc, chunk_pair_hi(w0, w1), xp[1]);
+}
+
+// The four x rows' S lanes from the 2x2 results acc[weight pair][x pair].
+inline void s_from_pairs(const int32x4_t acc[2][2], int32x4_t s[4]) {
+  for (int ip = 0; ip < 2; ++ip) {
+    s[2 * ip] = vuzp1q_s32(acc[0][ip], acc[1][ip]);
+    s[2 * ip + 1] = vuzp2q_s32(acc[0][ip], acc[1][ip]);
+  }
+}
+
+// A 2x2 result's lanes scaled per weight row: (a, a, b, b).
+inline int32x4_t row_pair_scale(int32_t a, int32_t b) {
+  const int32_t v[4] = {a, a, b, b};
+  return vld1q_s32(v);
+}
+
+// The four x rows' S lanes of a 256-element block given as 16 groups of 16
+// codes a weight row, group g of row j weighted by scale(j, g).
+template <class Scale>
+void scaled_groups_mmla(const int8x16_t groups[4][16], Scale scale, const int8_t* const xb[4], int32x4_t s[4]) {
+  int8x16_t xp[2][32];
+  x_chunk_pairs<256>(xb, &xp[0][0]);
+  int32x4_t acc[2][2];
+  for (int jp = 0; jp < 2; ++jp) {
+    for (int ip = 0; ip < 2; ++ip) {
+      acc[jp][ip] = vdupq_n_s32(0);
+      for (int g = 0; g < 16; ++g) {
+        const int32x4_t sub = mmla16(vdupq_n_s32(0), groups[2 * jp][g], groups[2 * jp + 1][g], &xp[ip][2 * g]);
+        acc[jp][ip] = vmlaq_s32(acc[jp][ip], sub, row_pair_scale(scale(2 * jp, g), scale(2 * jp + 1, g)));
+      }
+    }
+  }
+  s_from_pairs(acc, s);
+}
+
+template <class K>
+void legacy_terms_mmla(const uint8_t* const rows[4], int64_t b, const int8_t* const xb[4], BlockTerms<4>* t) {
+  Halves c[4];
+  legacy_block<K>(rows, b, c, t);
+  int8x16_t xp[2][4];
+  x_chunk_pairs<32>(xb, &xp[0][0]);
+  int32x4_t acc[2][2];
+  for (int jp = 0; jp < 2; ++jp) {
+    for (int ip = 0; ip < 2; ++ip) {
+      acc[jp][ip] = mmla16(vdupq_n_s32(0), c[2 * jp].lo, c[2 * jp + 1].lo, &xp[ip][0]);
+      acc[jp][ip] = mmla16(acc[jp][ip], c[2 * jp].hi, c[2 * jp + 1].hi, &xp[ip][2]);
+    }
+  }
+  s_from_pairs(acc, t->s);
+}
+
+template <class K>
+void k45_terms_mmla(const uint8_t* const rows[4], int64_t b, const int8_t* const xb[4], const int16_t* const sums[4],
+                    BlockTerms<4>* t) {
+  uint16_t d_bits[4], dmin_bits[4];
+  uint8_t sc[4][8], mn[4][8];
+  Halves c[4][8];
+  for (int j = 0; j < 4; ++j) {
+    const auto& blk = block_at<K>(rows[j], b);
+    d_bits[j] = load_u16le(blk.d);
+    dmin_bits[j] = load_u16le(blk.dmin);
+    for (int k = 0; k < 8; ++k) k_scale_min(k, blk.scales, &sc[j][k], &mn[j][k]);
+    K::codes(blk, c[j]);
+  }
+  int8x16_t groups[4][16];  // sub-block k's halves are groups 2k and 2k + 1, both of scale sc[k]
+  for (int j = 0; j < 4; ++j)
+    for (int k = 0; k < 8; ++k) groups[j][2 * k] = c[j][k].lo, groups[j][2 * k + 1] = c[j][k].hi;
+  scaled_groups_mmla(
+      groups, [&sc](int j, int g) { return static_cast<int32_t>(sc[j][g / 2]); }, xb, t->s);
+  for (int i = 0; i < 4; ++i) {
+    int32_t m[4];
+    for (int j = 0; j < 4; ++j) {
+      m[j] = 0;
+      for (int k = 0; k < 8; ++k) m[j] += mn[j][k] * (sums[i][2 * k] + sums[i][2 * k + 1]);
+    }
+    t->mins[i] = vld1q_s32(m);
+  }
+  t->d = f16x4(d_bits);
+  t->m = vnegq_f32(f16x4(dmin_bits));
+}
+
+inline void q6k_terms_mmla(const uint8_t* const rows[4], int64_t b, const int8_t* const xb[4], BlockTerms<4>* t) {
+  uint16_t d_bits[4];
+  const int8_t* scales[4];
+  int8x16_t c[4][16];
+  for (int j = 0; j < 4; ++j) {
+    const auto& blk = block_at<KernQ6_K>(rows[j], b);
+    d_bits[j] = load_u16le(blk.d);
+    scales[j] = blk.scales;
+    KernQ6_K::codes(blk, c[j]);
+  }
+  scaled_groups_mmla(
+      c, [&scales](int j, int g) { return static_cast<int32_t>(scales[j][g]); }, xb, t->s);
+  t->d = f16x4(d_bits);
+}
+#endif  // __ARM_FEATURE_MATMUL_INT8
+
 // Outputs y[r0 + i][o + j] for i < MR and j < nr (nr <= 4), with the
 // arithmetic at the top of this file.
 template <class K, int MR>
@@ -294,7 +433,22 @@ void tile(const MatmulArgs& a, int64_t o, int nr, int64_t r0) {
       if constexpr (K::kSuper) sums[i] = qx.sums16.data() + xi * 16;
     }
     BlockTerms<MR> t;
-    if constexpr (!K::kSuper) {
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+    constexpr bool kMmla = MR == 4;
+#else
+    constexpr bool kMmla = false;
+#endif
+    if constexpr (kMmla) {
+#if defined(__ARM_FEATURE_MATMUL_INT8)
+      if constexpr (!K::kSuper) {
+        legacy_terms_mmla<K>(rows, b, xb, &t);
+      } else if constexpr (K::kMins) {
+        k45_terms_mmla<K>(rows, b, xb, sums, &t);
+      } else {
+        q6k_terms_mmla(rows, b, xb, &t);
+      }
+#endif
+    } else if constexpr (!K::kSuper) {
       legacy_terms<K, MR>(rows, b, xb, &t);
     } else if constexpr (K::kMins) {
       k45_terms<K, MR>(rows, b, xb, sums, &t);
