@@ -61,11 +61,11 @@ stage() {
 
 stage build build_and_test
 stage lint scripts/ci_lint.sh
-stage isas scripts/test_isas.sh
+stage isas env BUILD_DIR="$BUILD_DIR" scripts/test_isas.sh
 stage sanitizers scripts/ci_sanitizers.sh
 stage fuzz scripts/fuzz_all.sh 60
 stage cuda-build scripts/ci_cuda_build.sh
-stage aarch64 scripts/test_aarch64.sh
+stage aarch64 env X86_BIN="$BUILD_DIR/src/cli/omnibus" scripts/test_aarch64.sh
 
 for name in "${failed[@]}"; do
   echo "=== the end of stage $name's output ($stage_logs/$name.log)" >&2

@@ -22,14 +22,14 @@
 # libraries, through Debian multiarch) and prints each phase's time.
 #
 #   scripts/test_aarch64.sh            # needs build/src/cli/omnibus (x86)
-# Environment: BUILD_DIR (build-aarch64), X86_BIN (build/src/cli/omnibus),
+# Environment: AARCH64_BUILD_DIR (build-aarch64), X86_BIN (build/src/cli/omnibus),
 # JOBS (nproc), OMNIBUS_MODEL (models/SmolLM2-135M-Instruct.Q4_1.gguf),
 # TOKENS (32). From a clean build-aarch64 on a 2-core machine: about 15
 # minutes (build 11m42s, kernels tests 1m17s, the greedy runs 1m42s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD_DIR=${BUILD_DIR:-build-aarch64}
+BUILD_DIR=${AARCH64_BUILD_DIR:-build-aarch64}  # not BUILD_DIR: scripts/test.sh's x86 build
 X86_BIN=${X86_BIN:-build/src/cli/omnibus}
 JOBS=${JOBS:-$(nproc)}
 MODEL=${OMNIBUS_MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}

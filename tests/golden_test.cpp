@@ -11,6 +11,7 @@
 #include <map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/weight_repack.h"
 #include "engine/evaluation.h"
 #include "engine/generator.h"
 #include "model/model.h"

@@ -90,7 +90,7 @@ struct KernelTable {
 // OMNIBUS_FORCE_SCALAR, OMNIBUS_NO_AVX512 and OMNIBUS_NO_VNNI variables
 // hide features and so drop tables from the choice). Never changes after.
 // The kernel entry points (matmul, the ops, kv_quant, hadamard, attention)
-// take a table; ForwardPass, CpuBackend and Model::load default to this
+// take a table; ForwardPass, CpuBackend and WeightRepacker default to this
 // one, and the overloads without a table (tests, tools) use it.
 // An OMNIBUS_KERNELS this CPU or build cannot honour is reported on stderr
 // and ignored here; programs check it first with kernel_choice_status().

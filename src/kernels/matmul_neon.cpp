@@ -1,10 +1,8 @@
 // The NEON row-layout int8 kernels (matmul_neon_kernels.h) for plain
-// ARMv8-A: the neon kernel table's (kernels/kernel_table.h).
+// ARMv8-A: the neon kernel table's (kernels/kernel_table.h). A build whose
+// own flags already target a CPU with dotprod (-mcpu=native) compiles sdot
+// here too: the same integers, and such a binary needs that CPU anyway.
 #include "kernels/matmul_neon_kernels.h"
-
-#if defined(__ARM_FEATURE_DOTPROD)
-#error "this file is the kernels without dotprod; matmul_neondot.cpp is the build with it"
-#endif
 
 namespace omnibus::matmul_detail {
 

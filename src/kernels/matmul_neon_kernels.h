@@ -325,10 +325,7 @@ inline void s_from_pairs(const int32x4_t acc[2][2], int32x4_t s[4]) {
 }
 
 // A 2x2 result's lanes scaled per weight row: (a, a, b, b).
-inline int32x4_t row_pair_scale(int32_t a, int32_t b) {
-  const int32_t v[4] = {a, a, b, b};
-  return vld1q_s32(v);
-}
+inline int32x4_t row_pair_scale(int32_t a, int32_t b) { return vcombine_s32(vdup_n_s32(a), vdup_n_s32(b)); }
 
 // The four x rows' S lanes of a 256-element block given as 16 groups of 16
 // codes a weight row, group g of row j weighted by scale(j, g).
