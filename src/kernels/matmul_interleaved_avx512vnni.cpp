@@ -1,8 +1,6 @@
 // The interleaved-layout int8 kernels built with AVX-512 BW, VL and VNNI:
-// batches of Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K and IQ4_XS use the
-// zmm pair tiles (legacy_pair_tile, q4k_pair_tile, q6k_pair_tile,
-// iq4xs_pair_tile in matmul_interleaved_pair_tiles.h), everything else the
-// 256-bit kernels with
+// batches of every interleaved type use the zmm pair tiles
+// (matmul_interleaved_pair_tiles.h), decode the 256-bit kernels with
 // the EVEX form of vpdpbusd (so CPUs with AVX-512 VNNI but no AVX-VNNI,
 // Ice Lake and Zen 4, take it too). Compiled with the *_avx512vnni.cpp flags
 // (CMakeLists.txt); reached only through the avx512-vnni kernel table

@@ -21,13 +21,13 @@ namespace {
 // 2 a cycle, a throughput microbenchmark), twice the multiplies. Every
 // lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are
-// bit-identical to the 256-bit kernels'. The legacy types (Q4_0, Q4_1,
-// Q5_0, Q8_0, IQ4_NL, MXFP4), the K-quants (Q4_K, Q5_K, Q6_K) and IQ4_XS (one thread,
-// Zen 4, batches of 512: 234 -> 328 GFLOP/s over its 256-bit VNNI tile);
-// decode keeps the 256-bit kernels.
+// bit-identical to the 256-bit kernels'. Every interleaved type: the
+// legacy types (Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, MXFP4), the K-quants (Q2_K
+// to Q6_K) and IQ4_XS (one thread, Zen 4, batches of 512: IQ4_XS 234 -> 328
+// GFLOP/s over its 256-bit VNNI tile, Q3_K 168-176 -> 239-249, Q2_K 210 ->
+// 248-263); decode keeps the 256-bit kernels.
 template <class K>
-constexpr bool kPairTile =  // no 512-bit tiles for Q2_K and Q3_K yet
-    !std::is_same_v<K, IlQ2_K> && !std::is_same_v<K, IlQ3_K>;
+constexpr bool kPairTile = true;
 // x rows per pair tile: its accumulators (one or two int32 chains and one
 // float per x row, plus Q4_1's mins; Q4_K/Q5_K: the block sum, the int16
 // pair sums and the float) and the codes fill the 32 registers.
@@ -215,6 +215,52 @@ inline void add_block_sums(__m512* acc, const __m512i* S, __m512 d, const Quanti
     acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[i]), _mm512_mul_ps(d, dx), acc[i]);
   }
 }
+// byte_weighted_x_sums at 512 bits: lane r of sums[i] is the sum over the
+// sixteen sub-blocks s of row r's int8 value s (byte s % 4 of lane r of
+// words[s / 4]) times x row i's sum16 s, exactly.
+template <int MR>
+inline void add_byte_weighted_x_sums(const __m512i* words, const int16_t* const* xs, __m512i* sums) {
+#pragma GCC unroll 4
+  for (int w = 0; w < 4; ++w) {
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      // Bytes 2k and 2k + 1 of each lane as two int16 (sub-blocks 4w + 2k, 4w + 2k + 1).
+      const __m512i values =
+          _mm512_srai_epi16(_mm512_shuffle_epi8(words[w], wide_control(high_bytes_control(2 * k, 2 * k + 1))), 8);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m512i x_pair =
+            _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
+        sums[i] = _mm512_dpwssd_epi32(sums[i], values, x_pair);
+      }
+    }
+  }
+}
+// add_block_sums, then the mins term: acc[i] += float(M[i]) x -dmin x d_x
+// (Q4_K, Q5_K and Q2_K; d and dmin the f16 pairs at blk + 0 and blk + 16).
+template <int MR>
+inline void add_block_sums_and_mins(__m512* acc, const __m512i* S, const __m512i* M, const uint8_t* blk0,
+                                    const uint8_t* blk1, const QuantizedX& qx, int64_t r0, int64_t b) {
+  const __m512 d = load_f16_pair(blk0, blk1);
+  const __m512 neg_dmin = _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(load_f16_pair(blk0 + 16, blk1 + 16)), _mm512_set1_epi32(INT32_MIN)));
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const __m512 dx = _mm512_set1_ps(qx.scale[(r0 + i) * qx.blocks + b]);
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[i]), _mm512_mul_ps(d, dx), acc[i]);
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M[i]), _mm512_mul_ps(neg_dmin, dx), acc[i]);
+  }
+}
+// x rows r0..r0+MR's block b: its int8 values (xb) and sums of 16 (xs).
+template <int MR>
+inline void block_x_rows(const QuantizedX& qx, int64_t r0, int64_t b, const int8_t** xb, const int16_t** xs) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const int64_t xi = (r0 + i) * qx.blocks + b;
+    xb[i] = qx.q.data() + xi * kQK_K;
+    xs[i] = qx.sums16.data() + xi * 16;
+  }
+}
 // Lanes 0-7 of y[i] to out0[i * 8 ..], lanes 8-15 to out1[i * 8 ..].
 template <int MR>
 inline void store_pair(const __m512* y, float* out0, float* out1) {
@@ -312,15 +358,7 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) M[i] = _mm512_add_epi32(M[i], _mm512_madd_epi16(mins, x_pairs[i][k]));
     }
-    const __m512 d = load_f16_pair(blk0, blk1);
-    const __m512 neg_dmin = _mm512_castsi512_ps(
-        _mm512_xor_si512(_mm512_castps_si512(load_f16_pair(blk0 + 16, blk1 + 16)), _mm512_set1_epi32(INT32_MIN)));
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m512 dx = _mm512_set1_ps(qx.scale[(r0 + i) * blocks + b]);
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(S[i]), _mm512_mul_ps(d, dx), acc[i]);
-      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(M[i]), _mm512_mul_ps(neg_dmin, dx), acc[i]);
-    }
+    add_block_sums_and_mins<MR>(acc, S, M, blk0, blk1, qx, r0, b);
   }
   store_pair<MR>(acc, out0, out1);
 }
@@ -337,19 +375,10 @@ void q6k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
   const __m512i low = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  // int16_pairs_of_bytes at 512 bits.
-  const auto scale_pairs = [](__m512i words, int b0, int b1) {
-    return _mm512_srai_epi16(_mm512_shuffle_epi8(words, wide_control(high_bytes_control(b0, b1))), 8);
-  };
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];
     const int16_t* xs[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const int64_t xi = (r0 + i) * blocks + b;
-      xb[i] = qx.q.data() + xi * kQK_K;
-      xs[i] = qx.sums16.data() + xi * 16;
-    }
+    block_x_rows<MR>(qx, r0, b, xb, xs);
     const uint8_t* blk0 = g0 + b * IlQ6_K::kBlockBytes;
     const uint8_t* blk1 = g1 + b * IlQ6_K::kBlockBytes;
     const uint8_t* words0 = blk0 + IlQ6_K::kScaleOffset;
@@ -396,23 +425,145 @@ void q6k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
     __m512i bias[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) bias[i] = _mm512_setzero_si512();
+    __m512i scale_words[4];
 #pragma GCC unroll 4
-    for (int w = 0; w < 4; ++w) {
-      const __m512i word = load_pair256(words0 + 32 * w, words1 + 32 * w);
-#pragma GCC unroll 2
-      for (int k = 0; k < 2; ++k) {
-        const __m512i sc = scale_pairs(word, 2 * k, 2 * k + 1);  // scales 4w + 2k, 4w + 2k + 1
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; ++i) {
-          const __m512i x_pair =
-              _mm512_set1_epi32(static_cast<int>(load_u32le(reinterpret_cast<const uint8_t*>(xs[i] + 4 * w + 2 * k))));
-          bias[i] = _mm512_dpwssd_epi32(bias[i], sc, x_pair);
-        }
-      }
-    }
+    for (int w = 0; w < 4; ++w) scale_words[w] = load_pair256(words0 + 32 * w, words1 + 32 * w);
+    add_byte_weighted_x_sums<MR>(scale_words, xs, bias);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) S[i] = _mm512_sub_epi32(S[i], _mm512_slli_epi32(bias[i], 5));
     add_block_sums<MR>(acc, S, load_f16_pair(blk0, blk1), qx, r0, b);
+  }
+  store_pair<MR>(acc, out0, out1);
+}
+
+// two_bit_code_sums for groups g0 and g1 side by side (lanes 0-7, 8-15),
+// the VNNI way of the K-quant pair tiles: each 16-element sub-block's
+// products (codes 0..7) straight into int32 lanes by vpdpbusd, then times
+// its scale once (vpmulld), where the 256-bit kernel sums int16 pairs and
+// weights them with vpmaddwd; the same exact integers. Sub-block s's scale
+// is byte s % 4 of scale_words[s / 4] (a signed byte).
+template <int MR, bool kHighBit>
+inline void two_bit_pair_code_sums(const uint8_t* qs0, const uint8_t* qs1, const uint8_t* hmask0, const uint8_t* hmask1,
+                                   const __m512i* scale_words, const int8_t* const* xb, __m512i* S) {
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (int n = 0; n < 2; ++n) {
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      [[maybe_unused]] const int bit = 4 * n + j;  // the hmask bit of these codes
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const int s = 8 * n + 2 * j + h;
+        const __m512i scale =
+            _mm512_srai_epi32(_mm512_shuffle_epi8(scale_words[s / 4], wide_control(int32_top_byte_control(s % 4))), 24);
+        __m512i P[MR];
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) P[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; ++t) {
+          const int chunk = 8 * n + 4 * h + t;
+          const __m512i q = load_pair256(qs0 + 32 * chunk, qs1 + 32 * chunk);
+          const __m512i low_bits = j == 0 ? q : _mm512_srli_epi16(q, 2 * j);
+          __m512i codes;
+          if constexpr (kHighBit) {
+            // The hmask bit to bit 2 (as two_bit_code_sums), then
+            // (low_bits & 3) | high in one ternary-logic op.
+            const __m512i hm = load_pair256(hmask0 + 32 * (4 * h + t), hmask1 + 32 * (4 * h + t));
+            const __m512i high = bit > 2    ? _mm512_and_si512(_mm512_srli_epi16(hm, bit - 2), four)
+                                 : bit == 2 ? _mm512_and_si512(hm, four)
+                                            : _mm512_and_si512(_mm512_slli_epi16(hm, 2 - bit), four);
+            codes = _mm512_ternarylogic_epi32(low_bits, three, high, 0xEA);  // (a & b) | c
+          } else {
+            codes = _mm512_and_si512(low_bits, three);
+          }
+          add_dot4_rows<MR>(P, codes, xb, 128 * n + 32 * j + 16 * h + 4 * t);
+        }
+        add_scaled_sums<MR>(S, P, scale);
+      }
+    }
+  }
+}
+
+// q3k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15), as
+// q6k_pair_tile: each lane's integers (the exact code sums, then the code
+// bias of 4) and float step are q3k_tile's, so the outputs are the same
+// bits.
+template <int MR>
+void q3k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x03), bias32 = _mm512_set1_epi8(32);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    const int16_t* xs[MR];
+    block_x_rows<MR>(qx, r0, b, xb, xs);
+    const uint8_t* blk0 = g0 + b * IlQ3_K::kBlockBytes;
+    const uint8_t* blk1 = g1 + b * IlQ3_K::kBlockBytes;
+    // The sixteen scales minus 32, four to a lane (q3k_tile's unpacking).
+    const uint8_t* words0 = blk0 + IlQ3_K::kScaleOffset;
+    const uint8_t* words1 = blk1 + IlQ3_K::kScaleOffset;
+    const __m512i a0 = load_pair256(words0, words1), a1 = load_pair256(words0 + 32, words1 + 32),
+                  a2 = load_pair256(words0 + 64, words1 + 64);
+    const auto top = [&](int shift) {
+      return _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a2, shift), top2), 4);
+    };
+    const __m512i sw[4] = {
+        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(a0, low4), top(0)), bias32),
+        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(a1, low4), top(2)), bias32),
+        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a0, 4), low4), top(4)), bias32),
+        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a1, 4), low4), top(6)), bias32),
+    };
+    __m512i S[MR];
+    two_bit_pair_code_sums<MR, true>(blk0 + IlQ3_K::kQsOffset, blk1 + IlQ3_K::kQsOffset, blk0 + IlQ3_K::kHmaskOffset,
+                                     blk1 + IlQ3_K::kHmaskOffset, sw, xb, S);
+    // The code bias: 4 x sum over the sixteen scales of scale x sum16(q_x).
+    __m512i bias[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) bias[i] = _mm512_setzero_si512();
+    add_byte_weighted_x_sums<MR>(sw, xs, bias);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) S[i] = _mm512_sub_epi32(S[i], _mm512_slli_epi32(bias[i], 2));
+    add_block_sums<MR>(acc, S, load_f16_pair(blk0, blk1), qx, r0, b);
+  }
+  store_pair<MR>(acc, out0, out1);
+}
+
+// q2k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15): the code
+// sums of two_bit_pair_code_sums with the 4-bit scales, the mins term and
+// the two float steps of q2k_tile, so the outputs are the same bits.
+template <int MR>
+void q2k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+  const QuantizedX& qx = *a.qx;
+  const int64_t blocks = qx.blocks;
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int8_t* xb[MR];
+    const int16_t* xs[MR];
+    block_x_rows<MR>(qx, r0, b, xb, xs);
+    const uint8_t* blk0 = g0 + b * IlQ2_K::kBlockBytes;
+    const uint8_t* blk1 = g1 + b * IlQ2_K::kBlockBytes;
+    __m512i words[4], scales[4], mins[4];
+#pragma GCC unroll 4
+    for (int w = 0; w < 4; ++w) {
+      words[w] = load_pair256(blk0 + IlQ2_K::kScaleOffset + 32 * w, blk1 + IlQ2_K::kScaleOffset + 32 * w);
+      scales[w] = _mm512_and_si512(words[w], low4);
+      mins[w] = _mm512_and_si512(_mm512_srli_epi16(words[w], 4), low4);
+    }
+    __m512i S[MR], M[MR];
+    two_bit_pair_code_sums<MR, false>(blk0 + IlQ2_K::kQsOffset, blk1 + IlQ2_K::kQsOffset, nullptr, nullptr, scales, xb,
+                                      S);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) M[i] = _mm512_setzero_si512();
+    add_byte_weighted_x_sums<MR>(mins, xs, M);
+    add_block_sums_and_mins<MR>(acc, S, M, blk0, blk1, qx, r0, b);
   }
   store_pair<MR>(acc, out0, out1);
 }
@@ -433,12 +584,7 @@ void iq4xs_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, 
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];
     const int16_t* xs[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const int64_t xi = (r0 + i) * blocks + b;
-      xb[i] = qx.q.data() + xi * kQK_K;
-      xs[i] = qx.sums16.data() + xi * 16;
-    }
+    block_x_rows<MR>(qx, r0, b, xb, xs);
     const uint8_t* blk0 = g0 + b * IlIQ4_XS::kBlockBytes;
     const uint8_t* blk1 = g1 + b * IlIQ4_XS::kBlockBytes;
     // Row r's scale bits in lane r (g1's rows in lanes 8-15).
@@ -485,6 +631,10 @@ void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_
     iq4xs_pair_tile<MR>(a, g0, g1, r0, out0, out1);
   } else if constexpr (std::is_same_v<K, IlQ6_K>) {
     q6k_pair_tile<MR>(a, g0, g1, r0, out0, out1);
+  } else if constexpr (std::is_same_v<K, IlQ3_K>) {
+    q3k_pair_tile<MR>(a, g0, g1, r0, out0, out1);
+  } else if constexpr (std::is_same_v<K, IlQ2_K>) {
+    q2k_pair_tile<MR>(a, g0, g1, r0, out0, out1);
   } else if constexpr (K::kSuper) {
     q4k_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
   } else {
