@@ -199,9 +199,14 @@ void interleaved_rows(const MatmulArgs& a, int64_t begin, int64_t end) {
       if (o + 2 * kInterleaveRows <= end) {
         constexpr int kRows = kPairRows<K>;
         alignas(64) float out0[kRows * kInterleaveRows], out1[kRows * kInterleaveRows];
+        const uint8_t* g0 = group;
+        const uint8_t* g1 = group + group_bytes;
+        if constexpr (kUnpacksPair<K>) {
+          if (a.n_x >= kRows) g0 = unpack_pair<K>(g0, g1, a.qx->blocks);
+        }
         int64_t r = 0;
         for (; r + kRows <= a.n_x; r += kRows) {
-          pair_tile<K, kRows>(a, group, group + group_bytes, r, out0, out1);
+          pair_tile<K, kRows>(a, g0, g1, r, out0, out1);
           emit(out0, o, kInterleaveRows, r, kRows);
           emit(out1, o + kInterleaveRows, kInterleaveRows, r, kRows);
         }

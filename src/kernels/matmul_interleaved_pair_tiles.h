@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "base/aligned_buffer.h"
 #include "kernels/matmul_interleaved_lowbit.h"
 
 namespace omnibus::matmul_detail {
@@ -237,13 +238,12 @@ inline void add_byte_weighted_x_sums(const __m512i* words, const int16_t* const*
   }
 }
 // add_block_sums, then the mins term: acc[i] += float(M[i]) x -dmin x d_x
-// (Q4_K, Q5_K and Q2_K; d and dmin the f16 pairs at blk + 0 and blk + 16).
+// (Q4_K, Q5_K and Q2_K).
 template <int MR>
-inline void add_block_sums_and_mins(__m512* acc, const __m512i* S, const __m512i* M, const uint8_t* blk0,
-                                    const uint8_t* blk1, const QuantizedX& qx, int64_t r0, int64_t b) {
-  const __m512 d = load_f16_pair(blk0, blk1);
-  const __m512 neg_dmin = _mm512_castsi512_ps(
-      _mm512_xor_si512(_mm512_castps_si512(load_f16_pair(blk0 + 16, blk1 + 16)), _mm512_set1_epi32(INT32_MIN)));
+inline void add_block_sums_and_mins(__m512* acc, const __m512i* S, const __m512i* M, __m512 d, __m512 dmin,
+                                    const QuantizedX& qx, int64_t r0, int64_t b) {
+  const __m512 neg_dmin =
+      _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(dmin), _mm512_set1_epi32(INT32_MIN)));
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     const __m512 dx = _mm512_set1_ps(qx.scale[(r0 + i) * qx.blocks + b]);
@@ -358,96 +358,97 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) M[i] = _mm512_add_epi32(M[i], _mm512_madd_epi16(mins, x_pairs[i][k]));
     }
-    add_block_sums_and_mins<MR>(acc, S, M, blk0, blk1, qx, r0, b);
+    add_block_sums_and_mins<MR>(acc, S, M, load_f16_pair(blk0, blk1), load_f16_pair(blk0 + 16, blk1 + 16), qx, r0, b);
   }
   store_pair<MR>(acc, out0, out1);
 }
 
-// q6k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15), as
-// q4k_pair_tile: each lane's integers (the block's exact sum S, then the
-// code bias) and float step are q6k_tile's, so the outputs are the same
-// bits. Mirrors q6k_tile at 512 bits, as q4k_pair_tile mirrors q4k_tile.
-template <int MR>
-void q6k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
-  const QuantizedX& qx = *a.qx;
-  const int64_t blocks = qx.blocks;
-  __m512 acc[MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  const __m512i low = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int8_t* xb[MR];
-    const int16_t* xs[MR];
-    block_x_rows<MR>(qx, r0, b, xb, xs);
-    const uint8_t* blk0 = g0 + b * IlQ6_K::kBlockBytes;
-    const uint8_t* blk1 = g1 + b * IlQ6_K::kBlockBytes;
-    const uint8_t* words0 = blk0 + IlQ6_K::kScaleOffset;
-    const uint8_t* words1 = blk1 + IlQ6_K::kScaleOffset;
-    const uint8_t* ql0 = blk0 + IlQ6_K::kQlOffset;
-    const uint8_t* ql1 = blk1 + IlQ6_K::kQlOffset;
-    const uint8_t* qh0 = blk0 + IlQ6_K::kQhOffset;
-    const uint8_t* qh1 = blk1 + IlQ6_K::kQhOffset;
-    __m512i S[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-    for (int v = 0; v < 8; ++v) {
-      const int h = v / 4, gv = v % 4;
-      const __m512i word = load_pair256(words0 + 32 * (v / 2), words1 + 32 * (v / 2));
-#pragma GCC unroll 2
-      for (int half = 0; half < 2; ++half) {
-        // Sub-block 2v + half (quads 4 half .. 4 half + 3): its products
-        // straight into int32 lanes (at most 16 x 63 x 128), then times its
-        // scale once, as q6k_tile's VNNI form.
-        const __m512i scale =
-            _mm512_srai_epi32(_mm512_shuffle_epi8(word, wide_control(int32_top_byte_control(2 * (v % 2) + half))), 24);
-        __m512i P[MR];
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; ++i) P[i] = _mm512_setzero_si512();
+// The 16-element sub-block types (Q6_K, Q3_K, Q2_K) unpack a pair of groups
+// once for every x row of a batch: their codes (six, three or two bits,
+// spread over two or three places in the block) take as many vector
+// operations to pull out as the vpdpbusd that use them, and a pair tile
+// runs once per kPairRows x rows. So interleaved_rows writes the pair's
+// blocks out unpacked (Unpacked16) into a buffer of its thread's, and
+// unpacked16_pair_tile streams the x rows past them: per 64 codes a load
+// and the vpdpbusd. One block unpacked, lanes 0-7 group g0's rows, 8-15
+// g1's:
+struct Unpacked16 {
+  // Sub-block s's quad t (elements 16s + 4t .. + 3 of each row): unsigned
+  // codes, 64 bytes at 64 (4s + t).
+  static constexpr int kCodes = 0;
+  // Sub-block s's scale as an int32 a lane.
+  static constexpr int kScales = kCodes + 16 * 4 * 64;
+  // Four words of per-sub-block bytes (sub-block s: byte s % 4 of word
+  // s / 4) that weight the x sums of 16: the scales again for the code
+  // bias (Q6_K, Q3_K), the mins (Q2_K).
+  static constexpr int kWords = kScales + 16 * 64;
+  static constexpr int kD = kWords + 4 * 64;  // d, as float
+  static constexpr int kDmin = kD + 64;       // dmin, as float (Q2_K)
+  static constexpr int kBytes = kDmin + 64;
+};
+template <class K>
+constexpr bool kUnpacksPair = std::is_same_v<K, IlQ6_K> || std::is_same_v<K, IlQ3_K> || std::is_same_v<K, IlQ2_K>;
+
+inline void store512(uint8_t* p, __m512i v) { _mm512_store_si512(reinterpret_cast<void*>(p), v); }
+inline void store512(uint8_t* p, __m512 v) { _mm512_store_ps(reinterpret_cast<float*>(p), v); }
+
+// Sub-block s's scale, byte s % 4 of words[s / 4] (a signed byte), as int32
+// lanes into u.
+inline void store_scales(const __m512i* words, uint8_t* u) {
 #pragma GCC unroll 4
-        for (int t = 0; t < 4; ++t) {
-          const int l = 4 * half + t;
-          const int ql_chunk = 16 * h + 8 * (gv & 1) + l, qh_chunk = 8 * h + l;
-          const __m512i packed = load_pair256(ql0 + 32 * ql_chunk, ql1 + 32 * ql_chunk);
-          const __m512i nib_high = gv < 2 ? packed : _mm512_srli_epi16(packed, 4);
-          // Bits 2gv, 2gv + 1 of each qh byte to bits 4-5 (q6k_tile's shifts).
-          const __m512i qh = load_pair256(qh0 + 32 * qh_chunk, qh1 + 32 * qh_chunk);
-          const __m512i top = gv == 2   ? _mm512_and_si512(qh, bits45)
-                              : gv == 3 ? _mm512_and_si512(_mm512_srli_epi16(qh, 2), bits45)
-                                        : _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * gv), bits45);
-          const __m512i codes = _mm512_ternarylogic_epi32(nib_high, top, low, 0xE4);  // low ? nib : top
-          add_dot4_rows<MR>(P, codes, xb, 32 * v + 4 * l);
-        }
-        add_scaled_sums<MR>(S, P, scale);
-      }
+  for (int w = 0; w < 4; ++w) {
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      store512(u + Unpacked16::kScales + 64 * (4 * w + k),
+               _mm512_srai_epi32(_mm512_shuffle_epi8(words[w], wide_control(int32_top_byte_control(k))), 24));
     }
-    // The code bias: 32 x sum over the sixteen scales of scale x sum16(q_x).
-    __m512i bias[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) bias[i] = _mm512_setzero_si512();
-    __m512i scale_words[4];
-#pragma GCC unroll 4
-    for (int w = 0; w < 4; ++w) scale_words[w] = load_pair256(words0 + 32 * w, words1 + 32 * w);
-    add_byte_weighted_x_sums<MR>(scale_words, xs, bias);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) S[i] = _mm512_sub_epi32(S[i], _mm512_slli_epi32(bias[i], 5));
-    add_block_sums<MR>(acc, S, load_f16_pair(blk0, blk1), qx, r0, b);
   }
-  store_pair<MR>(acc, out0, out1);
 }
 
-// two_bit_code_sums for groups g0 and g1 side by side (lanes 0-7, 8-15),
-// the VNNI way of the K-quant pair tiles: each 16-element sub-block's
-// products (codes 0..7) straight into int32 lanes by vpdpbusd, then times
-// its scale once (vpmulld), where the 256-bit kernel sums int16 pairs and
-// weights them with vpmaddwd; the same exact integers. Sub-block s's scale
-// is byte s % 4 of scale_words[s / 4] (a signed byte).
-template <int MR, bool kHighBit>
-inline void two_bit_pair_code_sums(const uint8_t* qs0, const uint8_t* qs1, const uint8_t* hmask0, const uint8_t* hmask1,
-                                   const __m512i* scale_words, const int8_t* const* xb, __m512i* S) {
-  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+// Q6_K block of groups g0 and g1 into u (q6k_tile's unpacking): chunk v =
+// 4h + gv of a row, quad l: low four bits from ql chunk 16h + 8(gv & 1) +
+// l (high nibbles for gv >= 2), bits 4-5 from qh chunk 8h + l; quads 0-3
+// are sub-block 2v, 4-7 sub-block 2v + 1.
+inline void unpack_q6k_pair_block(const uint8_t* blk0, const uint8_t* blk1, uint8_t* u) {
+  const __m512i low = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  const uint8_t* ql0 = blk0 + IlQ6_K::kQlOffset;
+  const uint8_t* ql1 = blk1 + IlQ6_K::kQlOffset;
+  const uint8_t* qh0 = blk0 + IlQ6_K::kQhOffset;
+  const uint8_t* qh1 = blk1 + IlQ6_K::kQhOffset;
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
+  for (int v = 0; v < 8; ++v) {
+    const int h = v / 4, gv = v % 4;
+#pragma GCC unroll 8
+    for (int l = 0; l < 8; ++l) {
+      const int ql_chunk = 16 * h + 8 * (gv & 1) + l, qh_chunk = 8 * h + l;
+      const __m512i packed = load_pair256(ql0 + 32 * ql_chunk, ql1 + 32 * ql_chunk);
+      const __m512i nib_high = gv < 2 ? packed : _mm512_srli_epi16(packed, 4);
+      // Bits 2gv, 2gv + 1 of each qh byte to bits 4-5 (q6k_tile's shifts).
+      const __m512i qh = load_pair256(qh0 + 32 * qh_chunk, qh1 + 32 * qh_chunk);
+      const __m512i top = gv == 2   ? _mm512_and_si512(qh, bits45)
+                          : gv == 3 ? _mm512_and_si512(_mm512_srli_epi16(qh, 2), bits45)
+                                    : _mm512_and_si512(_mm512_slli_epi16(qh, 4 - 2 * gv), bits45);
+      store512(u + Unpacked16::kCodes + 64 * (4 * (2 * v + l / 4) + l % 4),
+               _mm512_ternarylogic_epi32(nib_high, top, low, 0xE4));  // low ? nib : top
+    }
+  }
+  __m512i words[4];
+#pragma GCC unroll 4
+  for (int w = 0; w < 4; ++w) {
+    words[w] = load_pair256(blk0 + IlQ6_K::kScaleOffset + 32 * w, blk1 + IlQ6_K::kScaleOffset + 32 * w);
+    store512(u + Unpacked16::kWords + 64 * w, words[w]);
+  }
+  store_scales(words, u);
+  store512(u + Unpacked16::kD, load_f16_pair(blk0, blk1));
+}
+
+// The two low bits of Q2_K's and Q3_K's codes (two_bit_code_sums' order:
+// sub-block s = 8n + 2j + h takes bits 2j..2j+1 of qs chunks 8n + 4h + t),
+// with Q3_K's hmask bit 4n + j (of hmask chunk 4h + t) as bit 2, into u.
+template <bool kHighBit>
+inline void unpack_two_bit_codes(const uint8_t* qs0, const uint8_t* qs1, const uint8_t* hmask0, const uint8_t* hmask1,
+                                 uint8_t* u) {
+  const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
 #pragma GCC unroll 2
   for (int n = 0; n < 2; ++n) {
 #pragma GCC unroll 4
@@ -455,12 +456,6 @@ inline void two_bit_pair_code_sums(const uint8_t* qs0, const uint8_t* qs1, const
       [[maybe_unused]] const int bit = 4 * n + j;  // the hmask bit of these codes
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const int s = 8 * n + 2 * j + h;
-        const __m512i scale =
-            _mm512_srai_epi32(_mm512_shuffle_epi8(scale_words[s / 4], wide_control(int32_top_byte_control(s % 4))), 24);
-        __m512i P[MR];
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; ++i) P[i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int t = 0; t < 4; ++t) {
           const int chunk = 8 * n + 4 * h + t;
@@ -468,8 +463,8 @@ inline void two_bit_pair_code_sums(const uint8_t* qs0, const uint8_t* qs1, const
           const __m512i low_bits = j == 0 ? q : _mm512_srli_epi16(q, 2 * j);
           __m512i codes;
           if constexpr (kHighBit) {
-            // The hmask bit to bit 2 (as two_bit_code_sums), then
-            // (low_bits & 3) | high in one ternary-logic op.
+            // The hmask bit to bit 2 in one shift and one mask (bits a
+            // 16-bit shift carries across bytes fall outside the mask).
             const __m512i hm = load_pair256(hmask0 + 32 * (4 * h + t), hmask1 + 32 * (4 * h + t));
             const __m512i high = bit > 2    ? _mm512_and_si512(_mm512_srli_epi16(hm, bit - 2), four)
                                  : bit == 2 ? _mm512_and_si512(hm, four)
@@ -478,92 +473,127 @@ inline void two_bit_pair_code_sums(const uint8_t* qs0, const uint8_t* qs1, const
           } else {
             codes = _mm512_and_si512(low_bits, three);
           }
-          add_dot4_rows<MR>(P, codes, xb, 128 * n + 32 * j + 16 * h + 4 * t);
+          store512(u + Unpacked16::kCodes + 64 * (4 * (8 * n + 2 * j + h) + t), codes);
         }
-        add_scaled_sums<MR>(S, P, scale);
       }
     }
   }
 }
 
-// q3k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15), as
-// q6k_pair_tile: each lane's integers (the exact code sums, then the code
-// bias of 4) and float step are q3k_tile's, so the outputs are the same
-// bits.
-template <int MR>
-void q3k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
-  const QuantizedX& qx = *a.qx;
-  const int64_t blocks = qx.blocks;
-  __m512 acc[MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
+// Q3_K: the sixteen scales minus 32 (q3k_tile's unpacking) weight both the
+// code sums and the code bias of 4.
+inline void unpack_q3k_pair_block(const uint8_t* blk0, const uint8_t* blk1, uint8_t* u) {
   const __m512i low4 = _mm512_set1_epi8(0x0F), top2 = _mm512_set1_epi8(0x03), bias32 = _mm512_set1_epi8(32);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int8_t* xb[MR];
-    const int16_t* xs[MR];
-    block_x_rows<MR>(qx, r0, b, xb, xs);
-    const uint8_t* blk0 = g0 + b * IlQ3_K::kBlockBytes;
-    const uint8_t* blk1 = g1 + b * IlQ3_K::kBlockBytes;
-    // The sixteen scales minus 32, four to a lane (q3k_tile's unpacking).
-    const uint8_t* words0 = blk0 + IlQ3_K::kScaleOffset;
-    const uint8_t* words1 = blk1 + IlQ3_K::kScaleOffset;
-    const __m512i a0 = load_pair256(words0, words1), a1 = load_pair256(words0 + 32, words1 + 32),
-                  a2 = load_pair256(words0 + 64, words1 + 64);
-    const auto top = [&](int shift) {
-      return _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a2, shift), top2), 4);
-    };
-    const __m512i sw[4] = {
-        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(a0, low4), top(0)), bias32),
-        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(a1, low4), top(2)), bias32),
-        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a0, 4), low4), top(4)), bias32),
-        _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a1, 4), low4), top(6)), bias32),
-    };
-    __m512i S[MR];
-    two_bit_pair_code_sums<MR, true>(blk0 + IlQ3_K::kQsOffset, blk1 + IlQ3_K::kQsOffset, blk0 + IlQ3_K::kHmaskOffset,
-                                     blk1 + IlQ3_K::kHmaskOffset, sw, xb, S);
-    // The code bias: 4 x sum over the sixteen scales of scale x sum16(q_x).
-    __m512i bias[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) bias[i] = _mm512_setzero_si512();
-    add_byte_weighted_x_sums<MR>(sw, xs, bias);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) S[i] = _mm512_sub_epi32(S[i], _mm512_slli_epi32(bias[i], 2));
-    add_block_sums<MR>(acc, S, load_f16_pair(blk0, blk1), qx, r0, b);
-  }
-  store_pair<MR>(acc, out0, out1);
+  const uint8_t* words0 = blk0 + IlQ3_K::kScaleOffset;
+  const uint8_t* words1 = blk1 + IlQ3_K::kScaleOffset;
+  const __m512i a0 = load_pair256(words0, words1), a1 = load_pair256(words0 + 32, words1 + 32),
+                a2 = load_pair256(words0 + 64, words1 + 64);
+  const auto top = [&](int shift) {
+    return _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a2, shift), top2), 4);
+  };
+  const __m512i sw[4] = {
+      _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(a0, low4), top(0)), bias32),
+      _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(a1, low4), top(2)), bias32),
+      _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a0, 4), low4), top(4)), bias32),
+      _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a1, 4), low4), top(6)), bias32),
+  };
+#pragma GCC unroll 4
+  for (int w = 0; w < 4; ++w) store512(u + Unpacked16::kWords + 64 * w, sw[w]);
+  store_scales(sw, u);
+  unpack_two_bit_codes<true>(blk0 + IlQ3_K::kQsOffset, blk1 + IlQ3_K::kQsOffset, blk0 + IlQ3_K::kHmaskOffset,
+                             blk1 + IlQ3_K::kHmaskOffset, u);
+  store512(u + Unpacked16::kD, load_f16_pair(blk0, blk1));
 }
 
-// q2k_tile for groups g0 and g1 side by side (lanes 0-7, 8-15): the code
-// sums of two_bit_pair_code_sums with the 4-bit scales, the mins term and
-// the two float steps of q2k_tile, so the outputs are the same bits.
-template <int MR>
-void q2k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
+// Q2_K: the 4-bit scales weight the code sums, the 4-bit mins the x sums.
+inline void unpack_q2k_pair_block(const uint8_t* blk0, const uint8_t* blk1, uint8_t* u) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512i scales[4];
+#pragma GCC unroll 4
+  for (int w = 0; w < 4; ++w) {
+    const __m512i word = load_pair256(blk0 + IlQ2_K::kScaleOffset + 32 * w, blk1 + IlQ2_K::kScaleOffset + 32 * w);
+    scales[w] = _mm512_and_si512(word, low4);
+    store512(u + Unpacked16::kWords + 64 * w, _mm512_and_si512(_mm512_srli_epi16(word, 4), low4));
+  }
+  store_scales(scales, u);
+  unpack_two_bit_codes<false>(blk0 + IlQ2_K::kQsOffset, blk1 + IlQ2_K::kQsOffset, nullptr, nullptr, u);
+  store512(u + Unpacked16::kD, load_f16_pair(blk0, blk1));
+  store512(u + Unpacked16::kDmin, load_f16_pair(blk0 + 16, blk1 + 16));
+}
+
+// Every block of groups g0 and g1 unpacked into a buffer of the calling
+// thread's (valid until its next call).
+template <class K>
+const uint8_t* unpack_pair(const uint8_t* g0, const uint8_t* g1, int64_t blocks) {
+  thread_local AlignedBuffer<uint8_t> buffer;
+  const size_t bytes = static_cast<size_t>(blocks) * Unpacked16::kBytes;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  uint8_t* u = buffer.data();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk0 = g0 + b * K::kBlockBytes;
+    const uint8_t* blk1 = g1 + b * K::kBlockBytes;
+    uint8_t* ub = u + b * Unpacked16::kBytes;
+    if constexpr (std::is_same_v<K, IlQ6_K>) {
+      unpack_q6k_pair_block(blk0, blk1, ub);
+    } else if constexpr (std::is_same_v<K, IlQ3_K>) {
+      unpack_q3k_pair_block(blk0, blk1, ub);
+    } else {
+      unpack_q2k_pair_block(blk0, blk1, ub);
+    }
+  }
+  return u;
+}
+
+// The outputs of an unpacked pair of groups for x rows r0..r0+MR: per
+// block, lane r of S is row r's exact sum over the sixteen sub-blocks of
+// scale x sum(code x q_x), B the words' bytes times the x sums of 16; then
+// K's own steps, those of its 256-bit tile (q6k_tile, q3k_tile, q2k_tile):
+// the code bias of 32 or 4 off S and one float step, or Q2_K's mins term
+// as a second. The same integers and float steps, so the same bits.
+template <class K, int MR>
+void unpacked16_pair_tile(const MatmulArgs& a, const uint8_t* unpacked, int64_t r0, float* out0, float* out1) {
   const QuantizedX& qx = *a.qx;
   const int64_t blocks = qx.blocks;
   __m512 acc[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) acc[i] = _mm512_setzero_ps();
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];
     const int16_t* xs[MR];
     block_x_rows<MR>(qx, r0, b, xb, xs);
-    const uint8_t* blk0 = g0 + b * IlQ2_K::kBlockBytes;
-    const uint8_t* blk1 = g1 + b * IlQ2_K::kBlockBytes;
-    __m512i words[4], scales[4], mins[4];
-#pragma GCC unroll 4
-    for (int w = 0; w < 4; ++w) {
-      words[w] = load_pair256(blk0 + IlQ2_K::kScaleOffset + 32 * w, blk1 + IlQ2_K::kScaleOffset + 32 * w);
-      scales[w] = _mm512_and_si512(words[w], low4);
-      mins[w] = _mm512_and_si512(_mm512_srli_epi16(words[w], 4), low4);
-    }
-    __m512i S[MR], M[MR];
-    two_bit_pair_code_sums<MR, false>(blk0 + IlQ2_K::kQsOffset, blk1 + IlQ2_K::kQsOffset, nullptr, nullptr, scales, xb,
-                                      S);
+    const uint8_t* u = unpacked + b * Unpacked16::kBytes;
+    __m512i S[MR];
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) M[i] = _mm512_setzero_si512();
-    add_byte_weighted_x_sums<MR>(mins, xs, M);
-    add_block_sums_and_mins<MR>(acc, S, M, blk0, blk1, qx, r0, b);
+    for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int s = 0; s < 16; ++s) {
+      // Sub-block s's products straight into int32 lanes (at most 16 x 63
+      // x 128), then times its scale once.
+      __m512i P[MR];
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) P[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t) {
+        add_dot4_rows<MR>(P, _mm512_load_si512(u + Unpacked16::kCodes + 64 * (4 * s + t)), xb, 16 * s + 4 * t);
+      }
+      add_scaled_sums<MR>(S, P, _mm512_load_si512(u + Unpacked16::kScales + 64 * s));
+    }
+    __m512i words[4], B[MR];
+#pragma GCC unroll 4
+    for (int w = 0; w < 4; ++w) words[w] = _mm512_load_si512(u + Unpacked16::kWords + 64 * w);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) B[i] = _mm512_setzero_si512();
+    add_byte_weighted_x_sums<MR>(words, xs, B);
+    const __m512 d = _mm512_load_ps(reinterpret_cast<const float*>(u + Unpacked16::kD));
+    if constexpr (std::is_same_v<K, IlQ2_K>) {
+      add_block_sums_and_mins<MR>(acc, S, B, d, _mm512_load_ps(reinterpret_cast<const float*>(u + Unpacked16::kDmin)),
+                                  qx, r0, b);
+    } else {
+      constexpr int kBiasShift = std::is_same_v<K, IlQ6_K> ? 5 : 2;  // code bias 32 or 4
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) S[i] = _mm512_sub_epi32(S[i], _mm512_slli_epi32(B[i], kBiasShift));
+      add_block_sums<MR>(acc, S, d, qx, r0, b);
+    }
   }
   store_pair<MR>(acc, out0, out1);
 }
@@ -629,12 +659,8 @@ template <class K, int MR>
 void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1) {
   if constexpr (std::is_same_v<K, IlIQ4_XS>) {
     iq4xs_pair_tile<MR>(a, g0, g1, r0, out0, out1);
-  } else if constexpr (std::is_same_v<K, IlQ6_K>) {
-    q6k_pair_tile<MR>(a, g0, g1, r0, out0, out1);
-  } else if constexpr (std::is_same_v<K, IlQ3_K>) {
-    q3k_pair_tile<MR>(a, g0, g1, r0, out0, out1);
-  } else if constexpr (std::is_same_v<K, IlQ2_K>) {
-    q2k_pair_tile<MR>(a, g0, g1, r0, out0, out1);
+  } else if constexpr (kUnpacksPair<K>) {
+    unpacked16_pair_tile<K, MR>(a, g0, r0, out0, out1);  // g0: unpack_pair's buffer
   } else if constexpr (K::kSuper) {
     q4k_pair_tile<K, MR>(a, g0, g1, r0, out0, out1);
   } else {
@@ -648,6 +674,10 @@ template <class K>
 constexpr bool kPairTile = false;
 template <class K>
 constexpr int kPairRows = 1;
+template <class K>
+constexpr bool kUnpacksPair = false;
+template <class K>
+const uint8_t* unpack_pair(const uint8_t* g0, const uint8_t* g1, int64_t blocks);
 template <class K, int MR>
 void pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, int64_t r0, float* out0, float* out1);
 #endif
