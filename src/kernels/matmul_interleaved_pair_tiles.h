@@ -20,7 +20,7 @@ namespace {
 // products, where the 256-bit kernels add eight. On an Intel Xeon
 // VM a zmm vpdpbusd issued about as often as a ymm one (1.9 against
 // 2 a cycle, a throughput microbenchmark), twice the multiplies. Every
-// lane's arithmetic is legacy_group_tile's (the block's exact int32 sum,
+// lane's arithmetic is its 256-bit kernel's (the block's exact int32 sum,
 // then the same float steps in the same order), so the outputs are
 // bit-identical to the 256-bit kernels'. Every interleaved type: the
 // legacy types (Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, MXFP4), the K-quants (Q2_K
@@ -30,8 +30,13 @@ namespace {
 template <class K>
 constexpr bool kPairTile = true;
 // x rows per pair tile: its accumulators (one or two int32 chains and one
-// float per x row, plus Q4_1's mins; Q4_K/Q5_K: the block sum, the int16
-// pair sums and the float) and the codes fill the 32 registers.
+// float per x row, plus Q4_1's mins; the K-quants and IQ4_XS: the block
+// sum, the sub-block sum and the float) and the codes fill the 32
+// registers. Eight rows measured slower for the K-quants (spills). The
+// same holds for the sub-block loops: fully unrolled, GCC hoists and
+// interleaves their chains until they spill (Q6_K's tile kept some 30
+// zmm on the stack), so the tiles below unroll those loops only as far
+// as their constants need.
 template <class K>
 constexpr int pair_rows() {
   if constexpr (K::kSuper) {
@@ -288,19 +293,8 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
   const __m512i low = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3F), top2 = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < blocks; ++b) {
     const int8_t* xb[MR];
-    // q4k_tile's x sub-block pairs (the same value in every lane).
-    __m512i x_pairs[MR][4];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const int64_t xi = (r0 + i) * blocks + b;
-      xb[i] = qx.q.data() + xi * kQK_K;
-      const __m256i s16 = load256(qx.sums16.data() + xi * 16);
-      const __m256i h = _mm256_hadd_epi16(s16, s16);
-      x_pairs[i][0] = _mm512_broadcastd_epi32(_mm256_castsi256_si128(h));
-      x_pairs[i][1] = _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_castsi256_si128(h), 4));
-      x_pairs[i][2] = _mm512_broadcastd_epi32(_mm256_extracti128_si256(h, 1));
-      x_pairs[i][3] = _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_extracti128_si256(h, 1), 4));
-    }
+    const int16_t* xs[MR];
+    block_x_rows<MR>(qx, r0, b, xb, xs);
     const uint8_t* blk0 = g0 + b * K::kBlockBytes;
     const uint8_t* blk1 = g1 + b * K::kBlockBytes;
     const __m512i u0 = load_pair256(blk0 + 32, blk1 + 32), u1 = load_pair256(blk0 + 64, blk1 + 64),
@@ -317,10 +311,9 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
       // (vpdpbusd; at most 32 x 31 x 127), then times its scale (vpmulld):
       // the integers of q4k_tile's int16 pair sums and vpdpwssd without the
       // int16 adds. One thread, Zen 4, `*DecodeAndPrefill*` batches of 512:
-      // Q4_K 212 -> 291 GFLOP/s, Q5_K 195-210 -> 273. (Q6_K's pair tile
-      // measured the same either way until the x broadcasts were folded
-      // into the vpdpbusd, dpbusd_x4: then 214-218 -> 224-236, three
-      // alternations.)
+      // Q4_K 212 -> 291 GFLOP/s, Q5_K 195-210 -> 273; with the x pair sums
+      // taken after this loop (they held 24 registers through it) 304-314
+      // and 290-295.
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
 #pragma GCC unroll 2
@@ -349,14 +342,28 @@ void q4k_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, in
     const __m512i mn_lo = _mm512_and_si512(u1, six);
     const __m512i mn_hi =
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low), _mm512_and_si512(_mm512_srli_epi32(u1, 2), top2));
-    __m512i M[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) M[i] = _mm512_setzero_si512();
+    __m512i mins[4];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const __m512i mins = _mm512_shuffle_epi8(k < 2 ? mn_lo : mn_hi, wide_control(min_pair_control(k % 2)));
+      mins[k] = _mm512_shuffle_epi8(k < 2 ? mn_lo : mn_hi, wide_control(min_pair_control(k % 2)));
+    }
+    // The mins term against q4k_tile's x sub-block pairs (the same value
+    // in every lane), taken after the code sums so that the pairs do not
+    // hold registers through them.
+    __m512i M[MR];
 #pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) M[i] = _mm512_add_epi32(M[i], _mm512_madd_epi16(mins, x_pairs[i][k]));
+    for (int i = 0; i < MR; ++i) {
+      const __m256i s16 = load256(xs[i]);
+      const __m256i h = _mm256_hadd_epi16(s16, s16);
+      const __m512i x_pairs[4] = {
+          _mm512_broadcastd_epi32(_mm256_castsi256_si128(h)),
+          _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_castsi256_si128(h), 4)),
+          _mm512_broadcastd_epi32(_mm256_extracti128_si256(h, 1)),
+          _mm512_broadcastd_epi32(_mm_srli_si128(_mm256_extracti128_si256(h, 1), 4)),
+      };
+      M[i] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) M[i] = _mm512_add_epi32(M[i], _mm512_madd_epi16(mins[k], x_pairs[k]));
     }
     add_block_sums_and_mins<MR>(acc, S, M, load_f16_pair(blk0, blk1), load_f16_pair(blk0 + 16, blk1 + 16), qx, r0, b);
   }
@@ -565,7 +572,10 @@ void unpacked16_pair_tile(const MatmulArgs& a, const uint8_t* unpacked, int64_t 
     __m512i S[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
-#pragma GCC unroll 16
+      // Not unrolled (pair_rows): 16 unrolled sub-blocks spilled, and this
+      // loop made Q6_K 248-253 -> 292-298 GFLOP/s, Q3_K 226-239 -> 307, Q2_K
+      // 228 -> 301-305 (one thread, batches of 512).
+#pragma GCC unroll 1
     for (int s = 0; s < 16; ++s) {
       // Sub-block s's products straight into int32 lanes (at most 16 x 63
       // x 128), then times its scale once.
@@ -627,7 +637,7 @@ void iq4xs_pair_tile(const MatmulArgs& a, const uint8_t* g0, const uint8_t* g1, 
     __m512i S[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) S[i] = _mm512_setzero_si512();
-#pragma GCC unroll 8
+#pragma GCC unroll 1  // unrolled eight times it spilled: 309-316 -> 352-354 GFLOP/s
     for (int j = 0; j < 8; ++j) {
       const __m512i ls =
           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 4 * j), _mm512_set1_epi32(0x0F)),
