@@ -225,7 +225,9 @@ inline void add_block_sums(__m512* acc, const __m512i* S, __m512 d, const Quanti
 // sixteen sub-blocks s of row r's int8 value s (byte s % 4 of lane r of
 // words[s / 4]) times x row i's sum16 s, exactly.
 template <int MR>
-inline void add_byte_weighted_x_sums(const __m512i* words, const int16_t* const* xs, __m512i* sums) {
+inline void byte_weighted_x_sums_pair(const __m512i* words, const int16_t* const* xs, __m512i* sums) {
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) sums[i] = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int w = 0; w < 4; ++w) {
 #pragma GCC unroll 2
@@ -591,9 +593,7 @@ void unpacked16_pair_tile(const MatmulArgs& a, const uint8_t* unpacked, int64_t 
     __m512i words[4], B[MR];
 #pragma GCC unroll 4
     for (int w = 0; w < 4; ++w) words[w] = _mm512_load_si512(u + Unpacked16::kWords + 64 * w);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) B[i] = _mm512_setzero_si512();
-    add_byte_weighted_x_sums<MR>(words, xs, B);
+    byte_weighted_x_sums_pair<MR>(words, xs, B);
     const __m512 d = _mm512_load_ps(reinterpret_cast<const float*>(u + Unpacked16::kD));
     if constexpr (std::is_same_v<K, IlQ2_K>) {
       add_block_sums_and_mins<MR>(acc, S, B, d, _mm512_load_ps(reinterpret_cast<const float*>(u + Unpacked16::kDmin)),
