@@ -29,6 +29,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "engine/evaluation.h"
 #include "engine/generator.h"
+#include "golden_compare.h"
 #include "server/sha256.h"
 #include "tensor/quant.h"
 
@@ -45,64 +46,13 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-// A file of float16 values (little-endian, as x86 and arm64 store them).
-std::vector<float> read_f16_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<uint16_t> halves(static_cast<size_t>(in.tellg()) / sizeof(uint16_t));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(halves.data()), static_cast<std::streamsize>(halves.size() * sizeof(uint16_t)));
-  std::vector<float> v(halves.size());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = f16_to_f32(halves[i]);
-  return v;
-}
-
-std::string hex(const server::Sha256Digest& d) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : d) s += digits[b >> 4], s += digits[b & 15];
-  return s;
-}
-
-// log-softmax of one row, in double.
-std::vector<double> log_softmax(const float* row, int n) {
-  double mx = row[0];
-  for (int i = 1; i < n; ++i) mx = std::max(mx, double(row[i]));
-  double sum = 0;
-  for (int i = 0; i < n; ++i) sum += std::exp(row[i] - mx);
-  const double log_sum = std::log(sum);
-  std::vector<double> out(n);
-  for (int i = 0; i < n; ++i) out[i] = row[i] - mx - log_sum;
-  return out;
-}
-
-double kl_divergence(const float* p_logits, const float* q_logits, int n) {
-  const auto lp = log_softmax(p_logits, n), lq = log_softmax(q_logits, n);
-  double kl = 0;
-  for (int i = 0; i < n; ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
-  return kl;
-}
-
-int argmax(const float* row, int n) { return static_cast<int>(std::max_element(row, row + n) - row); }
-
-double top2_gap(const float* row, int n) {
-  float best = -INFINITY, second = -INFINITY;
-  for (int i = 0; i < n; ++i) {
-    if (row[i] > best)
-      second = best, best = row[i];
-    else if (row[i] > second)
-      second = row[i];
-  }
-  return double(best) - second;
-}
-
 class ArchGoldenTest : public ::testing::TestWithParam<ArchGoldenModel> {
  protected:
   void SetUp() override {
     golden_ = read_json(golden_dir(GetParam()) + "golden.json");
     bytes_ = make_tiny_model_bytes(GetParam().spec);
     const std::string digest =
-        hex(server::sha256(std::string_view(reinterpret_cast<const char*>(bytes_.data()), bytes_.size())));
+        server::sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes_.data()), bytes_.size()));
     ASSERT_EQ(digest, golden_["model_sha256"].get<std::string>())
         << "the " << GetParam().name << " model's bytes changed since its golden data was made: remake it with "
         << "tools/make_arch_golden.py " << GetParam().name;

@@ -264,3 +264,38 @@ def test_draft_flags_are_checked():
     assert r.returncode != 0 and "--draft" in r.stderr
     r = omnibus("run", "-m", MODEL, "-p", "Hi", "-n", "2", "--draft", "ngram", "--ngram-min", "4", "--ngram-max", "2")
     assert r.returncode != 0 and "--ngram-max" in r.stderr
+
+
+def test_convert_writes_a_gguf_that_runs(tmp_path):
+    """A Hugging Face folder (tests/golden/convert/qwen3) becomes a GGUF file omnibus runs."""
+    out = tmp_path / "qwen3-tiny.gguf"
+    r = omnibus("convert", "tests/golden/convert/qwen3", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "qwen3 -> qwen3" in r.stderr and out.exists() and not (tmp_path / "qwen3-tiny.gguf.partial").exists()
+    info = omnibus("inspect", str(out))
+    assert "tokenizer.ggml.pre" in info.stdout and "qwen2" in info.stdout
+    r = omnibus("run", "-m", str(out), "-p", "Hello", "-n", "4", "--temp", "0", "-t", "2", "--ignore-eos")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("files,message", [
+    ({}, "no config.json"),
+    ({"config.json": "{not json"}, "not valid JSON"),
+    ({"config.json": '{"model_type": "mamba"}'}, "model_type 'mamba' does not convert"),
+])
+def test_convert_refuses_what_it_cannot_read_with_a_clear_error(tmp_path, files, message):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    r = omnibus("convert", str(tmp_path), "-o", str(tmp_path / "out.gguf"))
+    assert r.returncode != 0 and message in r.stderr, r.stderr
+    assert not (tmp_path / "out.gguf").exists()
+
+
+def test_convert_refuses_a_damaged_safetensors_file(tmp_path):
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(f"tests/golden/convert/qwen2/{name}", tmp_path / name)
+    good = open("tests/golden/convert/qwen2/model.safetensors", "rb").read()
+    (tmp_path / "model.safetensors").write_bytes(good[: len(good) // 2])  # cut short
+    r = omnibus("convert", str(tmp_path), "-o", str(tmp_path / "out.gguf"))
+    assert r.returncode != 0 and "data_offsets" in r.stderr, r.stderr
+    assert not (tmp_path / "out.gguf").exists()

@@ -31,7 +31,6 @@ class ByteSink {
     put<uint64_t>(s.size());
     out_.insert(out_.end(), s.begin(), s.end());
   }
-  void put_bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
   void pad_to(uint64_t alignment) {
     const uint64_t rem = out_.size() % alignment;
     if (rem != 0) out_.resize(out_.size() + (alignment - rem), 0);
@@ -167,8 +166,8 @@ void GgufWriter::set_int32_array(const std::string& key, const std::vector<int32
                                })));
 }
 
-Status GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t>& dims, DType dtype,
-                              std::span<const uint8_t> data) {
+Result<uint64_t> GgufWriter::check_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                                          DType dtype) const {
   const std::string where = "tensor '" + name + "'";
   if (name.empty()) return Status::invalid_argument("tensor name is empty");
   for (const PendingTensor& t : tensors_)
@@ -186,15 +185,28 @@ Status GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t
   if (dims[0] % info->block_size != 0)
     return Status::invalid_argument(where + " row length " + std::to_string(dims[0]) + " is not a multiple of the " +
                                     info->name + " block size");
-  OMNIBUS_ASSIGN_OR_RETURN(const uint64_t nbytes, dtype_bytes(dtype, elements));
+  return dtype_bytes(dtype, elements);
+}
+
+Status GgufWriter::add_tensor(const std::string& name, const std::vector<int64_t>& dims, DType dtype,
+                              std::span<const uint8_t> data) {
+  OMNIBUS_ASSIGN_OR_RETURN(const uint64_t nbytes, check_tensor(name, dims, dtype));
   if (nbytes != data.size())
-    return Status::invalid_argument(where + " needs " + std::to_string(nbytes) + " bytes of data, got " +
+    return Status::invalid_argument("tensor '" + name + "' needs " + std::to_string(nbytes) + " bytes of data, got " +
                                     std::to_string(data.size()));
-  tensors_.push_back({name, dims, dtype, std::vector<uint8_t>(data.begin(), data.end())});
+  tensors_.push_back({name, dims, dtype, nbytes, std::vector<uint8_t>(data.begin(), data.end()), nullptr});
   return Status::ok();
 }
 
-Result<std::vector<uint8_t>> GgufWriter::build() const {
+Status GgufWriter::add_tensor_filled(const std::string& name, const std::vector<int64_t>& dims, DType dtype,
+                                     TensorFill fill) {
+  OMNIBUS_ASSIGN_OR_RETURN(const uint64_t nbytes, check_tensor(name, dims, dtype));
+  if (!fill) return Status::invalid_argument("tensor '" + name + "' has no fill function");
+  tensors_.push_back({name, dims, dtype, nbytes, {}, std::move(fill)});
+  return Status::ok();
+}
+
+Result<std::vector<uint8_t>> GgufWriter::header() const {
   if (version_ != 2 && version_ != 3)
     return Status::invalid_argument("GGUF version " + std::to_string(version_) + " cannot be written (2 or 3 can)");
   if (alignment_ == 0 || (alignment_ & (alignment_ - 1)) != 0 || alignment_ > UINT32_MAX)
@@ -231,16 +243,40 @@ Result<std::vector<uint8_t>> GgufWriter::build() const {
     for (int64_t d : t.dims) sink.put<uint64_t>(static_cast<uint64_t>(d));
     sink.put<uint32_t>(static_cast<uint32_t>(t.dtype));
     sink.put<uint64_t>(offset);
-    offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset += (t.nbytes + alignment_ - 1) / alignment_ * alignment_;
   }
   // With no tensors there is no data section to align: padding would only
   // add bytes (up to 4 GiB of them for a large alignment).
   if (!tensors_.empty()) sink.pad_to(alignment_);
-  for (const PendingTensor& t : tensors_) {
-    sink.put_bytes(t.data);
-    sink.pad_to(alignment_);
-  }
   return sink.take();
+}
+
+Status GgufWriter::for_each_tensor_bytes(const std::function<Status(std::span<const uint8_t>)>& out) const {
+  std::vector<uint8_t> filled;
+  for (const PendingTensor& t : tensors_) {
+    std::span<const uint8_t> bytes = t.data;
+    if (t.fill) {
+      filled.assign(t.nbytes, 0);
+      if (Status s = t.fill(filled); !s) return s.with_context("tensor '" + t.name + "'");
+      bytes = filled;
+    }
+    const uint64_t padded = (t.nbytes + alignment_ - 1) / alignment_ * alignment_;
+    OMNIBUS_RETURN_IF_ERROR(out(bytes));
+    if (padded != t.nbytes) {
+      const std::vector<uint8_t> zeros(padded - t.nbytes, 0);
+      OMNIBUS_RETURN_IF_ERROR(out(zeros));
+    }
+  }
+  return Status::ok();
+}
+
+Result<std::vector<uint8_t>> GgufWriter::build() const {
+  OMNIBUS_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, header());
+  OMNIBUS_RETURN_IF_ERROR(for_each_tensor_bytes([&](std::span<const uint8_t> b) {
+    bytes.insert(bytes.end(), b.begin(), b.end());
+    return Status::ok();
+  }));
+  return bytes;
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
@@ -249,15 +285,20 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
 }
 
 Status GgufWriter::write(const std::string& path) const {
-  OMNIBUS_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, build());
+  OMNIBUS_ASSIGN_OR_RETURN(const std::vector<uint8_t> head, header());
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) return Status::io_error("cannot create '" + path + "': " + std::strerror(errno));
-  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const int write_errno = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (written != bytes.size() || !closed)
-    return Status::io_error("cannot write '" + path + "': " + std::strerror(written != bytes.size() ? write_errno : errno));
-  return Status::ok();
+  auto put = [&](std::span<const uint8_t> b) {
+    if (std::fwrite(b.data(), 1, b.size(), f) != b.size())
+      return Status::io_error("cannot write '" + path + "': " + std::strerror(errno));
+    return Status::ok();
+  };
+  Status status = put(head);
+  if (status) status = for_each_tensor_bytes(put);
+  const int close_errno = std::fclose(f) == 0 ? 0 : errno;
+  if (status && close_errno != 0)
+    status = Status::io_error("cannot write '" + path + "': " + std::strerror(close_errno));
+  return status;
 }
 
 }  // namespace omnibus

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ class GgufWriter {
   // bytes the dtype and dims call for.
   Status add_tensor(const std::string& name, const std::vector<int64_t>& dims, DType dtype,
                     std::span<const uint8_t> data);
+  // A tensor whose bytes are made when the file is written: `fill` gets a
+  // buffer of exactly the bytes the dtype and dims call for. write() holds
+  // one such tensor in memory at a time, so a converter can stream a model
+  // larger than the memory it has. An error from `fill` fails the write.
+  using TensorFill = std::function<Status(std::span<uint8_t> out)>;
+  Status add_tensor_filled(const std::string& name, const std::vector<int64_t>& dims, DType dtype, TensorFill fill);
 
   // The whole file. Invalid input (a bad version or alignment, a value whose
   // payload does not match its type, general.alignment set to something else
@@ -49,8 +56,16 @@ class GgufWriter {
     std::string name;
     std::vector<int64_t> dims;
     DType dtype;
-    std::vector<uint8_t> data;
+    uint64_t nbytes;
+    std::vector<uint8_t> data;  // empty when `fill` makes the bytes
+    TensorFill fill;
   };
+  // The checked size of a new tensor.
+  Result<uint64_t> check_tensor(const std::string& name, const std::vector<int64_t>& dims, DType dtype) const;
+  // Everything before the first tensor's bytes, padded to the alignment.
+  Result<std::vector<uint8_t>> header() const;
+  // Each tensor's bytes and padding, in order, to `out`.
+  Status for_each_tensor_bytes(const std::function<Status(std::span<const uint8_t>)>& out) const;
   uint32_t version_;
   uint64_t alignment_;
   std::vector<std::pair<std::string, GgufValue>> metadata_;

@@ -233,6 +233,46 @@ TEST(GgufWriterTest, WritesAFileThatOpensFromDisk) {
   EXPECT_EQ(missing.status().code(), StatusCode::kIoError);
 }
 
+TEST(GgufWriterTest, FilledTensorsWriteTheSameBytesAsCopiedOnes) {
+  const auto a = pattern(7 * 4, 1), b = pattern(3 * 2, 2);
+  GgufWriter copied(3, 64), filled(3, 64);
+  copied.set_string("general.architecture", "llama");
+  filled.set_string("general.architecture", "llama");
+  ASSERT_TRUE(copied.add_tensor("a", {7}, DType::kF32, a).is_ok());
+  ASSERT_TRUE(copied.add_tensor("b", {3}, DType::kF16, b).is_ok());
+  auto fill_with = [](std::vector<uint8_t> bytes) {
+    return [bytes](std::span<uint8_t> out) {
+      if (out.size() != bytes.size()) return Status::internal("wrong buffer size");
+      std::copy(bytes.begin(), bytes.end(), out.begin());
+      return Status::ok();
+    };
+  };
+  ASSERT_TRUE(filled.add_tensor_filled("a", {7}, DType::kF32, fill_with(a)).is_ok());
+  ASSERT_TRUE(filled.add_tensor_filled("b", {3}, DType::kF16, fill_with(b)).is_ok());
+  EXPECT_EQ(copied.to_bytes(), filled.to_bytes());
+  const std::string path = ::testing::TempDir() + "gguf_filled_" + std::to_string(getpid()) + ".gguf";
+  ASSERT_TRUE(filled.write(path).is_ok());
+  auto r = GgufFile::open(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(std::vector<uint8_t>((*r)->find_tensor("b")->data.begin(), (*r)->find_tensor("b")->data.end()), b);
+
+  // The same checks as add_tensor, and a fill's error fails the build and the write.
+  EXPECT_FALSE(filled.add_tensor_filled("a", {7}, DType::kF32, fill_with(a)).is_ok());  // duplicate
+  EXPECT_FALSE(filled.add_tensor_filled("c", {0}, DType::kF32, fill_with(a)).is_ok());
+  EXPECT_FALSE(filled.add_tensor_filled("c", {7}, DType::kF32, nullptr).is_ok());
+  ASSERT_TRUE(filled
+                  .add_tensor_filled("c", {2}, DType::kF32,
+                                     [](std::span<uint8_t>) { return Status::io_error("source vanished"); })
+                  .is_ok());
+  auto built = filled.build();
+  ASSERT_FALSE(built.is_ok());
+  EXPECT_NE(built.status().to_string().find("source vanished"), std::string::npos);
+  EXPECT_NE(built.status().to_string().find("tensor 'c'"), std::string::npos);
+  EXPECT_FALSE(filled.write(path).is_ok());
+  std::remove(path.c_str());
+}
+
 TEST(GgufWriterTest, OpenNamesThePathInErrors) {
   const std::string path = ::testing::TempDir() + "gguf_bad_" + std::to_string(getpid()) + ".gguf";
   std::FILE* f = std::fopen(path.c_str(), "wb");

@@ -87,4 +87,11 @@ Sha256Digest sha256(std::string_view data) {
   return out;
 }
 
+std::string sha256_hex(std::string_view data) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : sha256(data)) s += digits[b >> 4], s += digits[b & 15];
+  return s;
+}
+
 }  // namespace omnibus::server

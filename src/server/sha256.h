@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace omnibus::server {
@@ -13,5 +14,7 @@ namespace omnibus::server {
 using Sha256Digest = std::array<uint8_t, 32>;
 
 Sha256Digest sha256(std::string_view data);
+// The digest as 64 lowercase hex digits (what sha256sum prints).
+std::string sha256_hex(std::string_view data);
 
 }  // namespace omnibus::server

@@ -1,0 +1,34 @@
+#include "convert/hf_checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace omnibus {
+
+Result<HfCheckpoint> HfCheckpoint::open(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".safetensors") paths.push_back(it->path().string());
+  if (ec) return Status::io_error("cannot list '" + dir + "': " + ec.message());
+  if (paths.empty()) return Status::not_found("'" + dir + "' holds no .safetensors file");
+  std::sort(paths.begin(), paths.end());
+  HfCheckpoint c;
+  for (const std::string& path : paths) {
+    OMNIBUS_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(path));
+    for (const SafetensorsTensor& t : file->tensors()) {
+      const auto [it, added] = c.by_name_.emplace(t.name, &t);
+      if (!added) return Status::corrupt("tensor '" + t.name + "' is in two files (" + path + " and another)");
+    }
+    c.files_.push_back(std::move(file));
+  }
+  return c;
+}
+
+const SafetensorsTensor* HfCheckpoint::find(const std::string& name) const {
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+}  // namespace omnibus

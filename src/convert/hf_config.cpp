@@ -1,0 +1,192 @@
+#include "convert/hf_config.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace omnibus {
+namespace {
+
+struct Convertible {
+  const char* model_type;
+  const char* gguf_arch;
+  bool permute_qk;
+  bool attention_bias;
+};
+
+constexpr Convertible kConvertible[] = {
+    {"llama", "llama", true, false},
+    {"mistral", "llama", true, false},  // llama.cpp's converter too: its window is not written
+    {"qwen2", "qwen2", false, true},
+    {"qwen3", "qwen3", false, false},
+};
+
+constexpr int kMaxDim = 1 << 20;
+
+Result<int> positive_int(const nlohmann::json& config, const char* key, int max = kMaxDim) {
+  const auto it = config.find(key);
+  if (it == config.end()) return Status::corrupt(std::string("config.json has no ") + key);
+  if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > max)
+    return Status::corrupt(std::string("config.json's ") + key + " is not an integer in 1.." + std::to_string(max));
+  return static_cast<int>(it->get<int64_t>());
+}
+
+Result<double> positive_number(const nlohmann::json& obj, const char* key, double fallback) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return fallback;
+  if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
+    return Status::corrupt(std::string("config.json's ") + key + " is not a positive number");
+  return it->get<double>();
+}
+
+Result<bool> optional_bool(const nlohmann::json& config, const char* key) {
+  const auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return false;
+  if (!it->is_boolean()) return Status::corrupt(std::string("config.json's ") + key + " is not true or false");
+  return it->get<bool>();
+}
+
+// llama.cpp's (and Meta's) llama3 scaling: wavelengths shorter than the
+// original context / high_freq_factor keep their frequency, those longer
+// than original / low_freq_factor are divided by `factor`, and those between
+// are blended. The tensor holds the divisors.
+std::vector<float> llama3_rope_freqs(const HfModelConfig& c, double low_freq_factor, double high_freq_factor) {
+  const double old_context = c.rope_original_context;
+  const double low_wavelen = old_context / low_freq_factor, high_wavelen = old_context / high_freq_factor;
+  std::vector<float> divisors;
+  for (int i = 0; i < c.head_dim; i += 2) {
+    const double freq = 1.0 / std::pow(c.rope_theta, double(i) / c.head_dim);
+    const double wavelen = 2 * std::numbers::pi / freq;
+    if (wavelen < high_wavelen) {
+      divisors.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      divisors.push_back(static_cast<float>(c.rope_factor));
+    } else {
+      const double smooth = (old_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      divisors.push_back(static_cast<float>(1.0 / ((1 - smooth) / c.rope_factor + smooth)));
+    }
+  }
+  return divisors;
+}
+
+// rope_scaling (transformers 4) or rope_parameters (transformers 5, which
+// also moves rope_theta into it).
+Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
+  const nlohmann::json* rope = nullptr;
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    const auto it = config.find(key);
+    if (it != config.end() && it->is_object()) rope = &*it;
+  }
+  OMNIBUS_ASSIGN_OR_RETURN(c.rope_theta, positive_number(config, "rope_theta", 10000.0));
+  if (rope == nullptr) return Status::ok();
+  OMNIBUS_ASSIGN_OR_RETURN(c.rope_theta, positive_number(*rope, "rope_theta", c.rope_theta));
+  std::string type = "default";
+  for (const char* key : {"rope_type", "type"}) {
+    const auto it = rope->find(key);
+    if (it != rope->end() && it->is_string()) type = it->get<std::string>();
+  }
+  if (type == "default") return Status::ok();
+  if (type != "linear" && type != "yarn" && type != "llama3")
+    return Status::unsupported("RoPE scaling '" + type + "' does not convert (default, linear, yarn and llama3 do)");
+  c.rope_scaling = type;
+  OMNIBUS_ASSIGN_OR_RETURN(c.rope_factor, positive_number(*rope, "factor", 1.0));
+  OMNIBUS_ASSIGN_OR_RETURN(const double original,
+                           positive_number(*rope, "original_max_position_embeddings", c.context_length));
+  c.rope_original_context = static_cast<int>(original);
+  if (type == "llama3") {
+    OMNIBUS_ASSIGN_OR_RETURN(const double low, positive_number(*rope, "low_freq_factor", 1.0));
+    OMNIBUS_ASSIGN_OR_RETURN(const double high, positive_number(*rope, "high_freq_factor", 4.0));
+    if (!(high > low)) return Status::corrupt("llama3 RoPE scaling needs high_freq_factor > low_freq_factor");
+    c.rope_freqs = llama3_rope_freqs(c, low, high);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string convertible_model_types() {
+  std::string s;
+  for (const Convertible& a : kConvertible) s += (s.empty() ? "" : ", ") + std::string(a.model_type);
+  return s;
+}
+
+namespace {
+
+Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
+  if (!config.is_object()) return Status::corrupt("config.json is not a JSON object");
+  HfModelConfig c;
+  const auto type = config.find("model_type");
+  if (type == config.end() || !type->is_string()) return Status::corrupt("config.json has no model_type");
+  c.model_type = type->get<std::string>();
+  const Convertible* arch = nullptr;
+  for (const Convertible& a : kConvertible)
+    if (c.model_type == a.model_type) arch = &a;
+  if (arch == nullptr)
+    return Status::unsupported("model_type '" + c.model_type +
+                               "' does not convert yet (these do: " + convertible_model_types() + ")");
+  c.gguf_arch = arch->gguf_arch;
+  c.permute_qk = arch->permute_qk;
+  OMNIBUS_ASSIGN_OR_RETURN(const bool attention_bias, optional_bool(config, "attention_bias"));
+  c.attention_bias = arch->attention_bias || attention_bias;
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_layer, positive_int(config, "num_hidden_layers", 4096));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_embd, positive_int(config, "hidden_size"));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_ff, positive_int(config, "intermediate_size"));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_head, positive_int(config, "num_attention_heads", 4096));
+  c.n_head_kv = c.n_head;
+  if (config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_null()) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.n_head_kv, positive_int(config, "num_key_value_heads", 4096));
+  }
+  if (c.n_head % c.n_head_kv != 0)
+    return Status::corrupt("num_attention_heads is not a multiple of num_key_value_heads");
+  c.head_dim_given = config.contains("head_dim") && !config["head_dim"].is_null();
+  if (c.head_dim_given) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.head_dim, positive_int(config, "head_dim", 4096));
+  } else {
+    if (c.n_embd % c.n_head != 0) return Status::corrupt("hidden_size is not a multiple of num_attention_heads");
+    c.head_dim = c.n_embd / c.n_head;
+  }
+  if (c.head_dim % 2 != 0) return Status::corrupt("the head dimension is odd: RoPE turns pairs");
+  OMNIBUS_ASSIGN_OR_RETURN(c.vocab_size, positive_int(config, "vocab_size", 1 << 24));
+  OMNIBUS_ASSIGN_OR_RETURN(c.context_length, positive_int(config, "max_position_embeddings", 1 << 24));
+  OMNIBUS_ASSIGN_OR_RETURN(c.rms_norm_eps, positive_number(config, "rms_norm_eps", 1e-6));
+  OMNIBUS_ASSIGN_OR_RETURN(c.tied_embeddings, optional_bool(config, "tie_word_embeddings"));
+  OMNIBUS_RETURN_IF_ERROR(parse_rope(config, c));
+  return c;
+}
+
+}  // namespace
+
+Result<HfModelConfig> parse_hf_config(const nlohmann::json& config) {
+  try {
+    return parse_hf_config_unchecked(config);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::corrupt(std::string("config.json has a value of the wrong type: ") + e.what());
+  }
+}
+
+void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
+  const std::string a = c.gguf_arch;
+  w.set_string("general.architecture", a);
+  w.set_uint32(a + ".block_count", c.n_layer);
+  w.set_uint32(a + ".context_length", c.context_length);
+  w.set_uint32(a + ".embedding_length", c.n_embd);
+  w.set_uint32(a + ".feed_forward_length", c.n_ff);
+  w.set_uint32(a + ".attention.head_count", c.n_head);
+  w.set_uint32(a + ".attention.head_count_kv", c.n_head_kv);
+  w.set_float32(a + ".rope.freq_base", static_cast<float>(c.rope_theta));
+  w.set_float32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
+  if (c.head_dim_given) {
+    w.set_uint32(a + ".attention.key_length", c.head_dim);
+    w.set_uint32(a + ".attention.value_length", c.head_dim);
+  }
+  if (c.gguf_arch == "llama") {
+    w.set_uint32(a + ".vocab_size", c.vocab_size);
+    w.set_uint32(a + ".rope.dimension_count", c.head_dim);
+  }
+  if (c.rope_scaling == "linear" || c.rope_scaling == "yarn") {
+    w.set_string(a + ".rope.scaling.type", c.rope_scaling);
+    w.set_float32(a + ".rope.scaling.factor", static_cast<float>(c.rope_factor));
+    if (c.rope_scaling == "yarn") w.set_uint32(a + ".rope.scaling.original_context_length", c.rope_original_context);
+  }
+}
+
+}  // namespace omnibus

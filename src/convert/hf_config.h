@@ -1,0 +1,43 @@
+// A Hugging Face config.json as the GGUF hyperparameter keys of the
+// architecture it converts to. Converts: llama (and mistral, which GGUF
+// calls llama), qwen2, qwen3; anything else is refused by name.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_writer.h"
+
+namespace omnibus {
+
+struct HfModelConfig {
+  std::string model_type;  // config.json's
+  std::string gguf_arch;   // general.architecture of the converted file
+  // llama's Q and K rows go from Hugging Face's rotate-half order to the
+  // pairwise order ggml's normal RoPE turns (qwen2/qwen3 are NEOX: kept).
+  bool permute_qk = false;
+  bool attention_bias = false;  // q/k/v carry biases (qwen2; llama's attention_bias)
+  int n_layer = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+  bool head_dim_given = false;  // config.json names head_dim (it may differ from n_embd / n_head)
+  int vocab_size = 0, context_length = 0;
+  double rope_theta = 10000.0, rms_norm_eps = 1e-6;
+  bool tied_embeddings = false;
+  // RoPE scaling: "none", "linear", "yarn", or "llama3" (rope_freqs below).
+  std::string rope_scaling = "none";
+  double rope_factor = 1.0;
+  int rope_original_context = 0;
+  std::vector<float> rope_freqs;  // llama3: head_dim / 2 frequency divisors
+};
+
+// "llama, mistral, qwen2, qwen3"
+std::string convertible_model_types();
+
+Result<HfModelConfig> parse_hf_config(const nlohmann::json& config);
+
+// general.architecture and the <arch>.* keys.
+void add_model_keys(const HfModelConfig& c, GgufWriter& w);
+
+}  // namespace omnibus

@@ -1,0 +1,24 @@
+// Hugging Face tensor names to GGUF's (llama.cpp's gguf-py tensor map, for
+// the architectures hf_config.h converts).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "convert/hf_config.h"
+
+namespace omnibus {
+
+struct GgufTensorName {
+  std::string name;       // "blk.3.attn_q.weight"
+  int layer = -1;         // -1 outside the blocks
+  int permute_heads = 0;  // > 0: permute_rope_rows with this many heads (llama's Q and K)
+};
+
+// nullopt for tensors the GGUF file leaves out (lm_head when the
+// embeddings are tied, rotary_emb.inv_freq caches); an error for a name
+// the architecture does not have.
+Result<std::optional<GgufTensorName>> gguf_tensor_name(const std::string& hf_name, const HfModelConfig& c);
+
+}  // namespace omnibus

@@ -1,0 +1,172 @@
+#include "convert/hf_to_gguf.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <tuple>
+
+#include "convert/hf_tensor_names.h"
+#include "convert/hf_tokenizer.h"
+#include "tensor/quant.h"
+
+namespace omnibus {
+namespace {
+
+// general.file_type of an all-float file (llama.cpp's LLAMA_FTYPE_*).
+uint32_t file_type(DType matrices) {
+  switch (matrices) {
+    case DType::kF32: return 0;
+    case DType::kF16: return 1;
+    default: return 32;  // BF16
+  }
+}
+
+float element(const uint8_t* p, SafetensorsDType t) {
+  switch (t) {
+    case SafetensorsDType::kF32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case SafetensorsDType::kF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return f16_to_f32(h);
+    }
+    case SafetensorsDType::kBF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return bf16_to_f32(h);
+    }
+  }
+  return 0;
+}
+
+bool same_type(SafetensorsDType s, DType d) {
+  return (s == SafetensorsDType::kF32 && d == DType::kF32) || (s == SafetensorsDType::kF16 && d == DType::kF16) ||
+         (s == SafetensorsDType::kBF16 && d == DType::kBF16);
+}
+
+// Each element of `src` (of type `from`) as `to`: the same bits where the
+// types agree, else through float32 with round-to-nearest-even (what
+// numpy's astype and torch's to() do, so llama.cpp's converter too).
+void convert_elements(std::span<const uint8_t> src, SafetensorsDType from, std::span<uint8_t> dst, DType to) {
+  if (same_type(from, to)) {
+    std::memcpy(dst.data(), src.data(), src.size());
+    return;
+  }
+  const size_t n = src.size() / safetensors_dtype_bytes(from);
+  for (size_t i = 0; i < n; ++i) {
+    const float f = element(src.data() + i * safetensors_dtype_bytes(from), from);
+    if (to == DType::kF32) {
+      std::memcpy(dst.data() + 4 * i, &f, 4);
+    } else {
+      const uint16_t h = to == DType::kF16 ? f32_to_f16(f) : f32_to_bf16(f);
+      std::memcpy(dst.data() + 2 * i, &h, 2);
+    }
+  }
+}
+
+struct PlannedTensor {
+  const SafetensorsTensor* source;
+  GgufTensorName gguf;
+  std::vector<int64_t> dims;  // ggml order
+  DType dtype;
+};
+
+// token_embd and rope_freqs, then the blocks in order, then output_norm and output.
+auto file_order(const PlannedTensor& t) {
+  const int group = t.gguf.layer >= 0 ? 1 : (t.gguf.name.starts_with("output") ? 2 : 0);
+  return std::make_tuple(group, t.gguf.layer, t.gguf.name);
+}
+
+}  // namespace
+
+void permute_rope_rows(std::span<const uint8_t> src, std::span<uint8_t> dst, int heads, size_t row_bytes) {
+  const size_t rows = src.size() / row_bytes, per_head = rows / heads, half = per_head / 2;
+  for (size_t h = 0; h < static_cast<size_t>(heads); ++h)
+    for (size_t i = 0; i < half; ++i)
+      for (size_t j = 0; j < 2; ++j)
+        std::memcpy(dst.data() + (h * per_head + 2 * i + j) * row_bytes,
+                    src.data() + (h * per_head + j * half + i) * row_bytes, row_bytes);
+}
+
+Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir, const ConvertOptions& options) {
+  if (options.matrix_type != DType::kF16 && options.matrix_type != DType::kBF16 && options.matrix_type != DType::kF32)
+    return Status::invalid_argument("convert writes f16, bf16 or f32 matrices, not " + dtype_name(options.matrix_type) +
+                                    " (quantize the converted file)");
+  auto conv = std::unique_ptr<HfConversion>(new HfConversion());
+  OMNIBUS_ASSIGN_OR_RETURN(const HfFolder folder, read_hf_folder(dir));
+  OMNIBUS_ASSIGN_OR_RETURN(conv->config_, parse_hf_config(folder.config));
+  const HfModelConfig& c = conv->config_;
+  GgufWriter& w = conv->writer_;
+  add_model_keys(c, w);
+  std::string name = options.name;
+  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  w.set_string("general.name", name);
+  w.set_uint32("general.file_type", file_type(options.matrix_type));
+  OMNIBUS_RETURN_IF_ERROR(add_tokenizer_keys(folder, c.vocab_size, w).with_context("tokenizer"));
+  OMNIBUS_ASSIGN_OR_RETURN(conv->checkpoint_, HfCheckpoint::open(dir));
+
+  std::vector<PlannedTensor> planned;
+  for (const auto& [hf_name, source] : conv->checkpoint_.tensors()) {
+    OMNIBUS_ASSIGN_OR_RETURN(const std::optional<GgufTensorName> gguf, gguf_tensor_name(hf_name, c));
+    if (!gguf) continue;
+    if (source->shape.empty() || source->shape.size() > 2 || source->elements() == 0)
+      return Status::unsupported("tensor '" + hf_name + "' has " + std::to_string(source->shape.size()) +
+                                 " dimensions or no elements; matrices and vectors convert");
+    PlannedTensor t{source,
+                    *gguf,
+                    {source->shape.rbegin(), source->shape.rend()},
+                    source->shape.size() == 1 ? DType::kF32 : options.matrix_type};
+    if (t.gguf.permute_heads > 0 && source->shape[0] % (2 * t.gguf.permute_heads) != 0)
+      return Status::corrupt("tensor '" + hf_name + "' has " + std::to_string(source->shape[0]) +
+                             " rows, not an even number per each of " + std::to_string(t.gguf.permute_heads) +
+                             " heads");
+    planned.push_back(std::move(t));
+  }
+  std::sort(planned.begin(), planned.end(),
+            [](const PlannedTensor& a, const PlannedTensor& b) { return file_order(a) < file_order(b); });
+  if (!c.rope_freqs.empty()) {
+    const std::vector<float> freqs = c.rope_freqs;
+    OMNIBUS_RETURN_IF_ERROR(
+        conv->writer_.add_tensor("rope_freqs.weight", {static_cast<int64_t>(freqs.size())}, DType::kF32,
+                                 {reinterpret_cast<const uint8_t*>(freqs.data()), freqs.size() * sizeof(float)}));
+  }
+  const int count = static_cast<int>(planned.size());
+  for (int index = 0; index < count; ++index) {
+    const PlannedTensor& t = planned[index];
+    auto on_tensor = options.on_tensor;
+    OMNIBUS_RETURN_IF_ERROR(conv->writer_.add_tensor_filled(
+        t.gguf.name, t.dims, t.dtype, [t, index, count, on_tensor](std::span<uint8_t> out) {
+          if (on_tensor) on_tensor(index, count, t.gguf.name);
+          if (t.gguf.permute_heads == 0) {
+            convert_elements(t.source->bytes, t.source->dtype, out, t.dtype);
+            return Status::ok();
+          }
+          std::vector<uint8_t> converted(out.size());
+          convert_elements(t.source->bytes, t.source->dtype, converted, t.dtype);
+          const size_t row_bytes = out.size() / static_cast<size_t>(t.source->shape[0]);
+          permute_rope_rows(converted, out, t.gguf.permute_heads, row_bytes);
+          return Status::ok();
+        }));
+  }
+  conv->tensor_count_ = count + (c.rope_freqs.empty() ? 0 : 1);
+  return conv;
+}
+
+Status HfConversion::write(const std::string& path) const {
+  const std::string partial = path + ".partial";
+  if (Status s = writer_.write(partial); !s) {
+    std::remove(partial.c_str());
+    return s;
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial, path, ec);
+  if (ec) return Status::io_error("cannot rename '" + partial + "' to '" + path + "': " + ec.message());
+  return Status::ok();
+}
+
+}  // namespace omnibus

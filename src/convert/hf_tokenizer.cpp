@@ -1,0 +1,255 @@
+#include "convert/hf_tokenizer.h"
+
+#include <map>
+#include <optional>
+
+#include "tokenizer/vocab.h"
+
+namespace omnibus {
+namespace {
+
+// The Split regexes of the pre-tokenizers we run (tokenizer/pretokenizer.cpp),
+// as tokenizer.json spells them, with the case-insensitive group written
+// either way.
+struct KnownSplit {
+  const char* pre;
+  const char* regex;
+};
+constexpr const char* kContractionsInsensitive = R"((?i:'s|'t|'re|'ve|'m|'ll|'d))";
+constexpr const char* kContractionsExpanded = R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))";
+constexpr KnownSplit kKnownSplits[] = {
+    {"llama-bpe", R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+    {"qwen2", R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+};
+
+bool is_byte_level(const nlohmann::json& p, bool use_regex) {
+  return p.is_object() && p.value("type", "") == "ByteLevel" && p.value("use_regex", true) == use_regex &&
+         !p.value("add_prefix_space", false);
+}
+
+// A short description of a JSON value for an error message: its "type"
+// (and a Sequence's members' types), never a dump (which recurses as deep as
+// a hostile file nests).
+std::string describe(const nlohmann::json& j) {
+  if (j.is_string()) return j.get<std::string>().substr(0, 200);
+  if (j.is_number_integer()) return std::to_string(j.get<int64_t>());
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) return std::string("a JSON ") + j.type_name();
+  std::string s = j["type"].get<std::string>();
+  for (const char* members : {"pretokenizers", "processors"}) {
+    if (!j.contains(members) || !j[members].is_array()) continue;
+    s += " of [";
+    for (size_t i = 0; i < j[members].size() && i < 8; ++i) {
+      const nlohmann::json& m = j[members][i];
+      if (i > 0) s += ", ";
+      s += describe(m.is_object() && m.contains("type") ? m["type"] : m);
+    }
+    s += "]";
+  }
+  return s;
+}
+
+// A token written as a string or as {"content": ...}; "" when absent or null.
+std::string token_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return {};
+}
+
+// llama.cpp's converter marks added tokens that look special as control
+// even when tokenizer.json does not call them special.
+bool looks_special(const std::string& t) {
+  auto wrapped = [&](std::string_view open, std::string_view close) {
+    return t.size() >= open.size() + close.size() && t.starts_with(open) && t.ends_with(close);
+  };
+  return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" || wrapped("<|", "|>") ||
+         wrapped("<\xef\xbd\x9c", "\xef\xbd\x9c>") || wrapped("<unused", ">");
+}
+
+Result<std::string> merge_text(const nlohmann::json& m) {
+  if (m.is_string()) return m.get<std::string>();
+  if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
+    return m[0].get<std::string>() + " " + m[1].get<std::string>();
+  return Status::corrupt("tokenizer.json has a merge that is neither \"a b\" nor [\"a\", \"b\"]: " + describe(m));
+}
+
+Result<std::string> recognise_pre_tokenizer_unchecked(const nlohmann::json& pre) {
+  if (is_byte_level(pre, true)) return std::string("gpt2");
+  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
+      pre["pretokenizers"].is_array() && pre["pretokenizers"].size() == 2) {
+    const auto& first = pre["pretokenizers"][0];
+    const auto& second = pre["pretokenizers"][1];
+    if (first.is_object() && first.value("type", "") == "Digits" && first.value("individual_digits", false) &&
+        is_byte_level(second, true))
+      return std::string("smollm");
+    if (first.is_object() && first.value("type", "") == "Split" && first.value("behavior", "") == "Isolated" &&
+        !first.value("invert", false) && first.contains("pattern") && first["pattern"].is_object() &&
+        first["pattern"].contains("Regex") && first["pattern"]["Regex"].is_string() && is_byte_level(second, false)) {
+      const std::string regex = first["pattern"]["Regex"].get<std::string>();
+      for (const KnownSplit& k : kKnownSplits)
+        for (const char* head : {kContractionsInsensitive, kContractionsExpanded})
+          if (regex == std::string(head) + k.regex) return std::string(k.pre);
+      return Status::unsupported("tokenizer.json splits by a regex omnibus does not know: " + regex);
+    }
+  }
+  return Status::unsupported("tokenizer.json's pre_tokenizer is not one omnibus knows: " + describe(pre));
+}
+
+}  // namespace
+
+Result<std::string> recognise_pre_tokenizer(const nlohmann::json& pre) {
+  try {
+    return recognise_pre_tokenizer_unchecked(pre);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::corrupt(std::string("tokenizer.json's pre_tokenizer has a value of the wrong type: ") + e.what());
+  }
+}
+
+namespace {
+
+Status add_tokenizer_keys_unchecked(const HfFolder& files, int vocab_size, GgufWriter& w) {
+  const nlohmann::json& tok = files.tokenizer;
+  if (tok.empty()) return Status::not_found("the folder has no tokenizer.json (byte-level BPE tokenizers convert)");
+  if (!tok.contains("model") || !tok["model"].is_object()) return Status::corrupt("tokenizer.json has no model");
+  const nlohmann::json& model = tok["model"];
+  if (model.value("type", "") != "BPE")
+    return Status::unsupported("tokenizer.json's model is " + describe(model.value("type", nlohmann::json())) +
+                               "; byte-level BPE converts");
+  if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean() && model["byte_fallback"].get<bool>())
+    return Status::unsupported(
+        "tokenizer.json is a BPE with byte fallback (SentencePiece style); byte-level BPE "
+        "converts");
+  OMNIBUS_ASSIGN_OR_RETURN(
+      const std::string pre,
+      recognise_pre_tokenizer(tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : nlohmann::json()));
+  if (!model.contains("vocab") || !model["vocab"].is_object() || !model.contains("merges") ||
+      !model["merges"].is_array())
+    return Status::corrupt("tokenizer.json's model needs a vocab object and a merges array");
+
+  // Tokens by id: the vocabulary, then the added tokens.
+  std::map<int64_t, std::pair<std::string, TokenType>> by_id;
+  for (const auto& [text, id] : model["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 24))
+      return Status::corrupt("tokenizer.json gives '" + text + "' the id " + describe(id));
+    by_id[id.get<int64_t>()] = {text, TokenType::kNormal};
+  }
+  if (tok.contains("added_tokens") && tok["added_tokens"].is_array()) {
+    for (const auto& added : tok["added_tokens"]) {
+      if (!added.is_object() || !added.contains("id") || !added["id"].is_number_integer() ||
+          !added.contains("content") || !added["content"].is_string() || added["id"].get<int64_t>() < 0 ||
+          added["id"].get<int64_t>() >= (1 << 24))
+        return Status::corrupt("tokenizer.json has an added token without an id and content: " + describe(added));
+      const std::string text = added["content"].get<std::string>();
+      const bool special = added.value("special", false) || looks_special(text);
+      by_id[added["id"].get<int64_t>()] = {text, special ? TokenType::kControl : TokenType::kUserDefined};
+    }
+  }
+  const int64_t n = std::max<int64_t>(vocab_size, by_id.empty() ? 0 : by_id.rbegin()->first + 1);
+  if (n > vocab_size)
+    return Status::corrupt("tokenizer.json has ids up to " + std::to_string(n - 1) + " but the model embeds " +
+                           std::to_string(vocab_size) + " tokens");
+  std::vector<std::string> tokens(n);
+  std::vector<int32_t> types(n);
+  std::map<std::string, int32_t> ids;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto it = by_id.find(i);
+    if (it == by_id.end()) {
+      tokens[i] = "[PAD" + std::to_string(i) + "]";
+      types[i] = static_cast<int32_t>(TokenType::kUnused);
+    } else {
+      tokens[i] = it->second.first;
+      types[i] = static_cast<int32_t>(it->second.second);
+      ids.emplace(tokens[i], static_cast<int32_t>(i));
+    }
+  }
+  std::vector<std::string> merges;
+  merges.reserve(model["merges"].size());
+  for (const auto& m : model["merges"]) {
+    OMNIBUS_ASSIGN_OR_RETURN(std::string text, merge_text(m));
+    merges.push_back(std::move(text));
+  }
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", pre);
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_int32_array("tokenizer.ggml.token_type", types);
+  w.set_string_array("tokenizer.ggml.merges", merges);
+
+  // Special tokens: tokenizer_config.json names them by text, config.json by id.
+  const nlohmann::json& tc = files.tokenizer_config;
+  for (const char* kind : {"bos", "eos", "unk", "pad"}) {
+    const std::string key = std::string(kind) + "_token";
+    int64_t id = -1;
+    if (tc.contains(key)) {
+      const std::string text = token_text(tc[key]);
+      if (const auto it = ids.find(text); !text.empty() && it != ids.end()) id = it->second;
+    }
+    const std::string id_key = key + "_id";
+    if (id < 0 && files.config.contains(id_key) && files.config[id_key].is_number_integer())
+      id = files.config[id_key].get<int64_t>();
+    if (id >= 0 && id < n) w.set_uint32("tokenizer.ggml." + std::string(kind) + "_token_id", static_cast<uint32_t>(id));
+  }
+  // add_bos/add_eos as llama.cpp's SpecialVocab reads them: a ByteLevel
+  // post-processor adds neither, a TemplateProcessing adds the special
+  // tokens around its $A (Llama 3 prepends <|begin_of_text|>); a flag in
+  // tokenizer_config.json counts only where the post-processor said nothing.
+  std::optional<bool> add_bos, add_eos;
+  const nlohmann::json* post = tok.contains("post_processor") ? &tok["post_processor"] : nullptr;
+  std::vector<const nlohmann::json*> processors;
+  if (post != nullptr && post->is_object()) {
+    if (post->contains("processors") && (*post)["processors"].is_array())
+      for (const auto& p : (*post)["processors"]) processors.push_back(&p);
+    else
+      processors.push_back(post);
+  }
+  auto special_id = [](const nlohmann::json& item) -> std::string {
+    if (!item.is_object() || !item.contains("SpecialToken") || !item["SpecialToken"].is_object()) return {};
+    return token_text(item["SpecialToken"].value("id", nlohmann::json()));
+  };
+  const std::string bos_text = tc.contains("bos_token") ? token_text(tc["bos_token"]) : "";
+  const std::string eos_text = tc.contains("eos_token") ? token_text(tc["eos_token"]) : "";
+  for (const nlohmann::json* p : processors) {
+    if (!p->is_object()) continue;
+    const std::string type = p->value("type", "");
+    if (type == "ByteLevel") {
+      if (!add_bos) add_bos = false;
+      if (!add_eos) add_eos = false;
+    } else if (type == "TemplateProcessing" && p->contains("single") && (*p)["single"].is_array() &&
+               (*p)["single"].size() > 1) {
+      const auto& single = (*p)["single"];
+      if (const std::string first = special_id(single.front()); !first.empty()) add_bos = first == bos_text;
+      if (const std::string last = special_id(single.back()); !last.empty()) add_eos = last == eos_text;
+    }
+  }
+  for (auto [kind, flag] : {std::pair{"bos", &add_bos}, std::pair{"eos", &add_eos}}) {
+    const std::string key = std::string("add_") + kind + "_token";
+    if (!*flag && tc.contains(key) && tc[key].is_boolean()) *flag = tc[key].get<bool>();
+  }
+  if (add_bos) w.set_bool("tokenizer.ggml.add_bos_token", *add_bos);
+  if (add_eos) w.set_bool("tokenizer.ggml.add_eos_token", *add_eos);
+  // tokenizer_config.json's template first, then chat_template.jinja (as llama.cpp).
+  std::string chat_template;
+  if (tc.contains("chat_template")) {
+    const auto& t = tc["chat_template"];
+    if (t.is_string()) chat_template = t.get<std::string>();
+    if (t.is_array())  // named templates: the default one
+      for (const auto& named : t)
+        if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+            named["template"].is_string())
+          chat_template = named["template"].get<std::string>();
+  }
+  if (chat_template.empty()) chat_template = files.chat_template;
+  if (!chat_template.empty()) w.set_string("tokenizer.chat_template", chat_template);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status add_tokenizer_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
+  try {
+    return add_tokenizer_keys_unchecked(files, vocab_size, w);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::corrupt(std::string("tokenizer.json or tokenizer_config.json has a value of the wrong type: ") +
+                           e.what());
+  }
+}
+
+}  // namespace omnibus

@@ -1,0 +1,52 @@
+// libFuzzer target for what `omnibus convert` reads from a Hugging Face
+// folder. The first byte picks the reader: 0 a .safetensors file, 1
+// config.json, 2 tokenizer.json (mod 3). Any input must be read or refused
+// with a Status, never crash, throw, or read out of bounds (ASan/UBSan
+// watch). What is accepted is touched (every tensor byte) or written into
+// a GGUF writer and built.
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "convert/hf_config.h"
+#include "convert/hf_tokenizer.h"
+#include "convert/safetensors_file.h"
+#include "gguf/gguf_writer.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::span<const uint8_t> rest(data + 1, size - 1);
+  switch (data[0] % 3) {
+    case 0: {
+      auto file = omnibus::SafetensorsFile::parse(rest);
+      if (!file.is_ok()) return 0;
+      uint64_t sum = 0;
+      for (const auto& t : (*file)->tensors())
+        for (uint8_t b : t.bytes) sum += b;
+      if (sum == 1) __builtin_trap();  // never: keeps the loop
+      return 0;
+    }
+    case 1: {
+      const auto json = nlohmann::json::parse(rest.begin(), rest.end(), nullptr, false);
+      if (json.is_discarded()) return 0;
+      auto config = omnibus::parse_hf_config(json);
+      if (!config.is_ok()) return 0;
+      omnibus::GgufWriter w;
+      omnibus::add_model_keys(*config, w);
+      if (!w.build().is_ok()) __builtin_trap();  // what the config gave must be writable
+      return 0;
+    }
+    default: {
+      omnibus::HfFolder files;
+      files.tokenizer = nlohmann::json::parse(rest.begin(), rest.end(), nullptr, false);
+      if (files.tokenizer.is_discarded() || !files.tokenizer.is_object()) return 0;
+      files.tokenizer_config = nlohmann::json::object();
+      files.config = nlohmann::json::object();
+      omnibus::GgufWriter w;
+      if (omnibus::add_tokenizer_keys(files, 512, w).is_ok() && !w.build().is_ok()) __builtin_trap();
+      return 0;
+    }
+  }
+}

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Tiny Hugging Face checkpoints, and what transformers and llama.cpp's own
+converter make of them, for tests/convert_golden_test.cpp (which holds
+`omnibus convert` to both).
+
+For each architecture ARCH (llama, qwen2, qwen3) it writes
+tests/golden/convert/ARCH/:
+  config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
+  chat_template.jinja, ...   the checkpoint, written by transformers'
+               save_pretrained: random weights (scaled so the model is
+               confident) in a different source dtype per architecture
+               (llama bf16 with llama3 RoPE scaling, qwen2 f16 with biases
+               and tied embeddings, qwen3 f32 with q/k norms and a head
+               dimension apart from hidden / heads), and a byte-level BPE
+               tokenizer trained here by `tokenizers` with the real
+               model's pre-tokenizer regex and special tokens.
+  golden.json  transformers' token ids for probe texts (special tokens
+               included), the teacher-forced sequences, and
+               llama_cpp_convert: what llama.cpp's convert_hf_to_gguf.py
+               writes for the same folder (--outtype f16): each tensor's
+               name, shape, type and sha256, and its metadata values
+               (an array of more than 16 by the sha256 of its elements
+               joined by newlines).
+  logits.f16   transformers' float32 logits (eager attention) at every
+               teacher-forced position, float16 little-endian,
+               positions x vocab.
+
+llama.cpp's converter names the pre-tokenizer by hashing the ids of a probe
+text, which knows only published tokenizers; for these tiny ones the script
+tells it the name of the real model's pre-tokenizer (the regex is the real
+one).
+
+Needs torch, transformers, tokenizers, safetensors (pip) and llama.cpp's
+source (bench/build_llama_server.sh unpacks it). The PyPI torch wheel is
+built for CUDA: on a machine without the NVIDIA libraries, install it with
+--no-deps plus nvidia-nccl-cu13, nvidia-cusparselt-cu13,
+nvidia-nvshmem-cu13 and nvidia-cufile, and put their lib folders, the CUDA
+toolkit's and a libcuda.so.1 stub on LD_LIBRARY_PATH.
+
+Usage:
+  python3 tools/make_convert_golden.py \\
+      --llama-cpp /tmp/llama-build/llama_cpp_python-0.3.36/vendor/llama.cpp [ARCH...]
+"""
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+OUT_DIR = REPO_ROOT / "tests" / "golden" / "convert"
+TEXTS = REPO_ROOT / "tools" / "golden_texts"
+SEQUENCES = 2
+SEQUENCE_TOKENS = 104  # 208 teacher-forced positions
+VOCAB = 320            # the model's rows; the tokenizer has fewer, so the file is padded
+TRAINED_VOCAB = 300
+
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-5)
+ARCHS = {
+    "llama": dict(
+        config=dict(COMMON, model_type="llama", tie_word_embeddings=False, rope_theta=10000.0,
+                    rope_scaling={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+        dtype="bfloat16", split=LLAMA3_SPLIT, pre="llama-bpe",
+        specials=["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                  "<|eot_id|>"],
+        bos="<|begin_of_text|>", eos="<|eot_id|>", add_bos=True,
+        template="{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n"
+                 "{{ m['content'] }}<|eot_id|>{% endfor %}"),
+    "qwen2": dict(
+        config=dict(COMMON, model_type="qwen2", tie_word_embeddings=True, rope_theta=1000000.0),
+        dtype="float16", split=QWEN2_SPLIT, pre="qwen2",
+        specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos=None, eos="<|im_end|>", add_bos=False,
+        template="{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"),
+    "qwen3": dict(
+        config=dict(COMMON, model_type="qwen3", tie_word_embeddings=True, rope_theta=1000000.0, head_dim=32),
+        dtype="float32", split=QWEN2_SPLIT, pre="qwen2",
+        specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], user_defined=["<think>", "</think>"],
+        bos=None, eos="<|im_end|>", add_bos=False,
+        template="{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"),
+}
+
+PROBES = [
+    "Hello world",
+    " leading space and  two  spaces",
+    "numbers 1 22 333 4444 55555 3.14159",
+    "I'll say it's 'RE' and you've DONE",
+    "tabs\tand\nnew\n\nlines\r\n end",
+    "unicode: café, naïve, 日本語, привет, 🚀🦙",
+    "<|im_start|>user\nhi<|im_end|>",
+    "<|start_header_id|>system<|end_header_id|>\n\nbe brief<|eot_id|>",
+    "<think>reasoning</think> answer",
+    "   ",
+    "",
+    "x" * 40,
+]
+
+
+def corpus():
+    return [p.read_text(encoding="utf-8") for p in sorted(TEXTS.glob("*.txt"))]
+
+
+def make_tokenizer(spec, texts, out):
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(spec["split"]), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=TRAINED_VOCAB, special_tokens=spec["specials"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    if spec.get("user_defined"):
+        tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in spec["user_defined"]])
+    if spec["add_bos"]:
+        bos_id = tok.token_to_id(spec["bos"])
+        tok.post_processor = processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(single=f"{spec['bos']} $A", pair=f"{spec['bos']} $A {spec['bos']} $B",
+                                          special_tokens=[(spec["bos"], bos_id)])])
+    else:
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=spec["bos"], eos_token=spec["eos"])
+    fast.chat_template = spec["template"]
+    fast.save_pretrained(out)
+    return fast
+
+
+def make_model(spec, tokenizer, out, seed):
+    import torch
+    import transformers
+
+    cfg_args = dict(spec["config"])
+    model_type = cfg_args.pop("model_type")
+    cfg_args["bos_token_id"] = tokenizer.bos_token_id
+    cfg_args["eos_token_id"] = tokenizer.eos_token_id
+    config = transformers.AutoConfig.for_model(model_type, **cfg_args)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn_like(p)) if "norm" in name else p.copy_(0.1 * torch.randn_like(p))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn_like(p))
+            elif "lm_head" in name:
+                p.copy_(torch.randn_like(p) * 4.0 / p.shape[1] ** 0.5)
+            else:
+                p.copy_(torch.randn_like(p) / p.shape[1] ** 0.5)
+    model.to(getattr(torch, spec["dtype"])).save_pretrained(out, safe_serialization=True)
+    return transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager")
+
+
+def llama_cpp_convert(llama_cpp, folder, pre, work):
+    """llama.cpp's converter on the folder; the tensors and metadata it writes."""
+    out = work / "llama.gguf"
+    runner = work / "run_convert.py"
+    runner.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(llama_cpp)!r})\n"
+        f"sys.path.insert(1, {str(llama_cpp / 'gguf-py')!r})\n"
+        "import conversion.base as base\n"
+        f"base.TextModel.get_vocab_base_pre = lambda self, tokenizer: {pre!r}\n"
+        "import convert_hf_to_gguf\n"
+        f"sys.argv = ['convert_hf_to_gguf.py', {str(folder)!r}, '--outfile', {str(out)!r}, '--outtype', 'f16']\n"
+        "convert_hf_to_gguf.main()\n")
+    subprocess.run([sys.executable, str(runner)], check=True, capture_output=True)
+    sys.path.insert(0, str(llama_cpp / "gguf-py"))
+    import gguf
+    reader = gguf.GGUFReader(str(out))
+    tensors = [{"name": t.name, "shape": [int(d) for d in t.shape], "type": int(t.tensor_type),
+                "sha256": hashlib.sha256(bytes(t.data)).hexdigest()} for t in reader.tensors]
+    rope = [t for t in reader.tensors if t.name == "rope_freqs.weight"]
+    metadata = {}
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF."):
+            continue
+        value = field.contents()
+        if isinstance(value, list) and len(value) > 16:
+            joined = "\n".join(str(v) for v in value)
+            value = {"sha256": hashlib.sha256(joined.encode("utf-8")).hexdigest(), "count": len(value)}
+        metadata[key] = value
+    result = {"tensors": tensors, "metadata": metadata}
+    if rope:
+        result["rope_freqs"] = [float(x) for x in rope[0].data]
+    return result
+
+
+def make(arch, spec, llama_cpp, seed):
+    import torch
+
+    folder = OUT_DIR / arch
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    texts = corpus()
+    tokenizer = make_tokenizer(spec, texts, folder)
+    model = make_model(spec, tokenizer, folder, seed)
+    # Folder contents transformers writes besides the checkpoint that the
+    # test does not need stay out of the repository.
+    for extra in ("generation_config.json", "special_tokens_map.json"):
+        (folder / extra).unlink(missing_ok=True)
+
+    probes = [{"text": t, "ids": tokenizer(t)["input_ids"]} for t in PROBES]
+    ids = tokenizer("\n\n".join(texts), add_special_tokens=False)["input_ids"]
+    rng = np.random.default_rng(seed)
+    sequences, rows = [], []
+    for _ in range(SEQUENCES):
+        start = int(rng.integers(0, len(ids) - SEQUENCE_TOKENS))
+        seq = ids[start:start + SEQUENCE_TOKENS]
+        with torch.no_grad():
+            logits = model(torch.tensor([seq])).logits[0].float().numpy()
+        sequences.append({"tokens": seq})
+        rows.append(logits)
+    logits = np.concatenate(rows)
+    s = np.sort(logits, axis=1)
+    gaps = s[:, -1] - s[:, -2]
+    logits.astype("<f2").tofile(folder / "logits.f16")
+    with tempfile.TemporaryDirectory() as work:
+        converted = llama_cpp_convert(llama_cpp, folder, spec["pre"], Path(work))
+    golden = {"vocab": VOCAB, "source_dtype": spec["dtype"], "probes": probes, "sequences": sequences,
+              "logits_file": "logits.f16", "llama_cpp_convert": converted}
+    (folder / "golden.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{arch}: {len(PROBES)} probes, {logits.shape[0]} positions, top-2 gap >= 0.5 at "
+          f"{int((gaps >= 0.5).sum())}; llama.cpp wrote {len(converted['tensors'])} tensors")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llama-cpp", type=Path, required=True, help="llama.cpp's source tree (convert_hf_to_gguf.py)")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("archs", nargs="*", default=list(ARCHS))
+    args = ap.parse_args()
+    for arch in args.archs:
+        make(arch, ARCHS[arch], args.llama_cpp.resolve(), args.seed)
+
+
+if __name__ == "__main__":
+    main()
