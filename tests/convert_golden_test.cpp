@@ -3,7 +3,8 @@
 // tests/golden/convert/<arch>/ (written by tools/make_convert_golden.py with
 // transformers' save_pretrained: llama in bf16 with llama3 RoPE scaling,
 // qwen2 in f16 with biases and tied embeddings, qwen3 in f32 with q/k
-// norms and a head dimension apart from hidden / heads).
+// norms and a head dimension apart from hidden / heads, qwen2moe in bf16
+// with a shared expert, qwen3moe in f16).
 //
 // - The file: every tensor llama.cpp's convert_hf_to_gguf.py writes, with
 //   the same name, shape, type and bytes (sha256), and the same metadata
@@ -188,7 +189,8 @@ TEST_P(ConvertGoldenTest, LogitsMatchTransformers) {
   EXPECT_LE(mean_kl, kMaxMeanKl);
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, ConvertGoldenTest, ::testing::Values("llama", "qwen2", "qwen3"),
+INSTANTIATE_TEST_SUITE_P(Architectures, ConvertGoldenTest,
+                         ::testing::Values("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

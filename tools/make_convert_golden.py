@@ -3,7 +3,7 @@
 converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
-For each architecture ARCH (llama, qwen2, qwen3) it writes
+For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe) it writes
 tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
   chat_template.jinja, ...   the checkpoint, written by transformers'
@@ -11,7 +11,9 @@ tests/golden/convert/ARCH/:
                confident) in a different source dtype per architecture
                (llama bf16 with llama3 RoPE scaling, qwen2 f16 with biases
                and tied embeddings, qwen3 f32 with q/k norms and a head
-               dimension apart from hidden / heads), and a byte-level BPE
+               dimension apart from hidden / heads, qwen2moe bf16 with a
+               shared expert, qwen3moe f16 with normalised routing: 4
+               experts, 2 per token), and a byte-level BPE
                tokenizer trained here by `tokenizers` with the real
                model's pre-tokenizer regex and special tokens.
   golden.json  transformers' token ids for probe texts (special tokens
@@ -91,6 +93,23 @@ ARCHS = {
         specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"], user_defined=["<think>", "</think>"],
         bos=None, eos="<|im_end|>", add_bos=False,
         template="{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"),
+    "qwen2moe": dict(
+        config=dict(COMMON, model_type="qwen2_moe", tie_word_embeddings=False, rope_theta=1000000.0,
+                    num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                    shared_expert_intermediate_size=64, norm_topk_prob=False, decoder_sparse_step=1,
+                    mlp_only_layers=[]),
+        dtype="bfloat16", split=QWEN2_SPLIT, pre="qwen2",
+        specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos=None, eos="<|im_end|>", add_bos=False,
+        template="{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"),
+    "qwen3moe": dict(
+        config=dict(COMMON, model_type="qwen3_moe", tie_word_embeddings=False, rope_theta=1000000.0, head_dim=16,
+                    num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, norm_topk_prob=True,
+                    decoder_sparse_step=1, mlp_only_layers=[]),
+        dtype="float16", split=QWEN2_SPLIT, pre="qwen2",
+        specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        bos=None, eos="<|im_end|>", add_bos=False,
+        template="{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"),
 }
 
 PROBES = [
@@ -159,9 +178,9 @@ def make_model(spec, tokenizer, out, seed):
             elif "embed_tokens" in name:
                 p.copy_(torch.randn_like(p))
             elif "lm_head" in name:
-                p.copy_(torch.randn_like(p) * 4.0 / p.shape[1] ** 0.5)
-            else:
-                p.copy_(torch.randn_like(p) / p.shape[1] ** 0.5)
+                p.copy_(torch.randn_like(p) * 4.0 / p.shape[-1] ** 0.5)
+            else:  # fan-in is the last dimension (of a stacked experts tensor too)
+                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
     model.to(getattr(torch, spec["dtype"])).save_pretrained(out, safe_serialization=True)
     return transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager")
 

@@ -121,6 +121,52 @@ TEST(HfTensorNamesTest, MapsLlamaNamesAndPermutesQueryAndKeyOnly) {
   EXPECT_FALSE(gguf_tensor_name("lm_head.weight", tied)->has_value());
 }
 
+nlohmann::json moe_config(const char* model_type) {
+  return nlohmann::json::parse(std::string(R"({"model_type": ")") + model_type + R"(", "num_hidden_layers": 2,
+      "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "vocab_size": 100, "max_position_embeddings": 128, "num_experts": 4, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64})");
+}
+
+TEST(HfTensorNamesTest, MapsEachExpertToItsSliceOfOneTensor) {
+  auto qwen3moe = moe_config("qwen3_moe");
+  qwen3moe["norm_topk_prob"] = true;
+  const auto c = parse_hf_config(qwen3moe);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->gguf_arch, "qwen3moe");
+  EXPECT_EQ(c->n_expert, 4);
+  const auto down = gguf_tensor_name("model.layers.1.mlp.experts.3.down_proj.weight", *c)->value();
+  EXPECT_EQ(down.name, "blk.1.ffn_down_exps.weight");
+  EXPECT_EQ(down.expert, 3);
+  EXPECT_FALSE(gguf_tensor_name("model.layers.1.mlp.experts.4.down_proj.weight", *c).is_ok());  // 4 experts
+  EXPECT_FALSE(gguf_tensor_name("model.layers.1.mlp.experts.0.proj.weight", *c).is_ok());
+  const auto router = gguf_tensor_name("model.layers.0.mlp.gate.weight", *c)->value();
+  EXPECT_EQ(router.name, "blk.0.ffn_gate_inp.weight");
+  EXPECT_TRUE(router.f32);
+  EXPECT_EQ(router.expert, -1);
+  EXPECT_FALSE(gguf_tensor_name("model.layers.0.mlp.gate_proj.weight", *c)->value().f32);
+  const auto shared_gate =
+      gguf_tensor_name("model.layers.0.mlp.shared_expert_gate.weight", *parse_hf_config(moe_config("qwen2_moe")));
+  EXPECT_EQ(shared_gate->value().name, "blk.0.ffn_gate_inp_shexp.weight");
+  EXPECT_TRUE(shared_gate->value().f32);
+  // A dense model has no experts to slice.
+  EXPECT_FALSE(gguf_tensor_name("model.layers.0.mlp.experts.0.up_proj.weight", llama_config()).is_ok());
+}
+
+TEST(HfConfigTest, RefusesMixturesOfExpertsThatWouldRouteDifferently) {
+  auto c = moe_config("qwen3_moe");
+  c["norm_topk_prob"] = false;  // llama.cpp and omnibus normalise qwen3moe's routing weights
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
+  c["norm_topk_prob"] = true;
+  c["mlp_only_layers"] = {1};
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
+  c["mlp_only_layers"] = nlohmann::json::array();
+  c["num_experts_per_tok"] = 5;
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kCorrupt);
+  c.erase("num_experts_per_tok");
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kCorrupt);
+}
+
 TEST(PermuteRopeRowsTest, InterleavesEachHeadsHalves) {
   // Two heads of four one-byte rows: per head, rows 0 1 2 3 -> 0 2 1 3.
   const std::vector<uint8_t> src = {0, 1, 2, 3, 10, 11, 12, 13};
@@ -161,7 +207,7 @@ TEST(HfTokenizerTest, RecognisesThePreTokenizersWeRun) {
 TEST(HfConfigTest, RefusesWhatDoesNotConvertByName) {
   const auto mamba = parse_hf_config({{"model_type", "mamba"}});
   EXPECT_EQ(mamba.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(mamba.status().to_string().find("llama, mistral, qwen2, qwen3"), std::string::npos);
+  EXPECT_NE(mamba.status().to_string().find("llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe"), std::string::npos);
   auto config = nlohmann::json::parse(R"({"model_type": "qwen3", "num_hidden_layers": 2, "hidden_size": "64",
       "intermediate_size": 96, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 128})");
   EXPECT_EQ(parse_hf_config(config).status().code(), StatusCode::kCorrupt);

@@ -11,6 +11,12 @@ struct Convertible {
   const char* gguf_arch;
   bool permute_qk;
   bool attention_bias;
+  bool moe = false;
+  // What the GGUF architecture does with the chosen experts' weights
+  // (llama.cpp, and omnibus, normalise qwen3moe's and not qwen2moe's): a
+  // config.json that asks otherwise is refused, not converted into a model
+  // that routes differently.
+  bool normalized_routing = false;
 };
 
 constexpr Convertible kConvertible[] = {
@@ -18,6 +24,8 @@ constexpr Convertible kConvertible[] = {
     {"mistral", "llama", true, false},  // llama.cpp's converter too: its window is not written
     {"qwen2", "qwen2", false, true},
     {"qwen3", "qwen3", false, false},
+    {"qwen2_moe", "qwen2moe", false, true, true, false},
+    {"qwen3_moe", "qwen3moe", false, false, true, true},
 };
 
 constexpr int kMaxDim = 1 << 20;
@@ -43,6 +51,37 @@ Result<bool> optional_bool(const nlohmann::json& config, const char* key) {
   if (it == config.end() || it->is_null()) return false;
   if (!it->is_boolean()) return Status::corrupt(std::string("config.json's ") + key + " is not true or false");
   return it->get<bool>();
+}
+
+// The first of `keys` config.json has, as a positive integer.
+Result<int> positive_int_of(const nlohmann::json& config, std::initializer_list<const char*> keys) {
+  for (const char* key : keys)
+    if (config.contains(key) && !config[key].is_null()) return positive_int(config, key);
+  return Status::corrupt(std::string("config.json has no ") + *keys.begin());
+}
+
+// The experts' shape, and what omnibus's MoE block cannot run refused.
+Status parse_experts(const nlohmann::json& config, const Convertible& arch, HfModelConfig& c) {
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_expert, positive_int_of(config, {"num_experts", "num_local_experts"}));
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_expert_used, positive_int(config, "num_experts_per_tok"));
+  if (c.n_expert_used > c.n_expert) return Status::corrupt("num_experts_per_tok is larger than num_experts");
+  OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_expert, positive_int(config, "moe_intermediate_size"));
+  if (config.contains("shared_expert_intermediate_size") && !config["shared_expert_intermediate_size"].is_null()) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_shared_expert, positive_int(config, "shared_expert_intermediate_size"));
+  }
+  const auto dense_layers = config.find("mlp_only_layers");
+  const bool every_layer = config.value("decoder_sparse_step", 1) == 1 &&
+                           (dense_layers == config.end() || dense_layers->is_null() || dense_layers->empty());
+  if (!every_layer)
+    return Status::unsupported(
+        "config.json has layers without experts (mlp_only_layers, decoder_sparse_step); "
+        "omnibus runs models whose every layer has them");
+  OMNIBUS_ASSIGN_OR_RETURN(const bool normalized, optional_bool(config, "norm_topk_prob"));
+  if (config.contains("norm_topk_prob") && normalized != arch.normalized_routing)
+    return Status::unsupported(std::string("config.json's norm_topk_prob is ") + (normalized ? "true" : "false") +
+                               ", but " + arch.gguf_arch + " files are run with it " +
+                               (arch.normalized_routing ? "true" : "false") + " (by llama.cpp and omnibus)");
+  return Status::ok();
 }
 
 // llama.cpp's (and Meta's) llama3 scaling: wavelengths shorter than the
@@ -150,6 +189,7 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
   OMNIBUS_ASSIGN_OR_RETURN(c.rms_norm_eps, positive_number(config, "rms_norm_eps", 1e-6));
   OMNIBUS_ASSIGN_OR_RETURN(c.tied_embeddings, optional_bool(config, "tie_word_embeddings"));
   OMNIBUS_RETURN_IF_ERROR(parse_rope(config, c));
+  if (arch->moe) OMNIBUS_RETURN_IF_ERROR(parse_experts(config, *arch, c));
   return c;
 }
 
@@ -181,6 +221,12 @@ void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
   if (c.gguf_arch == "llama") {
     w.set_uint32(a + ".vocab_size", c.vocab_size);
     w.set_uint32(a + ".rope.dimension_count", c.head_dim);
+  }
+  if (c.n_expert > 0) {
+    w.set_uint32(a + ".expert_count", c.n_expert);
+    w.set_uint32(a + ".expert_used_count", c.n_expert_used);
+    w.set_uint32(a + ".expert_feed_forward_length", c.n_ff_expert);
+    if (c.n_ff_shared_expert > 0) w.set_uint32(a + ".expert_shared_feed_forward_length", c.n_ff_shared_expert);
   }
   if (c.rope_scaling == "linear" || c.rope_scaling == "yarn") {
     w.set_string(a + ".rope.scaling.type", c.rope_scaling);

@@ -1,6 +1,7 @@
 // A Hugging Face config.json as the GGUF hyperparameter keys of the
 // architecture it converts to. Converts: llama (and mistral, which GGUF
-// calls llama), qwen2, qwen3; anything else is refused by name.
+// calls llama), qwen2, qwen3, qwen2_moe, qwen3_moe; anything else is
+// refused by name.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,9 +31,12 @@ struct HfModelConfig {
   double rope_factor = 1.0;
   int rope_original_context = 0;
   std::vector<float> rope_freqs;  // llama3: head_dim / 2 frequency divisors
+  // Mixture of experts (qwen2moe, qwen3moe); n_expert is 0 in a dense model.
+  int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+  int n_ff_shared_expert = 0;  // qwen2moe's shared expert; 0 when there is none
 };
 
-// "llama, mistral, qwen2, qwen3"
+// "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe"
 std::string convertible_model_types();
 
 Result<HfModelConfig> parse_hf_config(const nlohmann::json& config);

@@ -8,14 +8,52 @@ namespace {
 
 // Within model.layers.N.: the Hugging Face suffix and its GGUF name, by
 // what the weight is (".weight"/".bias" follow either).
-constexpr std::pair<const char*, const char*> kLayerTensors[] = {
-    {"input_layernorm", "attn_norm"},    {"post_attention_layernorm", "ffn_norm"},
-    {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},
-    {"self_attn.v_proj", "attn_v"},      {"self_attn.o_proj", "attn_output"},
-    {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
-    {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
-    {"mlp.down_proj", "ffn_down"},
+struct LayerTensor {
+  const char* hf;
+  const char* gguf;
+  bool f32 = false;
 };
+constexpr LayerTensor kLayerTensors[] = {
+    {"input_layernorm", "attn_norm"},
+    {"post_attention_layernorm", "ffn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+    {"mlp.gate", "ffn_gate_inp", true},  // the router
+    {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},
+    {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+    {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+    {"mlp.shared_expert_gate", "ffn_gate_inp_shexp", true},
+};
+// model.layers.N.mlp.experts.E.<hf>.weight: expert E's slice of blk.N.<gguf>.weight.
+constexpr std::pair<const char*, const char*> kExpertTensors[] = {
+    {"gate_proj", "ffn_gate_exps"},
+    {"up_proj", "ffn_up_exps"},
+    {"down_proj", "ffn_down_exps"},
+};
+
+// The expert's slice, or nullopt when `rest` (after "model.layers.N.") is not one.
+std::optional<GgufTensorName> expert_tensor(std::string_view rest, int layer, const HfModelConfig& c) {
+  constexpr std::string_view kExperts = "mlp.experts.";
+  if (c.n_expert == 0 || !rest.starts_with(kExperts)) return std::nullopt;
+  rest.remove_prefix(kExperts.size());
+  int expert = -1;
+  const auto [after, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
+  if (ec != std::errc() || after == rest.data() || expert < 0 || expert >= c.n_expert) return std::nullopt;
+  std::string_view matrix(after, rest.data() + rest.size() - after);  // ".gate_proj.weight"
+  constexpr std::string_view kWeight = ".weight";
+  if (!matrix.starts_with('.') || !matrix.ends_with(kWeight)) return std::nullopt;
+  matrix = matrix.substr(1, matrix.size() - 1 - kWeight.size());
+  for (const auto& [hf, gguf] : kExpertTensors)
+    if (matrix == hf) return GgufTensorName{"blk." + std::to_string(layer) + "." + gguf + ".weight", layer, 0, expert};
+  return std::nullopt;
+}
 
 std::optional<GgufTensorName> global(const char* name) { return GgufTensorName{name}; }
 
@@ -39,12 +77,14 @@ Result<std::optional<GgufTensorName>> gguf_tensor_name(const std::string& hf_nam
   if (ec != std::errc() || after == digits || after == end || *after != '.' || layer < 0 || layer >= c.n_layer)
     return unknown(hf_name, c);
   const std::string_view rest(after + 1, end);
-  for (const auto& [hf, gguf] : kLayerTensors) {
+  if (auto expert = expert_tensor(rest, layer, c)) return expert;
+  for (const auto& [hf, gguf, f32] : kLayerTensors) {
     const std::string_view hf_view(hf);
     if (!rest.starts_with(hf_view)) continue;
     const std::string_view kind = rest.substr(hf_view.size());
     if (kind != ".weight" && kind != ".bias") continue;
     GgufTensorName out{"blk." + std::to_string(layer) + "." + gguf + std::string(kind), layer, 0};
+    out.f32 = f32;
     if (c.permute_qk && hf_view == "self_attn.q_proj") out.permute_heads = c.n_head;
     if (c.permute_qk && hf_view == "self_attn.k_proj") out.permute_heads = c.n_head_kv;
     return std::optional<GgufTensorName>(std::move(out));

@@ -14,6 +14,11 @@ struct GgufTensorName {
   std::string name;       // "blk.3.attn_q.weight"
   int layer = -1;         // -1 outside the blocks
   int permute_heads = 0;  // > 0: permute_rope_rows with this many heads (llama's Q and K)
+  // >= 0: this expert's matrix, one slice of the name's [experts, rows,
+  // columns] tensor (Hugging Face keeps one tensor per expert, GGUF one per
+  // layer).
+  int expert = -1;
+  bool f32 = false;  // kept in F32 whatever the output type (a router, as llama.cpp keeps them)
 };
 
 // nullopt for tensors the GGUF file leaves out (lm_head when the

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <tuple>
 
 #include "convert/hf_tensor_names.h"
@@ -69,11 +70,41 @@ void convert_elements(std::span<const uint8_t> src, SafetensorsDType from, std::
 }
 
 struct PlannedTensor {
-  const SafetensorsTensor* source;
+  // One source, or one per expert (in expert order) stacked into one tensor.
+  std::vector<const SafetensorsTensor*> sources;
   GgufTensorName gguf;
   std::vector<int64_t> dims;  // ggml order
   DType dtype;
 };
+
+// Each expert's bytes, converted, one after the other; a single source is
+// converted, and permuted where llama's Q/K rows need it.
+Status fill_tensor(const PlannedTensor& t, std::span<uint8_t> out) {
+  const size_t per_source = out.size() / t.sources.size();
+  if (t.gguf.permute_heads == 0) {
+    for (size_t i = 0; i < t.sources.size(); ++i)
+      convert_elements(t.sources[i]->bytes, t.sources[i]->dtype, out.subspan(i * per_source, per_source), t.dtype);
+    return Status::ok();
+  }
+  const SafetensorsTensor& source = *t.sources[0];
+  std::vector<uint8_t> converted(out.size());
+  convert_elements(source.bytes, source.dtype, converted, t.dtype);
+  permute_rope_rows(converted, out, t.gguf.permute_heads, out.size() / static_cast<size_t>(source.shape[0]));
+  return Status::ok();
+}
+
+// The experts of one GGUF tensor: every one there, all of one shape and dtype.
+Status check_experts(const PlannedTensor& t, int n_expert) {
+  for (int e = 0; e < n_expert; ++e) {
+    if (t.sources[e] == nullptr)
+      return Status::corrupt(t.gguf.name + ": the checkpoint has no tensor of expert " + std::to_string(e));
+    if (t.sources[e]->shape != t.sources[0]->shape || t.sources[e]->dtype != t.sources[0]->dtype)
+      return Status::corrupt(t.gguf.name + ": expert " + std::to_string(e) +
+                             "'s tensor differs in shape or type "
+                             "from expert 0's");
+  }
+  return Status::ok();
+}
 
 // token_embd and rope_freqs, then the blocks in order, then output_norm and output.
 auto file_order(const PlannedTensor& t) {
@@ -111,21 +142,34 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   OMNIBUS_ASSIGN_OR_RETURN(conv->checkpoint_, HfCheckpoint::open(dir));
 
   std::vector<PlannedTensor> planned;
+  std::map<std::string, PlannedTensor> expert_groups;  // by GGUF name
   for (const auto& [hf_name, source] : conv->checkpoint_.tensors()) {
     OMNIBUS_ASSIGN_OR_RETURN(const std::optional<GgufTensorName> gguf, gguf_tensor_name(hf_name, c));
     if (!gguf) continue;
     if (source->shape.empty() || source->shape.size() > 2 || source->elements() == 0)
       return Status::unsupported("tensor '" + hf_name + "' has " + std::to_string(source->shape.size()) +
                                  " dimensions or no elements; matrices and vectors convert");
-    PlannedTensor t{source,
-                    *gguf,
-                    {source->shape.rbegin(), source->shape.rend()},
-                    source->shape.size() == 1 ? DType::kF32 : options.matrix_type};
-    if (t.gguf.permute_heads > 0 && source->shape[0] % (2 * t.gguf.permute_heads) != 0)
+    const DType dtype = source->shape.size() == 1 || gguf->f32 ? DType::kF32 : options.matrix_type;
+    if (gguf->expert >= 0) {
+      PlannedTensor& group = expert_groups[gguf->name];
+      if (group.sources.empty()) {
+        group = {std::vector<const SafetensorsTensor*>(c.n_expert),
+                 *gguf,
+                 {source->shape.rbegin(), source->shape.rend()},
+                 dtype};
+        group.dims.push_back(c.n_expert);
+      }
+      group.sources[gguf->expert] = source;
+      continue;
+    }
+    if (gguf->permute_heads > 0 && source->shape[0] % (2 * gguf->permute_heads) != 0)
       return Status::corrupt("tensor '" + hf_name + "' has " + std::to_string(source->shape[0]) +
-                             " rows, not an even number per each of " + std::to_string(t.gguf.permute_heads) +
-                             " heads");
-    planned.push_back(std::move(t));
+                             " rows, not an even number per each of " + std::to_string(gguf->permute_heads) + " heads");
+    planned.push_back({{source}, *gguf, {source->shape.rbegin(), source->shape.rend()}, dtype});
+  }
+  for (auto& [name, group] : expert_groups) {
+    OMNIBUS_RETURN_IF_ERROR(check_experts(group, c.n_expert));
+    planned.push_back(std::move(group));
   }
   std::sort(planned.begin(), planned.end(),
             [](const PlannedTensor& a, const PlannedTensor& b) { return file_order(a) < file_order(b); });
@@ -138,20 +182,11 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   const int count = static_cast<int>(planned.size());
   for (int index = 0; index < count; ++index) {
     const PlannedTensor& t = planned[index];
-    auto on_tensor = options.on_tensor;
-    OMNIBUS_RETURN_IF_ERROR(conv->writer_.add_tensor_filled(
-        t.gguf.name, t.dims, t.dtype, [t, index, count, on_tensor](std::span<uint8_t> out) {
-          if (on_tensor) on_tensor(index, count, t.gguf.name);
-          if (t.gguf.permute_heads == 0) {
-            convert_elements(t.source->bytes, t.source->dtype, out, t.dtype);
-            return Status::ok();
-          }
-          std::vector<uint8_t> converted(out.size());
-          convert_elements(t.source->bytes, t.source->dtype, converted, t.dtype);
-          const size_t row_bytes = out.size() / static_cast<size_t>(t.source->shape[0]);
-          permute_rope_rows(converted, out, t.gguf.permute_heads, row_bytes);
-          return Status::ok();
-        }));
+    auto fill = [t, index, count, on_tensor = options.on_tensor](std::span<uint8_t> out) {
+      if (on_tensor) on_tensor(index, count, t.gguf.name);
+      return fill_tensor(t, out);
+    };
+    OMNIBUS_RETURN_IF_ERROR(conv->writer_.add_tensor_filled(t.gguf.name, t.dims, t.dtype, std::move(fill)));
   }
   conv->tensor_count_ = count + (c.rope_freqs.empty() ? 0 : 1);
   return conv;
