@@ -299,3 +299,16 @@ def test_convert_refuses_a_damaged_safetensors_file(tmp_path):
     r = omnibus("convert", str(tmp_path), "-o", str(tmp_path / "out.gguf"))
     assert r.returncode != 0 and "data_offsets" in r.stderr, r.stderr
     assert not (tmp_path / "out.gguf").exists()
+
+
+def test_convert_reads_only_model_safetensors_and_names_the_output_after_the_folder(tmp_path):
+    """Mistral's folders also hold consolidated.safetensors (the same weights, other names): ignored, as
+    llama.cpp's converter does. Without -o the file is named after the folder, given with a trailing slash."""
+    folder = tmp_path / "Tiny-Qwen2"
+    shutil.copytree("tests/golden/convert/qwen2", folder)
+    shutil.copy(folder / "model.safetensors", folder / "consolidated.safetensors")
+    r = subprocess.run([os.path.abspath(BIN), "convert", "Tiny-Qwen2/"], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "Tiny-Qwen2-f16.gguf").exists()
+    assert "Tiny-Qwen2" in omnibus("inspect", str(tmp_path / "Tiny-Qwen2-f16.gguf")).stdout

@@ -43,9 +43,7 @@ int run_convert(const ConvertCliOptions& o) {
       fmt::print(stderr, "[{:>4}/{}] {}\n", index + 1, count, name);
     }
   };
-  const std::string out =
-      o.out.empty() ? std::filesystem::path(o.dir).lexically_normal().filename().string() + "-" + o.out_type + ".gguf"
-                    : o.out;
+  const std::string out = o.out.empty() ? checkpoint_name(o.dir) + "-" + o.out_type + ".gguf" : o.out;
   Stopwatch timer;
   auto conversion = HfConversion::plan(o.dir, options);
   if (!conversion.is_ok()) return fail(conversion.status().with_context(o.dir));

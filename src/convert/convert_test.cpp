@@ -140,6 +140,11 @@ TEST(HfTensorNamesTest, MapsEachExpertToItsSliceOfOneTensor) {
   EXPECT_EQ(down.expert, 3);
   EXPECT_FALSE(gguf_tensor_name("model.layers.1.mlp.experts.4.down_proj.weight", *c).is_ok());  // 4 experts
   EXPECT_FALSE(gguf_tensor_name("model.layers.1.mlp.experts.0.proj.weight", *c).is_ok());
+  // One spelling per number: "00", "01" or "-0" would alias expert 0 or layer 1.
+  EXPECT_FALSE(gguf_tensor_name("model.layers.1.mlp.experts.00.down_proj.weight", *c).is_ok());
+  EXPECT_FALSE(gguf_tensor_name("model.layers.1.mlp.experts.-0.down_proj.weight", *c).is_ok());
+  EXPECT_FALSE(gguf_tensor_name("model.layers.01.mlp.experts.0.down_proj.weight", *c).is_ok());
+  EXPECT_FALSE(gguf_tensor_name("model.layers.+1.self_attn.q_proj.weight", *c).is_ok());
   const auto router = gguf_tensor_name("model.layers.0.mlp.gate.weight", *c)->value();
   EXPECT_EQ(router.name, "blk.0.ffn_gate_inp.weight");
   EXPECT_TRUE(router.f32);
@@ -223,6 +228,8 @@ TEST(HfConfigTest, RefusesWhatDoesNotConvertByName) {
   EXPECT_EQ(yarn->rope_scaling, "yarn");
   EXPECT_EQ(yarn->rope_original_context, 32);
   EXPECT_EQ(parse_hf_config(nlohmann::json::array()).status().code(), StatusCode::kCorrupt);
+  config["rope_scaling"]["original_max_position_embeddings"] = 1e300;  // no float-to-int overflow
+  EXPECT_EQ(parse_hf_config(config).status().code(), StatusCode::kCorrupt);
 }
 
 TEST(HfConfigTest, Llama3ScalingReadsTheSameFromEitherTransformersVersion) {

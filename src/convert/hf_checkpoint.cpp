@@ -9,10 +9,14 @@ Result<HfCheckpoint> HfCheckpoint::open(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<std::string> paths;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".safetensors") paths.push_back(it->path().string());
+  // model*.safetensors only, as llama.cpp's converter: Mistral's folders
+  // also hold consolidated.safetensors, the same weights under other names.
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("model") && name.ends_with(".safetensors")) paths.push_back(it->path().string());
+  }
   if (ec) return Status::io_error("cannot list '" + dir + "': " + ec.message());
-  if (paths.empty()) return Status::not_found("'" + dir + "' holds no .safetensors file");
+  if (paths.empty()) return Status::not_found("'" + dir + "' holds no model*.safetensors file");
   std::sort(paths.begin(), paths.end());
   HfCheckpoint c;
   for (const std::string& path : paths) {

@@ -1,5 +1,5 @@
-// A Hugging Face checkpoint folder's weights: every *.safetensors file in it
-// (one file or the shards model-00001-of-0000N.safetensors), memory-mapped,
+// A Hugging Face checkpoint folder's weights: its model*.safetensors files
+// (model.safetensors or the shards model-00001-of-0000N.safetensors), memory-mapped,
 // each tensor found by its name. A name held by two files is an error.
 #pragma once
 

@@ -89,19 +89,24 @@ Status parse_experts(const nlohmann::json& config, const Convertible& arch, HfMo
 // than original / low_freq_factor are divided by `factor`, and those between
 // are blended. The tensor holds the divisors.
 std::vector<float> llama3_rope_freqs(const HfModelConfig& c, double low_freq_factor, double high_freq_factor) {
+  // In float32, operation by operation, as llama.cpp's converter does it on
+  // torch float32 tensors (Python numbers become float32 beside them).
   const double old_context = c.rope_original_context;
   const double low_wavelen = old_context / low_freq_factor, high_wavelen = old_context / high_freq_factor;
+  const float factor = static_cast<float>(c.rope_factor);
   std::vector<float> divisors;
   for (int i = 0; i < c.head_dim; i += 2) {
-    const double freq = 1.0 / std::pow(c.rope_theta, double(i) / c.head_dim);
-    const double wavelen = 2 * std::numbers::pi / freq;
-    if (wavelen < high_wavelen) {
+    const float exponent = static_cast<float>(i) / static_cast<float>(c.head_dim);
+    const float freq = 1.0f / std::pow(static_cast<float>(c.rope_theta), exponent);
+    const float wavelen = static_cast<float>(2 * std::numbers::pi) / freq;
+    if (wavelen < static_cast<float>(high_wavelen)) {
       divisors.push_back(1.0f);
-    } else if (wavelen > low_wavelen) {
-      divisors.push_back(static_cast<float>(c.rope_factor));
+    } else if (wavelen > static_cast<float>(low_wavelen)) {
+      divisors.push_back(factor);
     } else {
-      const double smooth = (old_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
-      divisors.push_back(static_cast<float>(1.0 / ((1 - smooth) / c.rope_factor + smooth)));
+      const float smooth = (static_cast<float>(old_context) / wavelen - static_cast<float>(low_freq_factor)) /
+                           static_cast<float>(high_freq_factor - low_freq_factor);
+      divisors.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
     }
   }
   return divisors;
@@ -127,11 +132,14 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
   if (type != "linear" && type != "yarn" && type != "llama3")
     return Status::unsupported("RoPE scaling '" + type + "' does not convert (default, linear, yarn and llama3 do)");
   c.rope_scaling = type;
-  OMNIBUS_ASSIGN_OR_RETURN(c.rope_factor, positive_number(*rope, "factor", 1.0));
-  OMNIBUS_ASSIGN_OR_RETURN(const double original,
-                           positive_number(*rope, "original_max_position_embeddings", c.context_length));
-  c.rope_original_context = static_cast<int>(original);
-  if (type == "llama3") {
+  // llama.cpp's defaults where a llama3 config leaves them out.
+  const bool llama3 = type == "llama3";
+  OMNIBUS_ASSIGN_OR_RETURN(c.rope_factor, positive_number(*rope, "factor", llama3 ? 8.0 : 1.0));
+  c.rope_original_context = llama3 ? 8192 : c.context_length;
+  if (rope->contains("original_max_position_embeddings") && !(*rope)["original_max_position_embeddings"].is_null()) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.rope_original_context, positive_int(*rope, "original_max_position_embeddings", 1 << 24));
+  }
+  if (llama3) {
     OMNIBUS_ASSIGN_OR_RETURN(const double low, positive_number(*rope, "low_freq_factor", 1.0));
     OMNIBUS_ASSIGN_OR_RETURN(const double high, positive_number(*rope, "high_freq_factor", 4.0));
     if (!(high > low)) return Status::corrupt("llama3 RoPE scaling needs high_freq_factor > low_freq_factor");

@@ -38,14 +38,26 @@ constexpr std::pair<const char*, const char*> kExpertTensors[] = {
     {"down_proj", "ffn_down_exps"},
 };
 
+// A layer or expert number written as Python writes it ("7", not "07" or
+// "+7"), so two names cannot alias one slot; -1 when `text` does not start
+// with one. `end` is set past its digits.
+int canonical_number(std::string_view text, const char** end) {
+  if (text.empty() || text[0] < '0' || text[0] > '9') return -1;
+  int n = -1;
+  const auto [after, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || n < 0 || (after - text.data() > 1 && text[0] == '0')) return -1;
+  *end = after;
+  return n;
+}
+
 // The expert's slice, or nullopt when `rest` (after "model.layers.N.") is not one.
 std::optional<GgufTensorName> expert_tensor(std::string_view rest, int layer, const HfModelConfig& c) {
   constexpr std::string_view kExperts = "mlp.experts.";
   if (c.n_expert == 0 || !rest.starts_with(kExperts)) return std::nullopt;
   rest.remove_prefix(kExperts.size());
-  int expert = -1;
-  const auto [after, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), expert);
-  if (ec != std::errc() || after == rest.data() || expert < 0 || expert >= c.n_expert) return std::nullopt;
+  const char* after = nullptr;
+  const int expert = canonical_number(rest, &after);
+  if (expert < 0 || expert >= c.n_expert) return std::nullopt;
   std::string_view matrix(after, rest.data() + rest.size() - after);  // ".gate_proj.weight"
   constexpr std::string_view kWeight = ".weight";
   if (!matrix.starts_with('.') || !matrix.ends_with(kWeight)) return std::nullopt;
@@ -70,12 +82,10 @@ Result<std::optional<GgufTensorName>> gguf_tensor_name(const std::string& hf_nam
   if (hf_name == "lm_head.weight") return c.tied_embeddings ? std::optional<GgufTensorName>() : global("output.weight");
   constexpr std::string_view kLayers = "model.layers.";
   if (!hf_name.starts_with(kLayers)) return unknown(hf_name, c);
-  const char* digits = hf_name.data() + kLayers.size();
   const char* end = hf_name.data() + hf_name.size();
-  int layer = -1;
-  const auto [after, ec] = std::from_chars(digits, end, layer);
-  if (ec != std::errc() || after == digits || after == end || *after != '.' || layer < 0 || layer >= c.n_layer)
-    return unknown(hf_name, c);
+  const char* after = nullptr;
+  const int layer = canonical_number(std::string_view(hf_name).substr(kLayers.size()), &after);
+  if (layer < 0 || layer >= c.n_layer || after == end || *after != '.') return unknown(hf_name, c);
   const std::string_view rest(after + 1, end);
   if (auto expert = expert_tensor(rest, layer, c)) return expert;
   for (const auto& [hf, gguf, f32] : kLayerTensors) {

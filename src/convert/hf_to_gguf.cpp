@@ -81,6 +81,10 @@ struct PlannedTensor {
 // converted, and permuted where llama's Q/K rows need it.
 Status fill_tensor(const PlannedTensor& t, std::span<uint8_t> out) {
   const size_t per_source = out.size() / t.sources.size();
+  const size_t out_bytes = t.dtype == DType::kF32 ? 4 : 2;
+  for (const SafetensorsTensor* source : t.sources)  // what plan() checked; a slip here would write out of bounds
+    if (static_cast<size_t>(source->elements()) * out_bytes != per_source)
+      return Status::internal(t.gguf.name + ": a source's size does not match its slice of the tensor");
   if (t.gguf.permute_heads == 0) {
     for (size_t i = 0; i < t.sources.size(); ++i)
       convert_elements(t.sources[i]->bytes, t.sources[i]->dtype, out.subspan(i * per_source, per_source), t.dtype);
@@ -114,6 +118,14 @@ auto file_order(const PlannedTensor& t) {
 
 }  // namespace
 
+std::string checkpoint_name(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();  // "dir/" normalises to a trailing separator
+  const std::string name = p.filename().string();
+  return name.empty() ? "model" : name;
+}
+
 void permute_rope_rows(std::span<const uint8_t> src, std::span<uint8_t> dst, int heads, size_t row_bytes) {
   const size_t rows = src.size() / row_bytes, per_head = rows / heads, half = per_head / 2;
   for (size_t h = 0; h < static_cast<size_t>(heads); ++h)
@@ -133,10 +145,7 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   const HfModelConfig& c = conv->config_;
   GgufWriter& w = conv->writer_;
   add_model_keys(c, w);
-  std::string name = options.name;
-  if (name.empty()) name = std::filesystem::path(dir).lexically_normal().filename().string();
-  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
-  w.set_string("general.name", name);
+  w.set_string("general.name", options.name.empty() ? checkpoint_name(dir) : options.name);
   w.set_uint32("general.file_type", file_type(options.matrix_type));
   OMNIBUS_RETURN_IF_ERROR(add_tokenizer_keys(folder, c.vocab_size, w).with_context("tokenizer"));
   OMNIBUS_ASSIGN_OR_RETURN(conv->checkpoint_, HfCheckpoint::open(dir));
@@ -152,13 +161,10 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
     const DType dtype = source->shape.size() == 1 || gguf->f32 ? DType::kF32 : options.matrix_type;
     if (gguf->expert >= 0) {
       PlannedTensor& group = expert_groups[gguf->name];
-      if (group.sources.empty()) {
-        group = {std::vector<const SafetensorsTensor*>(c.n_expert),
-                 *gguf,
-                 {source->shape.rbegin(), source->shape.rend()},
-                 dtype};
-        group.dims.push_back(c.n_expert);
-      }
+      if (group.sources.empty()) group = {std::vector<const SafetensorsTensor*>(c.n_expert), *gguf, {}, dtype};
+      if (group.sources[gguf->expert] != nullptr)
+        return Status::corrupt("tensor '" + hf_name + "': expert " + std::to_string(gguf->expert) + " of " +
+                               gguf->name + " is in the checkpoint twice");
       group.sources[gguf->expert] = source;
       continue;
     }
@@ -169,6 +175,9 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   }
   for (auto& [name, group] : expert_groups) {
     OMNIBUS_RETURN_IF_ERROR(check_experts(group, c.n_expert));
+    const auto& shape = group.sources[0]->shape;
+    group.dims.assign(shape.rbegin(), shape.rend());
+    group.dims.push_back(c.n_expert);
     planned.push_back(std::move(group));
   }
   std::sort(planned.begin(), planned.end(),

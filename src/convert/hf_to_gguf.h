@@ -49,6 +49,10 @@ class HfConversion {
   int tensor_count_ = 0;
 };
 
+// The checkpoint folder's own name ("Qwen3-0.6B" for "~/m/Qwen3-0.6B/" or
+// for "." inside it): general.name and the default output file's stem.
+std::string checkpoint_name(const std::string& dir);
+
 // Hugging Face rotate-half Q/K rows to ggml's pairwise RoPE order: within each
 // of `heads` heads of r rows, row 2i + j of the result is row j * r / 2 + i of
 // the source (j in {0, 1}). `row_bytes` per row.

@@ -28,8 +28,8 @@ bool is_byte_level(const nlohmann::json& p, bool use_regex) {
 }
 
 // A short description of a JSON value for an error message: its "type"
-// (and a Sequence's members' types), never a dump (which recurses as deep as
-// a hostile file nests).
+// (and a Sequence's members' types, one level down), never a dump or a
+// recursion as deep as a hostile file nests.
 std::string describe(const nlohmann::json& j) {
   if (j.is_string()) return j.get<std::string>().substr(0, 200);
   if (j.is_number_integer()) return std::to_string(j.get<int64_t>());
@@ -41,7 +41,8 @@ std::string describe(const nlohmann::json& j) {
     for (size_t i = 0; i < j[members].size() && i < 8; ++i) {
       const nlohmann::json& m = j[members][i];
       if (i > 0) s += ", ";
-      s += describe(m.is_object() && m.contains("type") ? m["type"] : m);
+      const bool named = m.is_object() && m.contains("type") && m["type"].is_string();
+      s += named ? m["type"].get<std::string>() : std::string("a JSON ") + m.type_name();  // one level only
     }
     s += "]";
   }
@@ -59,7 +60,7 @@ std::string token_text(const nlohmann::json& v) {
 // even when tokenizer.json does not call them special.
 bool looks_special(const std::string& t) {
   auto wrapped = [&](std::string_view open, std::string_view close) {
-    return t.size() >= open.size() + close.size() && t.starts_with(open) && t.ends_with(close);
+    return t.starts_with(open) && t.ends_with(close);  // may overlap, as in llama.cpp: "<|>"
   };
   return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" || wrapped("<|", "|>") ||
          wrapped("<\xef\xbd\x9c", "\xef\xbd\x9c>") || wrapped("<unused", ">");
