@@ -4,7 +4,8 @@
 // transformers' save_pretrained: llama in bf16 with llama3 RoPE scaling,
 // qwen2 in f16 with biases and tied embeddings, qwen3 in f32 with q/k
 // norms and a head dimension apart from hidden / heads, qwen2moe in bf16
-// with a shared expert, qwen3moe in f16).
+// with a shared expert, qwen3moe in f16, phi3 in bf16 with fused tensors,
+// partial rotation, longrope and the o200k pre-tokenizer).
 //
 // - The file: every tensor llama.cpp's convert_hf_to_gguf.py writes, with
 //   the same name, shape, type and bytes (sha256), and the same metadata
@@ -190,7 +191,7 @@ TEST_P(ConvertGoldenTest, LogitsMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ConvertGoldenTest,
-                         ::testing::Values("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"),
+                         ::testing::Values("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "phi3"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

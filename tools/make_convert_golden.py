@@ -3,7 +3,7 @@
 converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
-For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe) it writes
+For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3) it writes
 tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
   chat_template.jinja, ...   the checkpoint, written by transformers'
@@ -13,7 +13,8 @@ tests/golden/convert/ARCH/:
                and tied embeddings, qwen3 f32 with q/k norms and a head
                dimension apart from hidden / heads, qwen2moe bf16 with a
                shared expert, qwen3moe f16 with normalised routing: 4
-               experts, 2 per token), and a byte-level BPE
+               experts, 2 per token, phi3 bf16 with fused tensors, partial
+               rotation and longrope), and a byte-level BPE
                tokenizer trained here by `tokenizers` with the real
                model's pre-tokenizer regex and special tokens.
   golden.json  transformers' token ids for probe texts (special tokens
@@ -68,6 +69,11 @@ LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
 QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
+O200K_SPLIT = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+               r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"
+               r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*"
+               r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
 COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-5)
 ARCHS = {
@@ -110,6 +116,18 @@ ARCHS = {
         specials=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
         bos=None, eos="<|im_end|>", add_bos=False,
         template="{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"),
+    # Phi-4-mini's layout: fused q/k/v and gate/up, 3/4 of each head rotated,
+    # longrope (long factors, as the context of 512 is past the original 64),
+    # the o200k pre-tokenizer; its tokenizer_config names GPT2Tokenizer.
+    "phi3": dict(
+        config=dict(COMMON, model_type="phi3", tie_word_embeddings=True, rope_theta=10000.0, pad_token_id=None,
+                    partial_rotary_factor=0.75, original_max_position_embeddings=64,
+                    rope_scaling={"rope_type": "longrope", "long_factor": [1.0, 1.5, 2.0, 3.0, 5.0, 8.0],
+                                  "short_factor": [1.0, 1.0, 1.1, 1.2, 1.4, 1.6]}),
+        dtype="bfloat16", split=O200K_SPLIT, pre="gpt-4o",
+        specials=["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"],
+        bos="<|endoftext|>", eos="<|endoftext|>", add_bos=False, tokenizer_class="GPT2Tokenizer",
+        template="{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}<|assistant|>"),
 }
 
 PROBES = [
@@ -157,6 +175,11 @@ def make_tokenizer(spec, texts, out):
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=spec["bos"], eos_token=spec["eos"])
     fast.chat_template = spec["template"]
     fast.save_pretrained(out)
+    if spec.get("tokenizer_class"):  # what llama.cpp's converter reads to pick the BPE path
+        config_path = Path(out) / "tokenizer_config.json"
+        config = json.loads(config_path.read_text())
+        config["tokenizer_class"] = spec["tokenizer_class"]
+        config_path.write_text(json.dumps(config, indent=2) + "\n")
     return fast
 
 

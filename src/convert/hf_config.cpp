@@ -26,6 +26,7 @@ constexpr Convertible kConvertible[] = {
     {"qwen3", "qwen3", false, false},
     {"qwen2_moe", "qwen2moe", false, true, true, false},
     {"qwen3_moe", "qwen3moe", false, false, true, true},
+    {"phi3", "phi3", false, false},
 };
 
 constexpr int kMaxDim = 1 << 20;
@@ -51,6 +52,33 @@ Result<bool> optional_bool(const nlohmann::json& config, const char* key) {
   if (it == config.end() || it->is_null()) return false;
   if (!it->is_boolean()) return Status::corrupt(std::string("config.json's ") + key + " is not true or false");
   return it->get<bool>();
+}
+
+// phi3's partial rotation, original context (in rope_parameters or beside
+// them) and window.
+Status parse_phi3(const nlohmann::json& config, HfModelConfig& c) {
+  double rotary = 1.0;
+  for (const char* where : {"", "rope_parameters"}) {
+    const nlohmann::json& obj = *where ? config.value(where, nlohmann::json::object()) : config;
+    if (obj.is_object()) {
+      OMNIBUS_ASSIGN_OR_RETURN(rotary, positive_number(obj, "partial_rotary_factor", rotary));
+    }
+  }
+  if (rotary > 1.0) return Status::corrupt("config.json's partial_rotary_factor is above 1");
+  c.rope_dims = static_cast<int>(rotary * c.n_embd) / c.n_head;
+  if (c.rope_dims < 2 || c.rope_dims % 2 != 0) return Status::corrupt("phi3's rotary dimensions must be even");
+  c.rope_original_context = c.context_length;
+  for (const char* where : {"", "rope_parameters", "rope_scaling"}) {
+    const nlohmann::json& obj = *where ? config.value(where, nlohmann::json::object()) : config;
+    if (obj.is_object() && obj.contains("original_max_position_embeddings") &&
+        !obj["original_max_position_embeddings"].is_null()) {
+      OMNIBUS_ASSIGN_OR_RETURN(c.rope_original_context, positive_int(obj, "original_max_position_embeddings", 1 << 24));
+    }
+  }
+  if (config.contains("sliding_window") && !config["sliding_window"].is_null()) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 30));
+  }
+  return Status::ok();
 }
 
 // The first of `keys` config.json has, as a positive integer.
@@ -112,6 +140,30 @@ std::vector<float> llama3_rope_freqs(const HfModelConfig& c, double low_freq_fac
   return divisors;
 }
 
+Result<std::vector<float>> float_list(const nlohmann::json& rope, const char* key, size_t count) {
+  const auto it = rope.find(key);
+  if (it == rope.end() || !it->is_array() || it->size() != count)
+    return Status::corrupt(std::string("longrope's ") + key + " must list " + std::to_string(count) + " numbers");
+  std::vector<float> out;
+  for (const auto& v : *it) {
+    if (!v.is_number()) return Status::corrupt(std::string("longrope's ") + key + " holds a value that is no number");
+    out.push_back(v.get<float>());
+  }
+  return out;
+}
+
+// phi3's longrope (llama.cpp's Phi3MiniModel): the long and short factors
+// as tensors, and sqrt(1 + ln(scale) / ln(original)) as the attention
+// factor where the context is scaled.
+Status parse_longrope(const nlohmann::json& rope, HfModelConfig& c) {
+  OMNIBUS_ASSIGN_OR_RETURN(c.rope_factors_long, float_list(rope, "long_factor", c.rope_dims / 2));
+  OMNIBUS_ASSIGN_OR_RETURN(c.rope_factors_short, float_list(rope, "short_factor", c.rope_dims / 2));
+  c.rope_scaling = "longrope";
+  const double scale = double(c.context_length) / c.rope_original_context;
+  c.rope_attn_factor = scale > 1.0 ? std::sqrt(1 + std::log(scale) / std::log(double(c.rope_original_context))) : 1.0;
+  return Status::ok();
+}
+
 // rope_scaling (transformers 4) or rope_parameters (transformers 5, which
 // also moves rope_theta into it).
 Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
@@ -129,8 +181,11 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
     if (it != rope->end() && it->is_string()) type = it->get<std::string>();
   }
   if (type == "default") return Status::ok();
+  if ((type == "longrope" || type == "su") && c.gguf_arch == "phi3") return parse_longrope(*rope, c);
   if (type != "linear" && type != "yarn" && type != "llama3")
-    return Status::unsupported("RoPE scaling '" + type + "' does not convert (default, linear, yarn and llama3 do)");
+    return Status::unsupported("RoPE scaling '" + type +
+                               "' does not convert (default, linear, yarn and llama3 do; "
+                               "longrope in phi3)");
   c.rope_scaling = type;
   // llama.cpp's defaults where a llama3 config leaves them out.
   const bool llama3 = type == "llama3";
@@ -196,6 +251,7 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
   OMNIBUS_ASSIGN_OR_RETURN(c.context_length, positive_int(config, "max_position_embeddings", 1 << 24));
   OMNIBUS_ASSIGN_OR_RETURN(c.rms_norm_eps, positive_number(config, "rms_norm_eps", 1e-6));
   OMNIBUS_ASSIGN_OR_RETURN(c.tied_embeddings, optional_bool(config, "tie_word_embeddings"));
+  if (c.gguf_arch == "phi3") OMNIBUS_RETURN_IF_ERROR(parse_phi3(config, c));
   OMNIBUS_RETURN_IF_ERROR(parse_rope(config, c));
   if (arch->moe) OMNIBUS_RETURN_IF_ERROR(parse_experts(config, *arch, c));
   return c;
@@ -229,6 +285,12 @@ void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
   if (c.gguf_arch == "llama") {
     w.set_uint32(a + ".vocab_size", c.vocab_size);
     w.set_uint32(a + ".rope.dimension_count", c.head_dim);
+  }
+  if (c.gguf_arch == "phi3") {  // the keys llama.cpp's Phi3MiniModel writes
+    w.set_uint32(a + ".rope.scaling.original_context_length", c.rope_original_context);
+    w.set_uint32(a + ".rope.dimension_count", c.rope_dims);
+    w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
+    if (!c.rope_factors_long.empty()) w.set_float32(a + ".rope.scaling.attn_factor", float(c.rope_attn_factor));
   }
   if (c.n_expert > 0) {
     w.set_uint32(a + ".expert_count", c.n_expert);

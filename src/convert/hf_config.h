@@ -1,6 +1,6 @@
 // A Hugging Face config.json as the GGUF hyperparameter keys of the
 // architecture it converts to. Converts: llama (and mistral, which GGUF
-// calls llama), qwen2, qwen3, qwen2_moe, qwen3_moe; anything else is
+// calls llama), qwen2, qwen3, qwen2_moe, qwen3_moe, phi3; anything else is
 // refused by name.
 #pragma once
 
@@ -31,12 +31,19 @@ struct HfModelConfig {
   double rope_factor = 1.0;
   int rope_original_context = 0;
   std::vector<float> rope_freqs;  // llama3: head_dim / 2 frequency divisors
+  // phi3: RoPE turns the first rope_dims of each head (partial_rotary_factor);
+  // longrope's per-pair factors, past and within the original context, and
+  // the attention factor that goes with them.
+  int rope_dims = 0;
+  std::vector<float> rope_factors_long, rope_factors_short;
+  double rope_attn_factor = 1.0;
+  int sliding_window = 0;
   // Mixture of experts (qwen2moe, qwen3moe); n_expert is 0 in a dense model.
   int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
   int n_ff_shared_expert = 0;  // qwen2moe's shared expert; 0 when there is none
 };
 
-// "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe"
+// "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, phi3"
 std::string convertible_model_types();
 
 Result<HfModelConfig> parse_hf_config(const nlohmann::json& config);

@@ -25,6 +25,8 @@ constexpr LayerTensor kLayerTensors[] = {
     {"mlp.gate_proj", "ffn_gate"},
     {"mlp.up_proj", "ffn_up"},
     {"mlp.down_proj", "ffn_down"},
+    {"self_attn.qkv_proj", "attn_qkv"},  // phi3's fused tensors
+    {"mlp.gate_up_proj", "ffn_up"},
     {"mlp.gate", "ffn_gate_inp", true},  // the router
     {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"},
     {"mlp.shared_expert.up_proj", "ffn_up_shexp"},

@@ -182,11 +182,16 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   }
   std::sort(planned.begin(), planned.end(),
             [](const PlannedTensor& a, const PlannedTensor& b) { return file_order(a) < file_order(b); });
-  if (!c.rope_freqs.empty()) {
-    const std::vector<float> freqs = c.rope_freqs;
+  // Tensors the config makes: llama3's rope_freqs, phi3's longrope factors.
+  int made = 0;
+  for (const auto& [name, values] :
+       {std::pair{"rope_freqs.weight", &c.rope_freqs}, std::pair{"rope_factors_long.weight", &c.rope_factors_long},
+        std::pair{"rope_factors_short.weight", &c.rope_factors_short}}) {
+    if (values->empty()) continue;
     OMNIBUS_RETURN_IF_ERROR(
-        conv->writer_.add_tensor("rope_freqs.weight", {static_cast<int64_t>(freqs.size())}, DType::kF32,
-                                 {reinterpret_cast<const uint8_t*>(freqs.data()), freqs.size() * sizeof(float)}));
+        conv->writer_.add_tensor(name, {static_cast<int64_t>(values->size())}, DType::kF32,
+                                 {reinterpret_cast<const uint8_t*>(values->data()), values->size() * sizeof(float)}));
+    ++made;
   }
   const int count = static_cast<int>(planned.size());
   for (int index = 0; index < count; ++index) {
@@ -197,7 +202,7 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
     };
     OMNIBUS_RETURN_IF_ERROR(conv->writer_.add_tensor_filled(t.gguf.name, t.dims, t.dtype, std::move(fill)));
   }
-  conv->tensor_count_ = count + (c.rope_freqs.empty() ? 0 : 1);
+  conv->tensor_count_ = count + made;
   return conv;
 }
 

@@ -9,7 +9,7 @@ namespace omnibus {
 namespace {
 
 // The Split regexes of the pre-tokenizers we run (tokenizer/pretokenizer.cpp),
-// as tokenizer.json spells them, with the case-insensitive group written
+// as tokenizer.json spells them; {C} is the contractions group, written
 // either way.
 struct KnownSplit {
   const char* pre;
@@ -18,9 +18,20 @@ struct KnownSplit {
 constexpr const char* kContractionsInsensitive = R"((?i:'s|'t|'re|'ve|'m|'ll|'d))";
 constexpr const char* kContractionsExpanded = R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))";
 constexpr KnownSplit kKnownSplits[] = {
-    {"llama-bpe", R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
-    {"qwen2", R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+    {"llama-bpe", R"({C}|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+    {"qwen2", R"({C}|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+    // o200k (Phi-4-mini, gpt-oss): llama.cpp's "gpt-4o".
+    {"gpt-4o", R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+{C}?)"
+               R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*{C}?)"
+               R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
 };
+
+// `regex` with each {C} replaced by `contractions`.
+std::string with_contractions(std::string regex, std::string_view contractions) {
+  for (size_t at = regex.find("{C}"); at != std::string::npos; at = regex.find("{C}", at + contractions.size()))
+    regex.replace(at, 3, contractions);
+  return regex;
+}
 
 bool is_byte_level(const nlohmann::json& p, bool use_regex) {
   return p.is_object() && p.value("type", "") == "ByteLevel" && p.value("use_regex", true) == use_regex &&
@@ -87,8 +98,8 @@ Result<std::string> recognise_pre_tokenizer_unchecked(const nlohmann::json& pre)
         first["pattern"].contains("Regex") && first["pattern"]["Regex"].is_string() && is_byte_level(second, false)) {
       const std::string regex = first["pattern"]["Regex"].get<std::string>();
       for (const KnownSplit& k : kKnownSplits)
-        for (const char* head : {kContractionsInsensitive, kContractionsExpanded})
-          if (regex == std::string(head) + k.regex) return std::string(k.pre);
+        for (const char* contractions : {kContractionsInsensitive, kContractionsExpanded})
+          if (regex == with_contractions(k.regex, contractions)) return std::string(k.pre);
       return Status::unsupported("tokenizer.json splits by a regex omnibus does not know: " + regex);
     }
   }
