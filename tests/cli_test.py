@@ -312,3 +312,20 @@ def test_convert_reads_only_model_safetensors_and_names_the_output_after_the_fol
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "Tiny-Qwen2-f16.gguf").exists()
     assert "Tiny-Qwen2" in omnibus("inspect", str(tmp_path / "Tiny-Qwen2-f16.gguf")).stdout
+
+
+def test_convert_never_writes_over_its_inputs_or_into_a_directory(tmp_path):
+    """Found by probing: -o pointed at the checkpoint's own files replaced them, -o DIR left DIR.partial,
+    a config.json that is a directory crashed the reader."""
+    folder = tmp_path / "c"
+    shutil.copytree("tests/golden/convert/qwen2", folder)
+    weights = (folder / "model.safetensors").read_bytes()
+    for target in (folder / "model.safetensors", folder / "config.json", folder):
+        r = omnibus("convert", str(folder), "-o", str(target))
+        assert r.returncode == 1 and "omnibus: error" in r.stderr, r.stderr
+    assert (folder / "model.safetensors").read_bytes() == weights
+    assert not list(tmp_path.glob("**/*.partial"))
+    (folder / "config.json").unlink()
+    (folder / "config.json").mkdir()
+    r = omnibus("convert", str(folder), "-o", str(tmp_path / "x.gguf"))
+    assert r.returncode == 1 and "is not a regular file" in r.stderr, r.stderr

@@ -13,7 +13,9 @@ Result<HfCheckpoint> HfCheckpoint::open(const std::string& dir) {
   // also hold consolidated.safetensors, the same weights under other names.
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.starts_with("model") && name.ends_with(".safetensors")) paths.push_back(it->path().string());
+    if (!name.starts_with("model") || !name.ends_with(".safetensors")) continue;
+    if (!it->is_regular_file(ec)) return Status::invalid_argument(it->path().string() + " is not a regular file");
+    paths.push_back(it->path().string());
   }
   if (ec) return Status::io_error("cannot list '" + dir + "': " + ec.message());
   if (paths.empty()) return Status::not_found("'" + dir + "' holds no model*.safetensors file");
@@ -28,6 +30,12 @@ Result<HfCheckpoint> HfCheckpoint::open(const std::string& dir) {
     c.files_.push_back(std::move(file));
   }
   return c;
+}
+
+std::vector<std::string> HfCheckpoint::paths() const {
+  std::vector<std::string> out;
+  for (const auto& f : files_) out.push_back(f->path());
+  return out;
 }
 
 const SafetensorsTensor* HfCheckpoint::find(const std::string& name) const {

@@ -21,6 +21,8 @@ class HfCheckpoint {
   const SafetensorsTensor* find(const std::string& name) const;
   // By name.
   const std::map<std::string, const SafetensorsTensor*>& tensors() const { return by_name_; }
+  // The files read, sorted.
+  std::vector<std::string> paths() const;
 
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

@@ -140,6 +140,7 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
     return Status::invalid_argument("convert writes f16, bf16 or f32 matrices, not " + dtype_name(options.matrix_type) +
                                     " (quantize the converted file)");
   auto conv = std::unique_ptr<HfConversion>(new HfConversion());
+  conv->dir_ = dir;
   OMNIBUS_ASSIGN_OR_RETURN(const HfFolder folder, read_hf_folder(dir));
   OMNIBUS_ASSIGN_OR_RETURN(conv->config_, parse_hf_config(folder.config));
   const HfModelConfig& c = conv->config_;
@@ -207,12 +208,26 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
 }
 
 Status HfConversion::write(const std::string& path) const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.empty() || fs::path(path).filename().empty())
+    return Status::invalid_argument("'" + path + "' names no file");
+  const auto type = fs::status(path, ec).type();
+  if (type != fs::file_type::not_found && type != fs::file_type::regular)
+    return Status::invalid_argument("'" + path + "' exists and is not a regular file");
+  if (type == fs::file_type::regular) {  // never over the checkpoint's own files
+    for (const char* name : {"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"})
+      if (fs::exists(fs::path(dir_) / name, ec) && fs::equivalent(path, fs::path(dir_) / name, ec))
+        return Status::invalid_argument("'" + path + "' is the checkpoint's own " + name);
+    for (const std::string& source : checkpoint_.paths())
+      if (fs::equivalent(path, source, ec))
+        return Status::invalid_argument("'" + path + "' is a file of the checkpoint");
+  }
   const std::string partial = path + ".partial";
   if (Status s = writer_.write(partial); !s) {
     std::remove(partial.c_str());
     return s;
   }
-  std::error_code ec;
   std::filesystem::rename(partial, path, ec);
   if (ec) return Status::io_error("cannot rename '" + partial + "' to '" + path + "': " + ec.message());
   return Status::ok();

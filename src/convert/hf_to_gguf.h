@@ -33,7 +33,9 @@ class HfConversion {
   // shape) before a byte is written.
   static Result<std::unique_ptr<HfConversion>> plan(const std::string& dir, const ConvertOptions& options);
 
-  // Writes `path` (through `path`.partial, renamed when complete).
+  // Writes `path` (through `path`.partial, renamed when complete). Refuses
+  // a path that is a directory, a device or another non-regular file, or
+  // one of the checkpoint's own files.
   Status write(const std::string& path) const;
   // The whole file in memory (tests).
   Result<std::vector<uint8_t>> bytes() const { return writer_.build(); }
@@ -43,6 +45,7 @@ class HfConversion {
 
  private:
   HfConversion() = default;
+  std::string dir_;
   HfCheckpoint checkpoint_;
   HfModelConfig config_;
   GgufWriter writer_;

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "gguf/gguf_parser.h"
 #include "tokenizer/vocab.h"
 
 namespace omnibus {
@@ -179,6 +180,10 @@ Status add_tokenizer_keys_unchecked(const HfFolder& files, int vocab_size, GgufW
     OMNIBUS_ASSIGN_OR_RETURN(std::string text, merge_text(m));
     merges.push_back(std::move(text));
   }
+  if (tokens.size() * 2 + merges.size() > kGgufMaxMetadataElements)
+    return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) + " tokens and " +
+                               std::to_string(merges.size()) + " merges is more than GGUF readers take (" +
+                               std::to_string(kGgufMaxMetadataElements) + " array elements in all)");
   w.set_string("tokenizer.ggml.model", "gpt2");
   w.set_string("tokenizer.ggml.pre", pre);
   w.set_string_array("tokenizer.ggml.tokens", tokens);
