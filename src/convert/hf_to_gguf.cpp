@@ -23,49 +23,33 @@ uint32_t file_type(DType matrices) {
   }
 }
 
-float element(const uint8_t* p, SafetensorsDType t) {
+DType as_dtype(SafetensorsDType t) {
   switch (t) {
-    case SafetensorsDType::kF32: {
-      float f;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case SafetensorsDType::kF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return f16_to_f32(h);
-    }
-    case SafetensorsDType::kBF16: {
-      uint16_t h;
-      std::memcpy(&h, p, 2);
-      return bf16_to_f32(h);
-    }
+    case SafetensorsDType::kF32: return DType::kF32;
+    case SafetensorsDType::kF16: return DType::kF16;
+    case SafetensorsDType::kBF16: return DType::kBF16;
   }
-  return 0;
-}
-
-bool same_type(SafetensorsDType s, DType d) {
-  return (s == SafetensorsDType::kF32 && d == DType::kF32) || (s == SafetensorsDType::kF16 && d == DType::kF16) ||
-         (s == SafetensorsDType::kBF16 && d == DType::kBF16);
+  return DType::kF32;
 }
 
 // Each element of `src` (of type `from`) as `to`: the same bits where the
-// types agree, else through float32 with round-to-nearest-even (what
-// numpy's astype and torch's to() do, so llama.cpp's converter too).
+// types agree, else through float32 with round-to-nearest-even (the
+// tensor layer's codecs; numpy's astype and torch's to() round the same
+// way, so llama.cpp's converter too), a chunk at a time.
 void convert_elements(std::span<const uint8_t> src, SafetensorsDType from, std::span<uint8_t> dst, DType to) {
-  if (same_type(from, to)) {
+  const DType source_type = as_dtype(from);
+  if (source_type == to) {
     std::memcpy(dst.data(), src.data(), src.size());
     return;
   }
-  const size_t n = src.size() / safetensors_dtype_bytes(from);
-  for (size_t i = 0; i < n; ++i) {
-    const float f = element(src.data() + i * safetensors_dtype_bytes(from), from);
-    if (to == DType::kF32) {
-      std::memcpy(dst.data() + 4 * i, &f, 4);
-    } else {
-      const uint16_t h = to == DType::kF16 ? f32_to_f16(f) : f32_to_bf16(f);
-      std::memcpy(dst.data() + 2 * i, &h, 2);
-    }
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<float> floats(kChunk);
+  const int64_t n = static_cast<int64_t>(src.size()) / safetensors_dtype_bytes(from);
+  const size_t in_bytes = safetensors_dtype_bytes(from), out_bytes = to == DType::kF32 ? 4 : 2;
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const int64_t count = std::min(kChunk, n - at);
+    dequantize_row_ref(source_type, src.data() + at * in_bytes, floats.data(), count);
+    quantize_row_ref(to, floats.data(), dst.data() + at * out_bytes, count);
   }
 }
 
@@ -103,9 +87,7 @@ Status check_experts(const PlannedTensor& t, int n_expert) {
     if (t.sources[e] == nullptr)
       return Status::corrupt(t.gguf.name + ": the checkpoint has no tensor of expert " + std::to_string(e));
     if (t.sources[e]->shape != t.sources[0]->shape || t.sources[e]->dtype != t.sources[0]->dtype)
-      return Status::corrupt(t.gguf.name + ": expert " + std::to_string(e) +
-                             "'s tensor differs in shape or type "
-                             "from expert 0's");
+      return Status::corrupt(t.gguf.name + ": expert " + std::to_string(e) + " differs from expert 0 in shape or type");
   }
   return Status::ok();
 }
