@@ -278,6 +278,28 @@ def test_convert_writes_a_gguf_that_runs(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_convert_takes_sentencepiece_checkpoints_and_never_writes_over_tokenizer_model(tmp_path):
+    """Gemma 3 (norms stored as w - 1, window layers) with a SentencePiece tokenizer.model becomes a
+    gemma3 file that runs; -o onto the folder's tokenizer.model is refused and leaves it whole."""
+    folder = tmp_path / "gemma"
+    shutil.copytree("tests/golden/convert/gemma3", folder)
+    out = tmp_path / "gemma.gguf"
+    r = omnibus("convert", str(folder), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    info = omnibus("inspect", str(out)).stdout
+    assert "gemma3" in info and "tokenizer.ggml.scores" in info
+    r = omnibus("run", "-m", str(out), "-p", "Hello", "-n", "4", "--temp", "0", "-t", "2", "--ignore-eos")
+    assert r.returncode == 0, r.stderr
+    spm = (folder / "tokenizer.model").read_bytes()
+    r = omnibus("convert", str(folder), "-o", str(folder / "tokenizer.model"))
+    assert r.returncode == 1 and "tokenizer.model" in r.stderr, r.stderr
+    assert (folder / "tokenizer.model").read_bytes() == spm
+    (folder / "tokenizer.model").write_bytes(spm[: len(spm) // 3])  # cut short: an error, not a crash
+    r = omnibus("convert", str(folder), "-o", str(tmp_path / "cut.gguf"))
+    assert r.returncode == 1 and "tokenizer.model" in r.stderr, r.stderr
+    assert not (tmp_path / "cut.gguf").exists()
+
+
 @pytest.mark.parametrize("files,message", [
     ({}, "no config.json"),
     ({"config.json": "{not json"}, "not valid JSON"),

@@ -3,10 +3,11 @@
 converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
-For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3) it writes
-tests/golden/convert/ARCH/:
+For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma3,
+llama_spm) it writes tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
-  chat_template.jinja, ...   the checkpoint, written by transformers'
+  chat_template.jinja, tokenizer.model (gemma3, llama_spm), ...
+               the checkpoint, written by transformers'
                save_pretrained: random weights (scaled so the model is
                confident) in a different source dtype per architecture
                (llama bf16 with llama3 RoPE scaling, qwen2 f16 with biases
@@ -14,9 +15,22 @@ tests/golden/convert/ARCH/:
                dimension apart from hidden / heads, qwen2moe bf16 with a
                shared expert, qwen3moe f16 with normalised routing: 4
                experts, 2 per token, phi3 bf16 with fused tensors, partial
-               rotation and longrope), and a byte-level BPE
-               tokenizer trained here by `tokenizers` with the real
-               model's pre-tokenizer regex and special tokens.
+               rotation and longrope, gemma3 bf16: Gemma 3 text
+               (Gemma3ForCausalLM, model_type gemma3_text) with 6 layers,
+               5 sliding-window (window 16) and 1 global, local RoPE
+               base, q/k norms, (1 + w) norms, tied embeddings,
+               llama_spm f16: Llama 2 / Mistral 7B v0.1 style), and a
+               byte-level BPE tokenizer trained here by `tokenizers` with
+               the real model's pre-tokenizer regex and special tokens;
+               gemma3 and llama_spm instead have a SentencePiece BPE
+               tokenizer.model with byte fallback (400 pieces; the model
+               has 416 rows) trained here by `sentencepiece` with the real
+               model's special tokens (gemma3: <pad>=0 <eos>=1 <bos>=2
+               <unk>=3 <mask>=4 <start_of_turn>=5 <end_of_turn>=6, no dummy
+               prefix; llama_spm: <unk>=0 <s>=1 </s>=2, dummy prefix), and
+               transformers' GemmaTokenizer / LlamaTokenizer converted from
+               it (tokenizer.json; tokenizer_config.json with add_bos_token
+               and added_tokens_decoder, as published checkpoints have).
   golden.json  transformers' token ids for probe texts (special tokens
                included), the teacher-forced sequences, and
                llama_cpp_convert: what llama.cpp's convert_hf_to_gguf.py
@@ -31,12 +45,14 @@ tests/golden/convert/ARCH/:
 llama.cpp's converter names the pre-tokenizer by hashing the ids of a probe
 text, which knows only published tokenizers; for these tiny ones the script
 tells it the name of the real model's pre-tokenizer (the regex is the real
-one).
+one). For a tokenizer.model it reads the SentencePiece model itself and
+writes tokenizer.ggml.model "llama" and pre "default", so nothing is told.
 
-Needs torch, transformers, tokenizers, safetensors (pip) and llama.cpp's
-source (bench/build_llama_server.sh unpacks it). The PyPI torch wheel is
-built for CUDA: on a machine without the NVIDIA libraries, install it with
---no-deps plus nvidia-nccl-cu13, nvidia-cusparselt-cu13,
+Needs torch, transformers, tokenizers, safetensors, sentencepiece, protobuf
+(pip) and llama.cpp's source (bench/build_llama_server.sh unpacks it). The
+PyPI torch wheel is built for CUDA: on a machine without the NVIDIA
+libraries, install it with --no-deps plus nvidia-nccl-cu13 (the version
+torch names: an older libnccl lacks symbols), nvidia-cusparselt-cu13,
 nvidia-nvshmem-cu13 and nvidia-cufile, and put their lib folders, the CUDA
 toolkit's and a libcuda.so.1 stub on LD_LIBRARY_PATH.
 
@@ -63,6 +79,8 @@ SEQUENCES = 2
 SEQUENCE_TOKENS = 104  # 208 teacher-forced positions
 VOCAB = 320            # the model's rows; the tokenizer has fewer, so the file is padded
 TRAINED_VOCAB = 300
+SPM_VOCAB = 400        # a SentencePiece model with byte fallback: 256 byte pieces, specials, ~80 characters, merges
+SPM_MODEL_VOCAB = 416
 
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -128,6 +146,39 @@ ARCHS = {
         specials=["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"],
         bos="<|endoftext|>", eos="<|endoftext|>", add_bos=False, tokenizer_class="GPT2Tokenizer",
         template="{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}<|assistant|>"),
+    # The two below have a SentencePiece tokenizer.model (BPE, byte fallback), as the published checkpoints do:
+    # llama.cpp's converter reads it (not tokenizer.json) and names the tokenizer "llama", pre "default" itself.
+    # Gemma 3 text (gemma-3-270m / 1b): sliding-window layers, 5 of each 6 (the pattern llama.cpp assumes, as its
+    # converter writes none), local RoPE base, q/k norms, RMSNorm weights stored as w with (1 + w) applied,
+    # embeddings scaled by sqrt(hidden), GeGLU, head_dim apart from hidden / heads, query_pre_attn_scalar = head_dim
+    # (llama.cpp keeps no key for it and scales by 1/sqrt(head_dim)), tied embeddings, no softcapping.
+    "gemma3": dict(
+        config=dict(COMMON, vocab_size=SPM_MODEL_VOCAB, model_type="gemma3_text", tie_word_embeddings=True,
+                    num_hidden_layers=6, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32,
+                    rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh", sliding_window=16,
+                    layer_types=["sliding_attention"] * 5 + ["full_attention"],
+                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+        dtype="bfloat16", pre=None, norm_center=0.0,  # Gemma's norms apply 1 + w
+        spm=dict(add_dummy_prefix=False, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>",
+                 eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>", control_symbols=["<mask>"],
+                 user_defined_symbols=["<start_of_turn>", "<end_of_turn>"]),
+        tokenizer_class="GemmaTokenizer", special_added=["<start_of_turn>", "<end_of_turn>"],
+        add_bos=True,
+        probes=["<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n", "<bos>x<eos> <pad><unk><mask>"],
+        template="{{ bos_token }}{% for m in messages %}<start_of_turn>"
+                 "{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n"
+                 "{% endfor %}<start_of_turn>model\n"),
+    # Llama 2 / Mistral 7B v0.1: <unk>=0 <s>=1 </s>=2, a dummy prefix space, no RoPE scaling.
+    "llama_spm": dict(
+        config=dict(COMMON, vocab_size=SPM_MODEL_VOCAB, model_type="llama", tie_word_embeddings=False,
+                    rope_theta=10000.0),
+        dtype="float16", pre=None,
+        spm=dict(add_dummy_prefix=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
+        tokenizer_class="LlamaTokenizer", add_bos=True,
+        probes=["[INST] hi [/INST] ok</s>", "<s> x</s><unk>"],
+        template="{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] {{ m['content'] }} "
+                 "[/INST]{% else %} {{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}"),
 }
 
 PROBES = [
@@ -183,6 +234,55 @@ def make_tokenizer(spec, texts, out):
     return fast
 
 
+def make_spm_tokenizer(spec, texts, out):
+    """A SentencePiece BPE model trained here, and transformers' tokenizer converted from it."""
+    import io
+
+    import sentencepiece as spm
+    import transformers
+
+    sentences = [p for t in texts for p in t.split("\n\n") if p.strip()]  # paragraphs: newlines get pieces too
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=model, model_type="bpe", vocab_size=SPM_VOCAB,
+        character_coverage=0.99, byte_fallback=True, split_digits=True, normalization_rule_name="identity",
+        remove_extra_whitespaces=False, allow_whitespace_only_pieces=True, max_sentence_length=16384,
+        num_threads=1, minloglevel=2, **spec["spm"])
+    (out / "tokenizer.model").write_bytes(model.getvalue())
+    cls = getattr(transformers, spec["tokenizer_class"])
+    tok = cls.from_pretrained(out, add_bos_token=spec["add_bos"], add_eos_token=False)
+    tok.chat_template = spec["template"]
+    tok.save_pretrained(out)
+    # Published checkpoints (saved by transformers 4) mark their chat tokens special and list the added tokens
+    # in tokenizer_config.json, which is what llama.cpp's converter reads to type them; the loading
+    # arguments transformers 5 leaves there (vocab_file holds this machine's path) stay out.
+    tokenizer_json = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+    for added in tokenizer_json["added_tokens"]:
+        if added["content"] in spec.get("special_added", []):
+            added["special"] = True
+    (out / "tokenizer.json").write_text(json.dumps(tokenizer_json, indent=2, ensure_ascii=False) + "\n",
+                                        encoding="utf-8")
+    config_path = out / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    for key in ("vocab_file", "is_local", "local_files_only"):
+        config.pop(key, None)
+    config["add_bos_token"] = spec["add_bos"]
+    config["add_eos_token"] = False
+    config["added_tokens_decoder"] = {
+        str(a["id"]): {k: a[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
+        for a in tokenizer_json["added_tokens"]}
+    config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    reloaded = transformers.AutoTokenizer.from_pretrained(out)
+    assert type(reloaded) is cls, type(reloaded)
+    for text in PROBES + spec.get("probes", []) + texts:
+        assert reloaded(text)["input_ids"] == tok(text)["input_ids"], text
+    # transformers' tokenizer.json against SentencePiece itself, for the record
+    sp = spm.SentencePieceProcessor(model_file=str(out / "tokenizer.model"))
+    differ = [t for t in texts if sp.encode(t) != reloaded(t, add_special_tokens=False)["input_ids"]]
+    print(f"{len(differ)} of {len(texts)} texts tokenized differently by sentencepiece and transformers")
+    return reloaded
+
+
 def make_model(spec, tokenizer, out, seed):
     import torch
     import transformers
@@ -197,7 +297,10 @@ def make_model(spec, tokenizer, out, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1:
-                p.copy_(1.0 + 0.1 * torch.randn_like(p)) if "norm" in name else p.copy_(0.1 * torch.randn_like(p))
+                if "norm" in name:
+                    p.copy_(spec.get("norm_center", 1.0) + 0.1 * torch.randn_like(p))
+                else:
+                    p.copy_(0.1 * torch.randn_like(p))
             elif "embed_tokens" in name:
                 p.copy_(torch.randn_like(p))
             elif "lm_head" in name:
@@ -216,9 +319,9 @@ def llama_cpp_convert(llama_cpp, folder, pre, work):
         "import sys\n"
         f"sys.path.insert(0, {str(llama_cpp)!r})\n"
         f"sys.path.insert(1, {str(llama_cpp / 'gguf-py')!r})\n"
-        "import conversion.base as base\n"
-        f"base.TextModel.get_vocab_base_pre = lambda self, tokenizer: {pre!r}\n"
-        "import convert_hf_to_gguf\n"
+        + ("import conversion.base as base\n"
+           f"base.TextModel.get_vocab_base_pre = lambda self, tokenizer: {pre!r}\n" if pre else "")
+        + "import convert_hf_to_gguf\n"
         f"sys.argv = ['convert_hf_to_gguf.py', {str(folder)!r}, '--outfile', {str(out)!r}, '--outtype', 'f16']\n"
         "convert_hf_to_gguf.main()\n")
     subprocess.run([sys.executable, str(runner)], check=True, capture_output=True)
@@ -243,6 +346,20 @@ def llama_cpp_convert(llama_cpp, folder, pre, work):
     return result
 
 
+def llama_cpp_token_ids(llama_cpp, gguf_file, text):
+    """llama.cpp's own tokenizer (llama-tokenize, built beside llama-bench) on
+    `text`, special tokens parsed and BOS added as the file says. The
+    reference for a SentencePiece vocabulary: transformers' BPE over the same
+    pieces differs from SentencePiece (and llama.cpp) on runs of spaces and
+    after special tokens."""
+    tool = llama_cpp / "build" / "bin" / "llama-tokenize"
+    prompt = gguf_file.with_suffix(".prompt.txt")  # a file: -p refuses the empty text
+    prompt.write_text(text, encoding="utf-8")
+    out = subprocess.run([str(tool), "-m", str(gguf_file), "-f", str(prompt), "--ids", "--log-disable"],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def make(arch, spec, llama_cpp, seed):
     import torch
 
@@ -251,14 +368,14 @@ def make(arch, spec, llama_cpp, seed):
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     texts = corpus()
-    tokenizer = make_tokenizer(spec, texts, folder)
+    tokenizer = (make_spm_tokenizer if "spm" in spec else make_tokenizer)(spec, texts, folder)
     model = make_model(spec, tokenizer, folder, seed)
     # Folder contents transformers writes besides the checkpoint that the
     # test does not need stay out of the repository.
     for extra in ("generation_config.json", "special_tokens_map.json"):
         (folder / extra).unlink(missing_ok=True)
 
-    probes = [{"text": t, "ids": tokenizer(t)["input_ids"]} for t in PROBES]
+    probes = [{"text": t, "ids": tokenizer(t)["input_ids"]} for t in PROBES + spec.get("probes", [])]
     ids = tokenizer("\n\n".join(texts), add_special_tokens=False)["input_ids"]
     rng = np.random.default_rng(seed)
     sequences, rows = [], []
@@ -275,10 +392,13 @@ def make(arch, spec, llama_cpp, seed):
     logits.astype("<f2").tofile(folder / "logits.f16")
     with tempfile.TemporaryDirectory() as work:
         converted = llama_cpp_convert(llama_cpp, folder, spec["pre"], Path(work))
-    golden = {"vocab": VOCAB, "source_dtype": spec["dtype"], "probes": probes, "sequences": sequences,
-              "logits_file": "logits.f16", "llama_cpp_convert": converted}
+        if "spm" in spec:  # GGUF's llama tokenizer: what llama.cpp itself gives
+            for probe in probes:
+                probe["llama_cpp_ids"] = llama_cpp_token_ids(llama_cpp, Path(work) / "llama.gguf", probe["text"])
+    golden = {"vocab": spec["config"]["vocab_size"], "source_dtype": spec["dtype"], "probes": probes,
+              "sequences": sequences, "logits_file": "logits.f16", "llama_cpp_convert": converted}
     (folder / "golden.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{arch}: {len(PROBES)} probes, {logits.shape[0]} positions, top-2 gap >= 0.5 at "
+    print(f"{arch}: {len(probes)} probes, {logits.shape[0]} positions, top-2 gap >= 0.5 at "
           f"{int((gaps >= 0.5).sum())}; llama.cpp wrote {len(converted['tensors'])} tensors")
 
 

@@ -62,7 +62,8 @@ int run_convert(const ConvertCliOptions& o) {
 CommandRunner add_convert_command(CLI::App& app) {
   auto opts = std::make_shared<ConvertCliOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "convert", "Convert a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json) to GGUF");
+      "convert",
+      "Convert a Hugging Face checkpoint folder (config.json, safetensors, tokenizer.json or tokenizer.model) to GGUF");
   cmd->add_option("dir", opts->dir, "Checkpoint folder")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("-o,--out", opts->out, "GGUF file to write (default: <folder name>-<outtype>.gguf)");
   cmd->add_option("--outtype", opts->out_type, "Type of the matrices: f16 (default), bf16 or f32");

@@ -27,6 +27,9 @@ constexpr Convertible kConvertible[] = {
     {"qwen2_moe", "qwen2moe", false, true, true, false},
     {"qwen3_moe", "qwen3moe", false, false, true, true},
     {"phi3", "phi3", false, false},
+    // Gemma 3 270M and 1B (text only; the multimodal 4B and up, model_type
+    // gemma3, do not convert yet).
+    {"gemma3_text", "gemma3", false, false},
 };
 
 constexpr int kMaxDim = 1 << 20;
@@ -78,6 +81,63 @@ Status parse_phi3(const nlohmann::json& config, HfModelConfig& c) {
   if (config.contains("sliding_window") && !config["sliding_window"].is_null()) {
     OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 30));
   }
+  return Status::ok();
+}
+
+// Gemma 3's settings GGUF keeps (llama.cpp's Gemma3Model) and what a
+// gemma3 file cannot carry refused: its window layers' period (one full
+// layer in six unless sliding_window_pattern says otherwise), their own RoPE
+// base, the attention scale (1/sqrt(head_dim), or for the 62-layer 27B
+// 1/sqrt(hidden / heads)), no soft-capping, GELU (tanh).
+Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
+  OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 30));
+  int period = 6;
+  if (config.contains("sliding_window_pattern") && !config["sliding_window_pattern"].is_null()) {
+    OMNIBUS_ASSIGN_OR_RETURN(period, positive_int(config, "sliding_window_pattern", 4096));
+  }
+  if (config.contains("layer_types") && config["layer_types"].is_array()) {
+    const auto& types = config["layer_types"];
+    if (types.size() != static_cast<size_t>(c.n_layer))
+      return Status::corrupt("config.json's layer_types does not list every layer");
+    // The period: the first full layer's number + 1; every layer must follow it.
+    period = 0;
+    for (size_t i = 0; i < types.size() && period == 0; ++i)
+      if (types[i] == "full_attention") period = static_cast<int>(i) + 1;
+    if (period == 0) period = c.n_layer + 1;  // no full layer within the model
+    for (size_t i = 0; i < types.size(); ++i) {
+      const bool full = (i + 1) % period == 0;
+      if (types[i] != (full ? "full_attention" : "sliding_attention"))
+        return Status::unsupported(
+            "config.json's layer_types do not repeat one period of window layers and a "
+            "full layer (what a gemma3 file can say)");
+    }
+  }
+  c.window_period = period;
+  // The window layers' base: rope_local_base_freq (transformers 4), or
+  // rope_parameters.sliding_attention (5), where the full layers' go too.
+  OMNIBUS_ASSIGN_OR_RETURN(c.window_rope_theta, positive_number(config, "rope_local_base_freq", 10000.0));
+  if (const auto it = config.find("rope_parameters"); it != config.end() && it->is_object()) {
+    if (const auto s = it->find("sliding_attention"); s != it->end() && s->is_object()) {
+      OMNIBUS_ASSIGN_OR_RETURN(c.window_rope_theta, positive_number(*s, "rope_theta", c.window_rope_theta));
+      if (s->value("rope_type", "default") != "default")
+        return Status::unsupported("RoPE scaling on gemma3's window layers (GGUF scales the full layers only)");
+    }
+  }
+  const double scalar = config.value("query_pre_attn_scalar", double(c.head_dim));
+  const double expected = c.n_layer == 62 ? double(c.n_embd / c.n_head) : double(c.head_dim);
+  if (scalar != expected)
+    return Status::unsupported("query_pre_attn_scalar " + std::to_string(scalar) +
+                               ": a gemma3 file is run with 1/sqrt(head_dim) (1/sqrt(hidden/heads) at 62 layers)");
+  for (const char* cap : {"final_logit_softcapping", "attn_logit_softcapping"})
+    if (config.contains(cap) && !config[cap].is_null())
+      return Status::unsupported(std::string("config.json's ") + cap + " (gemma3 files have none)");
+  for (const char* act : {"hidden_activation", "hidden_act"})
+    if (config.contains(act) && config[act].is_string() && config[act] != "gelu_pytorch_tanh")
+      return Status::unsupported(std::string("config.json's ") + act + " " +
+                                 config[act].get<std::string>().substr(0, 64) +
+                                 " (gemma3 files run GELU with the tanh approximation)");
+  if (config.value("use_bidirectional_attention", false))
+    return Status::unsupported("bidirectional attention (EmbeddingGemma) does not convert");
   return Status::ok();
 }
 
@@ -172,6 +232,9 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
     const auto it = config.find(key);
     if (it != config.end() && it->is_object()) rope = &*it;
   }
+  // Gemma 3 under transformers 5: one set per layer kind; the full layers' is the model's.
+  if (rope != nullptr && rope->contains("full_attention") && (*rope)["full_attention"].is_object())
+    rope = &(*rope)["full_attention"];
   OMNIBUS_ASSIGN_OR_RETURN(c.rope_theta, positive_number(config, "rope_theta", 10000.0));
   if (rope == nullptr) return Status::ok();
   OMNIBUS_ASSIGN_OR_RETURN(c.rope_theta, positive_number(*rope, "rope_theta", c.rope_theta));
@@ -252,6 +315,7 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
   OMNIBUS_ASSIGN_OR_RETURN(c.rms_norm_eps, positive_number(config, "rms_norm_eps", 1e-6));
   OMNIBUS_ASSIGN_OR_RETURN(c.tied_embeddings, optional_bool(config, "tie_word_embeddings"));
   if (c.gguf_arch == "phi3") OMNIBUS_RETURN_IF_ERROR(parse_phi3(config, c));
+  if (c.gguf_arch == "gemma3") OMNIBUS_RETURN_IF_ERROR(parse_gemma3(config, c));
   OMNIBUS_RETURN_IF_ERROR(parse_rope(config, c));
   if (arch->moe) OMNIBUS_RETURN_IF_ERROR(parse_experts(config, *arch, c));
   return c;
@@ -278,7 +342,7 @@ void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
   w.set_uint32(a + ".attention.head_count_kv", c.n_head_kv);
   w.set_float32(a + ".rope.freq_base", static_cast<float>(c.rope_theta));
   w.set_float32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
-  if (c.head_dim_given) {
+  if (c.head_dim_given || c.gguf_arch == "gemma3") {
     w.set_uint32(a + ".attention.key_length", c.head_dim);
     w.set_uint32(a + ".attention.value_length", c.head_dim);
   }
@@ -291,6 +355,13 @@ void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
     w.set_uint32(a + ".rope.dimension_count", c.rope_dims);
     w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
     if (!c.rope_factors_long.empty()) w.set_float32(a + ".rope.scaling.attn_factor", float(c.rope_attn_factor));
+  }
+  if (c.gguf_arch == "gemma3") {
+    w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
+    w.set_float32(a + ".rope.freq_base_swa", float(c.window_rope_theta));
+    // llama.cpp takes one full layer in six as given for gemma3 files and
+    // writes no period; another is written (omnibus and llama.cpp read it).
+    if (c.window_period != 6) w.set_uint32(a + ".attention.sliding_window_pattern", c.window_period);
   }
   if (c.n_expert > 0) {
     w.set_uint32(a + ".expert_count", c.n_expert);

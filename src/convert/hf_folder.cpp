@@ -51,6 +51,8 @@ Result<HfFolder> read_hf_folder(const std::string& dir) {
   OMNIBUS_ASSIGN_OR_RETURN(f.tokenizer_config, read_json_object(d / "tokenizer_config.json", ""));
   OMNIBUS_ASSIGN_OR_RETURN(const std::optional<std::string> jinja, read_text(d / "chat_template.jinja"));
   if (jinja) f.chat_template = *jinja;
+  OMNIBUS_ASSIGN_OR_RETURN(f.sentencepiece_model, read_text(d / "tokenizer.model"));
+  OMNIBUS_ASSIGN_OR_RETURN(f.added_tokens, read_json_object(d / "added_tokens.json", ""));
   return f;
 }
 

@@ -1,6 +1,7 @@
 #include "convert/hf_tensor_names.h"
 
 #include <charconv>
+#include <span>
 #include <utility>
 
 namespace omnibus {
@@ -32,6 +33,13 @@ constexpr LayerTensor kLayerTensors[] = {
     {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
     {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
     {"mlp.shared_expert_gate", "ffn_gate_inp_shexp", true},
+};
+// Gemma 3's four norms a layer (it normalises after attention and after
+// the feed-forward too), before the table above.
+constexpr LayerTensor kGemma3LayerNorms[] = {
+    {"post_attention_layernorm", "post_attention_norm"},
+    {"pre_feedforward_layernorm", "ffn_norm"},
+    {"post_feedforward_layernorm", "post_ffw_norm"},
 };
 // model.layers.N.mlp.experts.E.<hf>.weight: expert E's slice of blk.N.<gguf>.weight.
 constexpr std::pair<const char*, const char*> kExpertTensors[] = {
@@ -75,9 +83,7 @@ Result<std::optional<GgufTensorName>> unknown(const std::string& hf_name, const 
   return Status::unsupported("tensor '" + hf_name + "' has no GGUF name in a " + c.model_type + " model");
 }
 
-}  // namespace
-
-Result<std::optional<GgufTensorName>> gguf_tensor_name(const std::string& hf_name, const HfModelConfig& c) {
+Result<std::optional<GgufTensorName>> gguf_tensor_name_unshifted(const std::string& hf_name, const HfModelConfig& c) {
   if (hf_name.ends_with(".rotary_emb.inv_freq")) return std::optional<GgufTensorName>();
   if (hf_name == "model.embed_tokens.weight") return global("token_embd.weight");
   if (hf_name == "model.norm.weight") return global("output_norm.weight");
@@ -90,18 +96,30 @@ Result<std::optional<GgufTensorName>> gguf_tensor_name(const std::string& hf_nam
   if (layer < 0 || layer >= c.n_layer || after == end || *after != '.') return unknown(hf_name, c);
   const std::string_view rest(after + 1, end);
   if (auto expert = expert_tensor(rest, layer, c)) return expert;
-  for (const auto& [hf, gguf, f32] : kLayerTensors) {
-    const std::string_view hf_view(hf);
-    if (!rest.starts_with(hf_view)) continue;
-    const std::string_view kind = rest.substr(hf_view.size());
-    if (kind != ".weight" && kind != ".bias") continue;
-    GgufTensorName out{"blk." + std::to_string(layer) + "." + gguf + std::string(kind), layer, 0};
-    out.f32 = f32;
-    if (c.permute_qk && hf_view == "self_attn.q_proj") out.permute_heads = c.n_head;
-    if (c.permute_qk && hf_view == "self_attn.k_proj") out.permute_heads = c.n_head_kv;
-    return std::optional<GgufTensorName>(std::move(out));
-  }
+  const std::span<const LayerTensor> gemma_norms =
+      c.gguf_arch == "gemma3" ? std::span<const LayerTensor>(kGemma3LayerNorms) : std::span<const LayerTensor>();
+  for (const std::span<const LayerTensor> table : {gemma_norms, std::span<const LayerTensor>(kLayerTensors)})
+    for (const auto& [hf, gguf, f32] : table) {
+      const std::string_view hf_view(hf);
+      if (!rest.starts_with(hf_view)) continue;
+      const std::string_view kind = rest.substr(hf_view.size());
+      if (kind != ".weight" && kind != ".bias") continue;
+      GgufTensorName out{"blk." + std::to_string(layer) + "." + gguf + std::string(kind), layer, 0};
+      out.f32 = f32;
+      if (c.permute_qk && hf_view == "self_attn.q_proj") out.permute_heads = c.n_head;
+      if (c.permute_qk && hf_view == "self_attn.k_proj") out.permute_heads = c.n_head_kv;
+      return std::optional<GgufTensorName>(std::move(out));
+    }
   return unknown(hf_name, c);
+}
+
+}  // namespace
+
+Result<std::optional<GgufTensorName>> gguf_tensor_name(const std::string& hf_name, const HfModelConfig& c) {
+  OMNIBUS_ASSIGN_OR_RETURN(std::optional<GgufTensorName> name, gguf_tensor_name_unshifted(hf_name, c));
+  // Gemma's norms scale by 1 + weight (Gemma3RMSNorm), GGUF's by the weight.
+  if (name && c.gguf_arch == "gemma3" && hf_name.ends_with("norm.weight")) name->shift = 1.0f;
+  return name;
 }
 
 }  // namespace omnibus

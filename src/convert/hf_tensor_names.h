@@ -19,6 +19,9 @@ struct GgufTensorName {
   // layer).
   int expert = -1;
   bool f32 = false;  // kept in F32 whatever the output type (a router, as llama.cpp keeps them)
+  // Added to every element (in the source's precision, as llama.cpp adds it
+  // to the torch tensor): Gemma's norms scale by 1 + weight, GGUF's by weight.
+  float shift = 0.0f;
 };
 
 // nullopt for tensors the GGUF file leaves out (lm_head when the

@@ -32,13 +32,17 @@ DType as_dtype(SafetensorsDType t) {
   return DType::kF32;
 }
 
-// Each element of `src` (of type `from`) as `to`: the same bits where the
-// types agree, else through float32 with round-to-nearest-even (the
-// tensor layer's codecs; numpy's astype and torch's to() round the same
-// way, so llama.cpp's converter too), a chunk at a time.
-void convert_elements(std::span<const uint8_t> src, SafetensorsDType from, std::span<uint8_t> dst, DType to) {
+// Each element of `src` (of type `from`) plus `shift` as `to`: the same bits
+// where the types agree and nothing is added, else through float32 with
+// round-to-nearest-even (the tensor layer's codecs; numpy's astype and
+// torch's to() round the same way, so llama.cpp's converter too), a chunk at
+// a time. An F16 source's sum is rounded to F16 first: llama.cpp's
+// converter adds to the torch tensor as loaded, F16 or F32 (BF16 is
+// widened to F32 before).
+void convert_elements(std::span<const uint8_t> src, SafetensorsDType from, std::span<uint8_t> dst, DType to,
+                      float shift = 0.0f) {
   const DType source_type = as_dtype(from);
-  if (source_type == to) {
+  if (source_type == to && shift == 0.0f) {
     std::memcpy(dst.data(), src.data(), src.size());
     return;
   }
@@ -49,6 +53,14 @@ void convert_elements(std::span<const uint8_t> src, SafetensorsDType from, std::
   for (int64_t at = 0; at < n; at += kChunk) {
     const int64_t count = std::min(kChunk, n - at);
     dequantize_row_ref(source_type, src.data() + at * in_bytes, floats.data(), count);
+    if (shift != 0.0f) {
+      for (int64_t i = 0; i < count; ++i) floats[i] += shift;
+      if (source_type == DType::kF16) {
+        std::vector<uint8_t> rounded(count * in_bytes);
+        quantize_row_ref(source_type, floats.data(), rounded.data(), count);
+        dequantize_row_ref(source_type, rounded.data(), floats.data(), count);
+      }
+    }
     quantize_row_ref(to, floats.data(), dst.data() + at * out_bytes, count);
   }
 }
@@ -71,7 +83,8 @@ Status fill_tensor(const PlannedTensor& t, std::span<uint8_t> out) {
       return Status::internal(t.gguf.name + ": a source's size does not match its slice of the tensor");
   if (t.gguf.permute_heads == 0) {
     for (size_t i = 0; i < t.sources.size(); ++i)
-      convert_elements(t.sources[i]->bytes, t.sources[i]->dtype, out.subspan(i * per_source, per_source), t.dtype);
+      convert_elements(t.sources[i]->bytes, t.sources[i]->dtype, out.subspan(i * per_source, per_source), t.dtype,
+                       t.gguf.shift);
     return Status::ok();
   }
   const SafetensorsTensor& source = *t.sources[0];
@@ -130,7 +143,7 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   add_model_keys(c, w);
   w.set_string("general.name", options.name.empty() ? checkpoint_name(dir) : options.name);
   w.set_uint32("general.file_type", file_type(options.matrix_type));
-  OMNIBUS_RETURN_IF_ERROR(add_tokenizer_keys(folder, c.vocab_size, w).with_context("tokenizer"));
+  OMNIBUS_RETURN_IF_ERROR(add_tokenizer_keys(folder, c.gguf_arch, c.vocab_size, w).with_context("tokenizer"));
   OMNIBUS_ASSIGN_OR_RETURN(conv->checkpoint_, HfCheckpoint::open(dir));
 
   std::vector<PlannedTensor> planned;
@@ -198,7 +211,7 @@ Status HfConversion::write(const std::string& path) const {
   if (type != fs::file_type::not_found && type != fs::file_type::regular)
     return Status::invalid_argument("'" + path + "' exists and is not a regular file");
   if (type == fs::file_type::regular) {  // never over the checkpoint's own files
-    for (const char* name : {"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"})
+    for (const char* name : kHfFolderFiles)
       if (fs::exists(fs::path(dir_) / name, ec) && fs::equivalent(path, fs::path(dir_) / name, ec))
         return Status::invalid_argument("'" + path + "' is the checkpoint's own " + name);
     for (const std::string& source : checkpoint_.paths())

@@ -1,8 +1,10 @@
 #include "convert/hf_tokenizer.h"
 
+#include <charconv>
 #include <map>
 #include <optional>
 
+#include "convert/sentencepiece_model.h"
 #include "gguf/gguf_parser.h"
 #include "tokenizer/vocab.h"
 
@@ -78,6 +80,24 @@ bool looks_special(const std::string& t) {
          wrapped("<\xef\xbd\x9c", "\xef\xbd\x9c>") || wrapped("<unused", ">");
 }
 
+// `s` with every `from` replaced by `to`.
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+  std::string out;
+  for (size_t at = 0;;) {
+    const size_t next = s.find(from, at);
+    out.append(s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    if (next == std::string_view::npos) return out;
+    out.append(to);
+    at = next + from.size();
+  }
+}
+
+constexpr int kSentencePieceBpe = 2;  // TrainerSpec.model_type
+
+// Whether llama.cpp's converter reads tokenizer.model before tokenizer.json
+// for this architecture (llama and gemma3 do; Qwen's and Phi-4's never ship one).
+bool prefers_sentencepiece(const std::string& gguf_arch) { return gguf_arch == "llama" || gguf_arch == "gemma3"; }
+
 Result<std::string> merge_text(const nlohmann::json& m) {
   if (m.is_string()) return m.get<std::string>();
   if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
@@ -119,90 +139,33 @@ Result<std::string> recognise_pre_tokenizer(const nlohmann::json& pre) {
 
 namespace {
 
-Status add_tokenizer_keys_unchecked(const HfFolder& files, int vocab_size, GgufWriter& w) {
+// What llama.cpp's SpecialVocab writes beside any vocabulary: the special
+// token ids, whether BOS/EOS are added, the chat template. `n` tokens.
+Status add_special_token_keys(const HfFolder& files, int64_t n, GgufWriter& w) {
+  // Special tokens: tokenizer_config.json names them by text, found among
+  // tokenizer.json's added tokens (the first of that text), config.json by id.
   const nlohmann::json& tok = files.tokenizer;
-  if (tok.empty()) return Status::not_found("the folder has no tokenizer.json (byte-level BPE tokenizers convert)");
-  if (!tok.contains("model") || !tok["model"].is_object()) return Status::corrupt("tokenizer.json has no model");
-  const nlohmann::json& model = tok["model"];
-  if (model.value("type", "") != "BPE")
-    return Status::unsupported("tokenizer.json's model is " + describe(model.value("type", nlohmann::json())) +
-                               "; byte-level BPE converts");
-  if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean() && model["byte_fallback"].get<bool>())
-    return Status::unsupported(
-        "tokenizer.json is a BPE with byte fallback (SentencePiece style); byte-level BPE "
-        "converts");
-  OMNIBUS_ASSIGN_OR_RETURN(
-      const std::string pre,
-      recognise_pre_tokenizer(tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : nlohmann::json()));
-  if (!model.contains("vocab") || !model["vocab"].is_object() || !model.contains("merges") ||
-      !model["merges"].is_array())
-    return Status::corrupt("tokenizer.json's model needs a vocab object and a merges array");
-
-  // Tokens by id: the vocabulary, then the added tokens.
-  std::map<int64_t, std::pair<std::string, TokenType>> by_id;
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 24))
-      return Status::corrupt("tokenizer.json gives '" + text + "' the id " + describe(id));
-    by_id[id.get<int64_t>()] = {text, TokenType::kNormal};
-  }
-  if (tok.contains("added_tokens") && tok["added_tokens"].is_array()) {
-    for (const auto& added : tok["added_tokens"]) {
-      if (!added.is_object() || !added.contains("id") || !added["id"].is_number_integer() ||
-          !added.contains("content") || !added["content"].is_string() || added["id"].get<int64_t>() < 0 ||
-          added["id"].get<int64_t>() >= (1 << 24))
-        return Status::corrupt("tokenizer.json has an added token without an id and content: " + describe(added));
-      const std::string text = added["content"].get<std::string>();
-      const bool special = added.value("special", false) || looks_special(text);
-      by_id[added["id"].get<int64_t>()] = {text, special ? TokenType::kControl : TokenType::kUserDefined};
-    }
-  }
-  const int64_t n = std::max<int64_t>(vocab_size, by_id.empty() ? 0 : by_id.rbegin()->first + 1);
-  if (n > vocab_size)
-    return Status::corrupt("tokenizer.json has ids up to " + std::to_string(n - 1) + " but the model embeds " +
-                           std::to_string(vocab_size) + " tokens");
-  std::vector<std::string> tokens(n);
-  std::vector<int32_t> types(n);
-  std::map<std::string, int32_t> ids;
-  for (int64_t i = 0; i < n; ++i) {
-    const auto it = by_id.find(i);
-    if (it == by_id.end()) {
-      tokens[i] = "[PAD" + std::to_string(i) + "]";
-      types[i] = static_cast<int32_t>(TokenType::kUnused);
-    } else {
-      tokens[i] = it->second.first;
-      types[i] = static_cast<int32_t>(it->second.second);
-      ids.emplace(tokens[i], static_cast<int32_t>(i));
-    }
-  }
-  std::vector<std::string> merges;
-  merges.reserve(model["merges"].size());
-  for (const auto& m : model["merges"]) {
-    OMNIBUS_ASSIGN_OR_RETURN(std::string text, merge_text(m));
-    merges.push_back(std::move(text));
-  }
-  if (tokens.size() * 2 + merges.size() > kGgufMaxMetadataElements)
-    return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) + " tokens and " +
-                               std::to_string(merges.size()) + " merges is more than GGUF readers take (" +
-                               std::to_string(kGgufMaxMetadataElements) + " array elements in all)");
-  w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", pre);
-  w.set_string_array("tokenizer.ggml.tokens", tokens);
-  w.set_int32_array("tokenizer.ggml.token_type", types);
-  w.set_string_array("tokenizer.ggml.merges", merges);
-
-  // Special tokens: tokenizer_config.json names them by text, config.json by id.
   const nlohmann::json& tc = files.tokenizer_config;
-  for (const char* kind : {"bos", "eos", "unk", "pad"}) {
+  const auto added_id = [&](const std::string& text) -> int64_t {
+    if (text.empty() || !tok.contains("added_tokens") || !tok["added_tokens"].is_array()) return -1;
+    for (const auto& added : tok["added_tokens"])
+      if (added.is_object() && token_text(added) == text && added.contains("id") && added["id"].is_number_integer())
+        return added["id"].get<int64_t>();
+    return -1;
+  };
+  // Hugging Face's names and GGUF's keys.
+  for (const auto& [kind, gguf_key] :
+       {std::pair{"bos", "tokenizer.ggml.bos_token_id"}, std::pair{"eos", "tokenizer.ggml.eos_token_id"},
+        std::pair{"unk", "tokenizer.ggml.unknown_token_id"},
+        std::pair{"sep", "tokenizer.ggml.seperator_token_id"},  // GGUF's spelling
+        std::pair{"pad", "tokenizer.ggml.padding_token_id"}, std::pair{"mask", "tokenizer.ggml.mask_token_id"}}) {
     const std::string key = std::string(kind) + "_token";
     int64_t id = -1;
-    if (tc.contains(key)) {
-      const std::string text = token_text(tc[key]);
-      if (const auto it = ids.find(text); !text.empty() && it != ids.end()) id = it->second;
-    }
+    if (tc.contains(key)) id = added_id(token_text(tc[key]));
     const std::string id_key = key + "_id";
     if (id < 0 && files.config.contains(id_key) && files.config[id_key].is_number_integer())
       id = files.config[id_key].get<int64_t>();
-    if (id >= 0 && id < n) w.set_uint32("tokenizer.ggml." + std::string(kind) + "_token_id", static_cast<uint32_t>(id));
+    if (id >= 0 && id < n) w.set_uint32(gguf_key, static_cast<uint32_t>(id));
   }
   // add_bos/add_eos as llama.cpp's SpecialVocab reads them: a ByteLevel
   // post-processor adds neither, a TemplateProcessing adds the special
@@ -258,11 +221,175 @@ Status add_tokenizer_keys_unchecked(const HfFolder& files, int vocab_size, GgufW
   return Status::ok();
 }
 
+// tokenizer.json's byte-level BPE (llama.cpp's _set_vocab_gpt2).
+Status add_bpe_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
+  const nlohmann::json& tok = files.tokenizer;
+  if (tok.empty()) return Status::not_found("the folder has no tokenizer.json (byte-level BPE tokenizers convert)");
+  if (!tok.contains("model") || !tok["model"].is_object()) return Status::corrupt("tokenizer.json has no model");
+  const nlohmann::json& model = tok["model"];
+  if (model.value("type", "") != "BPE")
+    return Status::unsupported("tokenizer.json's model is " + describe(model.value("type", nlohmann::json())) +
+                               "; byte-level BPE converts");
+  if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean() && model["byte_fallback"].get<bool>())
+    return Status::unsupported(
+        "tokenizer.json is a BPE with byte fallback (SentencePiece style); byte-level BPE "
+        "converts");
+  OMNIBUS_ASSIGN_OR_RETURN(
+      const std::string pre,
+      recognise_pre_tokenizer(tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : nlohmann::json()));
+  if (!model.contains("vocab") || !model["vocab"].is_object() || !model.contains("merges") ||
+      !model["merges"].is_array())
+    return Status::corrupt("tokenizer.json's model needs a vocab object and a merges array");
+
+  // Tokens by id: the vocabulary, then the added tokens.
+  std::map<int64_t, std::pair<std::string, TokenType>> by_id;
+  for (const auto& [text, id] : model["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 24))
+      return Status::corrupt("tokenizer.json gives '" + text + "' the id " + describe(id));
+    by_id[id.get<int64_t>()] = {text, TokenType::kNormal};
+  }
+  if (tok.contains("added_tokens") && tok["added_tokens"].is_array()) {
+    for (const auto& added : tok["added_tokens"]) {
+      if (!added.is_object() || !added.contains("id") || !added["id"].is_number_integer() ||
+          !added.contains("content") || !added["content"].is_string() || added["id"].get<int64_t>() < 0 ||
+          added["id"].get<int64_t>() >= (1 << 24))
+        return Status::corrupt("tokenizer.json has an added token without an id and content: " + describe(added));
+      const std::string text = added["content"].get<std::string>();
+      const bool special = added.value("special", false) || looks_special(text);
+      by_id[added["id"].get<int64_t>()] = {text, special ? TokenType::kControl : TokenType::kUserDefined};
+    }
+  }
+  const int64_t n = std::max<int64_t>(vocab_size, by_id.empty() ? 0 : by_id.rbegin()->first + 1);
+  if (n > vocab_size)
+    return Status::corrupt("tokenizer.json has ids up to " + std::to_string(n - 1) + " but the model embeds " +
+                           std::to_string(vocab_size) + " tokens");
+  std::vector<std::string> tokens(n);
+  std::vector<int32_t> types(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto it = by_id.find(i);
+    if (it == by_id.end()) {
+      tokens[i] = "[PAD" + std::to_string(i) + "]";
+      types[i] = static_cast<int32_t>(TokenType::kUnused);
+    } else {
+      tokens[i] = it->second.first;
+      types[i] = static_cast<int32_t>(it->second.second);
+    }
+  }
+  std::vector<std::string> merges;
+  merges.reserve(model["merges"].size());
+  for (const auto& m : model["merges"]) {
+    OMNIBUS_ASSIGN_OR_RETURN(std::string text, merge_text(m));
+    merges.push_back(std::move(text));
+  }
+  if (tokens.size() * 2 + merges.size() > kGgufMaxMetadataElements)
+    return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) + " tokens and " +
+                               std::to_string(merges.size()) + " merges is more than GGUF readers take (" +
+                               std::to_string(kGgufMaxMetadataElements) + " array elements in all)");
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", pre);
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_int32_array("tokenizer.ggml.token_type", types);
+  w.set_string_array("tokenizer.ggml.merges", merges);
+
+  return add_special_token_keys(files, n, w);
+}
+
+// tokenizer.model's SentencePiece BPE (llama.cpp's _set_vocab_sentencepiece):
+// every piece with its score and type, then added_tokens.json and
+// tokenizer_config.json's added_tokens_decoder over them, in a vocabulary
+// of the model's `vocab_size` tokens.
+Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
+  OMNIBUS_ASSIGN_OR_RETURN(const SentencePieceModel spm, parse_sentencepiece_model(*files.sentencepiece_model));
+  if (spm.model_type != kSentencePieceBpe) {
+    const char* kind = spm.model_type == 1   ? "unigram"
+                       : spm.model_type == 3 ? "word"
+                       : spm.model_type == 4 ? "char"
+                                             : "unknown";
+    std::string message = "tokenizer.model is a SentencePiece ";
+    message += kind;
+    message +=
+        " model; BPE models (Llama 2, Mistral, Gemma) convert (GGUF's llama tokenizer merges pieces by score, "
+        "which is how a BPE model tokenizes)";
+    return Status::unsupported(message);
+  }
+  const int64_t n = vocab_size;
+  std::vector<std::string> tokens(n);
+  std::vector<float> scores(n, -10000.0f);
+  std::vector<int32_t> types(n, static_cast<int32_t>(TokenType::kUnused));
+  for (int64_t i = 0; i < n; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
+  // Pieces past the model's embedding rows are left out, as llama.cpp does.
+  for (int64_t i = 0; i < n && i < static_cast<int64_t>(spm.pieces.size()); ++i) {
+    const SentencePiece& p = spm.pieces[i];
+    tokens[i] = p.text;
+    scores[i] = p.score;
+    // A user-defined piece stays normal here (llama.cpp asks the processor
+    // only IsUnknown, IsControl, IsUnused and IsByte).
+    const auto t = static_cast<TokenType>(p.type);
+    const bool kept =
+        t == TokenType::kUnknown || t == TokenType::kControl || t == TokenType::kUnused || t == TokenType::kByte;
+    types[i] = static_cast<int32_t>(kept ? t : TokenType::kNormal);
+  }
+  const auto slot = [&](const nlohmann::json& id, const std::string& where) -> Result<int64_t> {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0)
+      return Status::corrupt(where + " gives a token the id " + describe(id));
+    return id.get<int64_t>() < n ? id.get<int64_t>() : -1;  // out of range: left out, as llama.cpp does
+  };
+  for (const auto& [text, id_json] : files.added_tokens.items()) {
+    OMNIBUS_ASSIGN_OR_RETURN(const int64_t id, slot(id_json, "added_tokens.json"));
+    if (id < 0) continue;
+    tokens[id] = text;
+    scores[id] = -1000.0f;
+    types[id] = static_cast<int32_t>(TokenType::kUserDefined);
+  }
+  const nlohmann::json& tc = files.tokenizer_config;
+  if (tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
+    for (const auto& [key, token] : tc["added_tokens_decoder"].items()) {
+      int64_t parsed = -1;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), parsed);
+      if (ec != std::errc() || end != key.data() + key.size() || !token.is_object() || !token.contains("content") ||
+          !token["content"].is_string())
+        return Status::corrupt(
+            "tokenizer_config.json's added_tokens_decoder has an entry that is not an id with "
+            "its content");
+      OMNIBUS_ASSIGN_OR_RETURN(const int64_t id, slot(nlohmann::json(parsed), "tokenizer_config.json"));
+      if (id < 0) continue;
+      std::string text = token["content"].get<std::string>();
+      const bool special =
+          (token.contains("special") && token["special"].is_boolean() && token["special"].get<bool>()) ||
+          looks_special(text);
+      if (!special) text = replace_all(text, "\xe2\x96\x81", " ");  // user-defined spaces pre-normalised, as llama.cpp
+      tokens[id] = std::move(text);
+      scores[id] = -1000.0f;
+      types[id] = static_cast<int32_t>(special ? TokenType::kControl : TokenType::kUserDefined);
+    }
+  }
+  if (tokens.size() * 3 > kGgufMaxMetadataElements)
+    return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) +
+                               " tokens is more than GGUF readers take (" + std::to_string(kGgufMaxMetadataElements) +
+                               " array elements in all)");
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string("tokenizer.ggml.pre", "default");
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_float32_array("tokenizer.ggml.scores", scores);
+  w.set_int32_array("tokenizer.ggml.token_type", types);
+  return add_special_token_keys(files, n, w);
+}
+
 }  // namespace
 
-Status add_tokenizer_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
+Status add_tokenizer_keys(const HfFolder& files, const std::string& gguf_arch, int vocab_size, GgufWriter& w) {
   try {
-    return add_tokenizer_keys_unchecked(files, vocab_size, w);
+    // add_prefix_space in tokenizer_config.json, for llama (LlamaModel.set_vocab).
+    const nlohmann::json& tc = files.tokenizer_config;
+    if (gguf_arch == "llama" && tc.contains("add_prefix_space") && tc["add_prefix_space"].is_boolean())
+      w.set_bool("tokenizer.ggml.add_space_prefix", tc["add_prefix_space"].get<bool>());
+    if (files.sentencepiece_model && prefers_sentencepiece(gguf_arch)) {
+      OMNIBUS_RETURN_IF_ERROR(add_sentencepiece_keys(files, vocab_size, w).with_context("tokenizer.model"));
+      // Gemma's pieces carry their own spaces (Gemma3Model.set_vocab).
+      if (gguf_arch == "gemma3") w.set_bool("tokenizer.ggml.add_space_prefix", false);
+      return Status::ok();
+    }
+    return add_bpe_keys(files, vocab_size, w);
   } catch (const nlohmann::json::exception& e) {
     return Status::corrupt(std::string("tokenizer.json or tokenizer_config.json has a value of the wrong type: ") +
                            e.what());

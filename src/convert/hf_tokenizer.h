@@ -1,9 +1,10 @@
 // A Hugging Face tokenizer (tokenizer.json, tokenizer_config.json, and
 // chat_template.jinja where transformers writes the template apart; special
 // token ids config.json names) as the
-// GGUF tokenizer keys llama.cpp's converter writes. Byte-level BPE only
-// (Llama 3, Qwen2/3, SmolLM2, GPT-2 style); a SentencePiece-style BPE with
-// byte fallback is refused by name.
+// GGUF tokenizer keys llama.cpp's converter writes: byte-level BPE from
+// tokenizer.json (Llama 3, Qwen2/3, SmolLM2, GPT-2 style), or a
+// SentencePiece BPE from tokenizer.model (Llama 2, Mistral, Gemma); a
+// SentencePiece-style tokenizer.json without its tokenizer.model is refused.
 //
 // tokenizer.ggml.pre is recognised from tokenizer.json's pre_tokenizer itself
 // (the Split regex, or GPT-2's and SmolLM's byte-level settings), where
@@ -25,8 +26,10 @@ namespace omnibus {
 // The name tokenizer.ggml.pre gets for a tokenizer.json pre_tokenizer, or an error.
 Result<std::string> recognise_pre_tokenizer(const nlohmann::json& pre_tokenizer);
 
-// The tokenizer.* keys; the vocabulary is padded with "[PADn]" tokens
-// (unused) to `vocab_size`, the model's embedding rows.
-Status add_tokenizer_keys(const HfFolder& folder, int vocab_size, GgufWriter& w);
+// The tokenizer.* keys of a model of architecture `gguf_arch`, from
+// tokenizer.model where llama.cpp would read it (llama, gemma3), else from
+// tokenizer.json; the vocabulary is padded with "[PADn]" tokens (unused) to
+// `vocab_size`, the model's embedding rows.
+Status add_tokenizer_keys(const HfFolder& folder, const std::string& gguf_arch, int vocab_size, GgufWriter& w);
 
 }  // namespace omnibus

@@ -1,6 +1,6 @@
 // libFuzzer target for what `omnibus convert` reads from a Hugging Face
 // folder. The first byte picks the reader: 0 a .safetensors file, 1
-// config.json, 2 tokenizer.json (mod 3). Any input must be read or refused
+// config.json, 2 tokenizer.json, 3 a SentencePiece tokenizer.model (mod 4). Any input must be read or refused
 // with a Status, never crash, throw, or read out of bounds (ASan/UBSan
 // watch). What is accepted is touched (every tensor byte) or written into
 // a GGUF writer and built.
@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "convert/hf_config.h"
 #include "convert/hf_tokenizer.h"
@@ -18,7 +19,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::span<const uint8_t> rest(data + 1, size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: {
       auto file = omnibus::SafetensorsFile::parse(rest);
       if (!file.is_ok()) return 0;
@@ -38,6 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!w.build().is_ok()) __builtin_trap();  // what the config gave must be writable
       return 0;
     }
+    case 3: {
+      omnibus::HfFolder files;
+      files.sentencepiece_model = std::string(rest.begin(), rest.end());
+      files.tokenizer = files.tokenizer_config = files.config = files.added_tokens = nlohmann::json::object();
+      omnibus::GgufWriter w;
+      if (omnibus::add_tokenizer_keys(files, "llama", 512, w).is_ok() && !w.build().is_ok()) __builtin_trap();
+      return 0;
+    }
     default: {
       omnibus::HfFolder files;
       files.tokenizer = nlohmann::json::parse(rest.begin(), rest.end(), nullptr, false);
@@ -45,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       files.tokenizer_config = nlohmann::json::object();
       files.config = nlohmann::json::object();
       omnibus::GgufWriter w;
-      if (omnibus::add_tokenizer_keys(files, 512, w).is_ok() && !w.build().is_ok()) __builtin_trap();
+      if (omnibus::add_tokenizer_keys(files, "qwen2", 512, w).is_ok() && !w.build().is_ok()) __builtin_trap();
       return 0;
     }
   }

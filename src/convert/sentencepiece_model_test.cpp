@@ -1,0 +1,232 @@
+// The SentencePiece tokenizer.model reader on hand-built protobufs (good
+// ones, and damaged ones that must be refused), the vocabulary the converter
+// makes of it, and gemma3's config.json checks. Real tokenizer.model files
+// (trained by sentencepiece itself) are converted and held to llama.cpp in
+// tests/convert_golden_test.cpp (gemma3, llama_spm).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "convert/hf_config.h"
+#include "convert/hf_tokenizer.h"
+#include "convert/sentencepiece_model.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_parser.h"
+
+namespace omnibus {
+namespace {
+
+// Protobuf's wire format, as much as these tests write.
+std::string varint(uint64_t v) {
+  std::string out;
+  do {
+    out += static_cast<char>((v & 0x7F) | (v > 0x7F ? 0x80 : 0));
+    v >>= 7;
+  } while (v != 0);
+  return out;
+}
+std::string key(uint32_t field, int wire) { return varint(uint64_t{field} << 3 | static_cast<uint64_t>(wire)); }
+std::string bytes_field(uint32_t field, const std::string& payload) {
+  return key(field, 2) + varint(payload.size()) + payload;
+}
+std::string varint_field(uint32_t field, uint64_t v) { return key(field, 0) + varint(v); }
+std::string float_field(uint32_t field, float f) {
+  std::string out = key(field, 5);
+  char b[4];
+  std::memcpy(b, &f, 4);  // little-endian hosts (x86, aarch64)
+  return out + std::string(b, 4);
+}
+std::string piece(const std::string& text, float score, int type = 1) {
+  std::string p = bytes_field(1, text) + float_field(2, score);
+  if (type != 1) p += varint_field(3, static_cast<uint64_t>(type));
+  return bytes_field(1, p);
+}
+// A BPE model with byte fallback: <unk>, <s>, </s>, a byte piece and two
+// normal pieces, an unknown field, and the normalizer's add_dummy_prefix off.
+std::string bpe_model() {
+  return piece("<unk>", 0, 2) + piece("<s>", 0, 3) + piece("</s>", 0, 3) + piece("<0x0A>", 0, 6) +
+         piece("\xe2\x96\x81t", -1) + piece("he", -2, 4) +
+         bytes_field(2, varint_field(3, 2) + varint_field(35, 1) + varint_field(4, 8)) +  // trainer: BPE, fallback
+         bytes_field(3, bytes_field(1, "identity") + varint_field(3, 0)) +                // normalizer
+         varint_field(99, 7);                                                             // a field skipped
+}
+
+TEST(SentencePieceModelTest, ReadsPiecesScoresTypesAndSettings) {
+  auto m = parse_sentencepiece_model(bpe_model());
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  ASSERT_EQ(m->pieces.size(), 6u);
+  EXPECT_EQ(m->pieces[0].text, "<unk>");
+  EXPECT_EQ(m->pieces[0].type, 2);
+  EXPECT_EQ(m->pieces[3].type, 6);
+  EXPECT_EQ(m->pieces[4].text, "\xe2\x96\x81t");
+  EXPECT_EQ(m->pieces[4].type, 1);  // the proto's default
+  EXPECT_EQ(m->pieces[5].score, -2.0f);
+  EXPECT_EQ(m->model_type, 2);
+  EXPECT_TRUE(m->byte_fallback);
+  EXPECT_FALSE(m->add_dummy_prefix);
+  EXPECT_EQ(m->normalizer_name, "identity");
+}
+
+TEST(SentencePieceModelTest, RefusesDamagedFilesWithAnError) {
+  const std::string good = bpe_model();
+  for (size_t cut = 0; cut < good.size(); ++cut) {
+    // Every truncation is read or refused, never read past its end (ASan
+    // watches); most are refused.
+    auto m = parse_sentencepiece_model(std::string_view(good).substr(0, cut));
+    if (!m.is_ok()) {
+      EXPECT_EQ(m.status().code(), StatusCode::kCorrupt) << cut;
+    }
+  }
+  EXPECT_FALSE(parse_sentencepiece_model("").is_ok());                                 // no pieces
+  EXPECT_FALSE(parse_sentencepiece_model(bytes_field(1, "\xff")).is_ok());             // a piece cut short
+  EXPECT_FALSE(parse_sentencepiece_model(key(1, 3)).is_ok());                          // a group
+  EXPECT_FALSE(parse_sentencepiece_model(std::string(11, '\xff')).is_ok());            // a varint past ten bytes
+  EXPECT_FALSE(parse_sentencepiece_model(key(1, 2) + varint(1ull << 40)).is_ok());     // a length past the file
+  EXPECT_FALSE(parse_sentencepiece_model(bytes_field(1, float_field(2, 1))).is_ok());  // a piece without text
+  EXPECT_FALSE(parse_sentencepiece_model(piece("a", 0, 9)).is_ok());                   // an unknown type
+  EXPECT_FALSE(parse_sentencepiece_model(varint_field(1, 5)).is_ok());                 // pieces of the wrong wire type
+}
+
+// The GGUF the tokenizer keys make, read back.
+std::unique_ptr<GgufFile> tokenizer_file(const HfFolder& folder, const std::string& arch, int vocab, Status* status) {
+  GgufWriter w;
+  *status = add_tokenizer_keys(folder, arch, vocab, w);
+  if (!status->is_ok()) return nullptr;
+  auto bytes = w.build();
+  if (!bytes.is_ok()) return nullptr;
+  static std::vector<uint8_t> keep;  // the parsed file views these bytes
+  keep = std::move(bytes).value();
+  auto f = GgufFile::parse(MappedFile::from_memory(keep));
+  return f.is_ok() ? std::move(f).value() : nullptr;
+}
+
+TEST(SentencePieceVocabTest, FollowsLlamaCppsRulesForTypesAddedTokensAndPadding) {
+  HfFolder folder;
+  folder.config = {{"bos_token_id", 1}, {"eos_token_id", 2}};
+  folder.sentencepiece_model = bpe_model();
+  folder.added_tokens = {{"<extra>", 6}};
+  folder.tokenizer_config = {
+      {"add_bos_token", true},
+      {"added_tokens_decoder",
+       {{"7", {{"content", "\xe2\x96\x81spaced"}, {"special", false}}}, {"8", {{"content", "<|turn|>"}}}}}};
+  Status s;
+  const auto f = tokenizer_file(folder, "llama", 10, &s);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(*f->get_string("tokenizer.ggml.model"), "llama");
+  const auto* tokens = f->find("tokenizer.ggml.tokens")->array();
+  const auto* types = f->find("tokenizer.ggml.token_type")->array();
+  const auto* scores = f->find("tokenizer.ggml.scores")->array();
+  ASSERT_EQ(tokens->size(), 10u);
+  auto type = [&](int i) { return *(*types)[i].to_int(); };
+  auto text = [&](int i) { return *(*tokens)[i].to_string_value(); };
+  EXPECT_EQ(type(0), 2);          // unknown
+  EXPECT_EQ(type(1), 3);          // control
+  EXPECT_EQ(type(3), 6);          // byte
+  EXPECT_EQ(type(5), 1);          // a user-defined piece stays normal, as in llama.cpp
+  EXPECT_EQ(text(6), "<extra>");  // added_tokens.json
+  EXPECT_EQ(type(6), 4);
+  EXPECT_EQ(text(7), " spaced");  // a user-defined ▁ becomes a space
+  EXPECT_EQ(type(7), 4);
+  EXPECT_EQ(text(8), "<|turn|>");  // looks special: control
+  EXPECT_EQ(type(8), 3);
+  EXPECT_EQ(text(9), "[PAD9]");  // padding to the model's rows
+  EXPECT_EQ(type(9), 5);
+  EXPECT_EQ(*(*scores)[9].to_double(), -10000.0);
+  EXPECT_EQ(*(*scores)[6].to_double(), -1000.0);
+  EXPECT_EQ(*f->find("tokenizer.ggml.bos_token_id")->to_int(), 1);
+  EXPECT_TRUE(*f->find("tokenizer.ggml.add_bos_token")->to_bool());
+  EXPECT_EQ(f->find("tokenizer.ggml.add_space_prefix"), nullptr);  // llama: only where tokenizer_config says
+
+  // gemma3 never adds the space; qwen2 ignores tokenizer.model (and, with no
+  // tokenizer.json, has no tokenizer).
+  const auto g = tokenizer_file(folder, "gemma3", 10, &s);
+  ASSERT_NE(g, nullptr);
+  EXPECT_FALSE(*g->find("tokenizer.ggml.add_space_prefix")->to_bool());
+  EXPECT_EQ(tokenizer_file(folder, "qwen2", 10, &s), nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+}
+
+TEST(SentencePieceVocabTest, RefusesUnigramModelsAndBadIds) {
+  HfFolder folder;
+  folder.config = nlohmann::json::object();
+  folder.added_tokens = nlohmann::json::object();
+  folder.sentencepiece_model = piece("a", 0) + bytes_field(2, varint_field(3, 1));  // unigram
+  Status s;
+  EXPECT_EQ(tokenizer_file(folder, "llama", 4, &s), nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.to_string().find("unigram"), std::string::npos) << s.to_string();
+
+  folder.sentencepiece_model = bpe_model();
+  folder.added_tokens = {{"<x>", -3}};
+  EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s), nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kCorrupt);
+  folder.added_tokens = nlohmann::json::object();
+  folder.tokenizer_config = {{"added_tokens_decoder", {{"seven", {{"content", "<x>"}}}}}};
+  EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s), nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kCorrupt);
+}
+
+nlohmann::json gemma3_config() {
+  return nlohmann::json::parse(R"({"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 96,
+    "num_hidden_layers": 12, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 32,
+    "vocab_size": 300, "max_position_embeddings": 512, "sliding_window": 16, "query_pre_attn_scalar": 32,
+    "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "sliding_window_pattern": 6,
+    "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": null, "attn_logit_softcapping": null})");
+}
+
+TEST(HfConfigTest, Gemma3ReadsTheWindowsFromEitherTransformersVersion) {
+  auto c = parse_hf_config(gemma3_config());  // transformers 4's spelling
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->gguf_arch, "gemma3");
+  EXPECT_EQ(c->window_period, 6);
+  EXPECT_EQ(c->rope_theta, 1000000.0);
+  EXPECT_EQ(c->window_rope_theta, 10000.0);
+
+  nlohmann::json v5 = gemma3_config();  // transformers 5's
+  for (const char* k : {"rope_theta", "rope_local_base_freq", "sliding_window_pattern"}) v5.erase(k);
+  v5["rope_parameters"] = {{"full_attention", {{"rope_theta", 500000.0}, {"rope_type", "default"}}},
+                           {"sliding_attention", {{"rope_theta", 20000.0}, {"rope_type", "default"}}}};
+  v5["layer_types"] = nlohmann::json::array();
+  for (int i = 0; i < 12; ++i) v5["layer_types"].push_back((i + 1) % 4 == 0 ? "full_attention" : "sliding_attention");
+  c = parse_hf_config(v5);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->window_period, 4);
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  EXPECT_EQ(c->window_rope_theta, 20000.0);
+  GgufWriter w;
+  add_model_keys(*c, w);  // a period other than llama.cpp's assumed six is written
+  auto bytes = w.build();
+  ASSERT_TRUE(bytes.is_ok());
+  auto f = GgufFile::parse(MappedFile::from_memory(*bytes));
+  ASSERT_TRUE(f.is_ok());
+  EXPECT_EQ(*(*f)->find("gemma3.attention.sliding_window_pattern")->to_int(), 4);
+  EXPECT_EQ(*(*f)->find("gemma3.rope.freq_base_swa")->to_double(), 20000.0);
+}
+
+TEST(HfConfigTest, Gemma3RefusesWhatItsFilesCannotSay) {
+  const auto refused = [](const char* k, nlohmann::json v) {
+    nlohmann::json c = gemma3_config();
+    c[k] = std::move(v);
+    return parse_hf_config(c).status().code();
+  };
+  EXPECT_EQ(refused("query_pre_attn_scalar", 64), StatusCode::kUnsupported);
+  EXPECT_EQ(refused("final_logit_softcapping", 30.0), StatusCode::kUnsupported);
+  EXPECT_EQ(refused("hidden_activation", "silu"), StatusCode::kUnsupported);
+  EXPECT_EQ(refused("use_bidirectional_attention", true), StatusCode::kUnsupported);
+  nlohmann::json irregular = nlohmann::json::array();
+  for (int i = 0; i < 12; ++i) irregular.push_back(i == 5 || i == 7 ? "full_attention" : "sliding_attention");
+  EXPECT_EQ(refused("layer_types", irregular), StatusCode::kUnsupported);
+  EXPECT_EQ(refused("layer_types", nlohmann::json::array({"full_attention"})), StatusCode::kCorrupt);
+  nlohmann::json c = gemma3_config();
+  c["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}}},
+                          {"sliding_attention", {{"rope_type", "linear"}, {"factor", 8.0}}}};
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
+  c = gemma3_config();
+  c["model_type"] = "gemma3";  // the multimodal configuration (text_config)
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace omnibus
