@@ -300,6 +300,24 @@ def test_convert_takes_sentencepiece_checkpoints_and_never_writes_over_tokenizer
     assert not (tmp_path / "cut.gguf").exists()
 
 
+@pytest.mark.parametrize("change,message", [
+    ({"num_key_value_heads": 4}, "blk.0.attn_k.weight is"),
+    ({"num_hidden_layers": 5}, "no tensors of layer 2"),
+    ({"intermediate_size": 100}, "in the checkpoint, but config.json makes it"),
+    ({"rope_theta": 1e300}, "rope_theta"),
+])
+def test_convert_refuses_a_config_that_disagrees_with_its_tensors(tmp_path, change, message):
+    """Found by probing: such folders converted with exit 0 into files `omnibus run` then refused."""
+    folder = tmp_path / "c"
+    shutil.copytree("tests/golden/convert/qwen2", folder)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(change)
+    (folder / "config.json").write_text(json.dumps(config))
+    r = omnibus("convert", str(folder), "-o", str(tmp_path / "out.gguf"))
+    assert r.returncode == 1 and message in r.stderr, r.stderr
+    assert not (tmp_path / "out.gguf").exists()
+
+
 @pytest.mark.parametrize("files,message", [
     ({}, "no config.json"),
     ({"config.json": "{not json"}, "not valid JSON"),

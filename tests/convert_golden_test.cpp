@@ -7,7 +7,9 @@
 // with a shared expert, qwen3moe in f16, phi3 in bf16 with fused tensors,
 // partial rotation, longrope and the o200k pre-tokenizer; llama_spm in f16
 // and gemma3 in bf16 (norms stored as w - 1, five window layers and a full
-// one) with SentencePiece tokenizer.model files).
+// one), gemma3mm in f16 (Gemma 3's multimodal layout: text_config, the
+// language model under language_model., a vision tower left out, linear
+// RoPE scaling on the full layers), with SentencePiece tokenizer.model files).
 //
 // - The file: every tensor llama.cpp's convert_hf_to_gguf.py writes, with
 //   the same name, shape, type and bytes (sha256), and the same metadata
@@ -215,7 +217,7 @@ TEST_P(ConvertGoldenTest, LogitsMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ConvertGoldenTest,
                          ::testing::Values("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "phi3", "gemma3",
-                                           "llama_spm"),
+                                           "gemma3mm", "llama_spm"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -4,9 +4,10 @@ converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
 For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma3,
-llama_spm) it writes tests/golden/convert/ARCH/:
+gemma3mm, llama_spm) it writes tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
-  chat_template.jinja, tokenizer.model (gemma3, llama_spm), ...
+  chat_template.jinja, tokenizer.model (gemma3, gemma3mm, llama_spm),
+  added_tokens.json (gemma3mm), ...
                the checkpoint, written by transformers'
                save_pretrained: random weights (scaled so the model is
                confident) in a different source dtype per architecture
@@ -19,15 +20,26 @@ llama_spm) it writes tests/golden/convert/ARCH/:
                (Gemma3ForCausalLM, model_type gemma3_text) with 6 layers,
                5 sliding-window (window 16) and 1 global, local RoPE
                base, q/k norms, (1 + w) norms, tied embeddings,
+               gemma3mm f16: gemma-3-4b-it's multimodal layout
+               (Gemma3ForConditionalGeneration, model_type gemma3) with
+               the same language model under text_config, linear RoPE
+               scaling (factor 8) on its full-attention layer, a
+               1-layer SigLIP vision tower and the projector, the
+               published tensor names (language_model.model.*,
+               vision_tower.vision_model.*, multi_modal_projector.*) and
+               eos_token_id [1, 6] at the top level,
                llama_spm f16: Llama 2 / Mistral 7B v0.1 style), and a
                byte-level BPE tokenizer trained here by `tokenizers` with
                the real model's pre-tokenizer regex and special tokens;
-               gemma3 and llama_spm instead have a SentencePiece BPE
+               gemma3, gemma3mm and llama_spm instead have a SentencePiece BPE
                tokenizer.model with byte fallback (400 pieces; the model
                has 416 rows) trained here by `sentencepiece` with the real
                model's special tokens (gemma3: <pad>=0 <eos>=1 <bos>=2
                <unk>=3 <mask>=4 <start_of_turn>=5 <end_of_turn>=6, no dummy
-               prefix; llama_spm: <unk>=0 <s>=1 </s>=2, dummy prefix), and
+               prefix; gemma3mm adds <start_of_image>=7 <end_of_image>=8
+               as pieces and <image_soft_token>=400 as an added token after
+               the last piece, the image token ids of its config;
+               llama_spm: <unk>=0 <s>=1 </s>=2, dummy prefix), and
                transformers' GemmaTokenizer / LlamaTokenizer converted from
                it (tokenizer.json; tokenizer_config.json with add_bos_token
                and added_tokens_decoder, as published checkpoints have).
@@ -40,13 +52,15 @@ llama_spm) it writes tests/golden/convert/ARCH/:
                joined by newlines).
   logits.f16   transformers' float32 logits (eager attention) at every
                teacher-forced position, float16 little-endian,
-               positions x vocab.
+               positions x vocab (gemma3mm: Gemma3ForConditionalGeneration
+               on the token ids alone, no image).
 
 llama.cpp's converter names the pre-tokenizer by hashing the ids of a probe
 text, which knows only published tokenizers; for these tiny ones the script
 tells it the name of the real model's pre-tokenizer (the regex is the real
 one). For a tokenizer.model it reads the SentencePiece model itself and
 writes tokenizer.ggml.model "llama" and pre "default", so nothing is told.
+For gemma3mm it converts the language model only (no --mmproj).
 
 Needs torch, transformers, tokenizers, safetensors, sentencepiece, protobuf
 (pip) and llama.cpp's source (bench/build_llama_server.sh unpacks it). The
@@ -62,6 +76,7 @@ Usage:
 """
 
 import argparse
+import copy
 import hashlib
 import json
 import shutil
@@ -94,6 +109,24 @@ O200K_SPLIT = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}
 
 COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
               num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-5)
+# Gemma 3 text (gemma-3-270m / 1b): sliding-window layers, 5 of each 6 (the pattern llama.cpp assumes, as its
+# converter writes none), local RoPE base, q/k norms, RMSNorm weights stored as w with (1 + w) applied,
+# embeddings scaled by sqrt(hidden), GeGLU, head_dim apart from hidden / heads, query_pre_attn_scalar = head_dim
+# (llama.cpp keeps no key for it and scales by 1/sqrt(head_dim)), tied embeddings, no softcapping.
+GEMMA3_TEXT = dict(COMMON, vocab_size=SPM_MODEL_VOCAB, tie_word_embeddings=True, num_hidden_layers=6,
+                   num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32, rms_norm_eps=1e-6,
+                   hidden_activation="gelu_pytorch_tanh", sliding_window=16,
+                   layer_types=["sliding_attention"] * 5 + ["full_attention"],
+                   rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+GEMMA3_SPM = dict(add_dummy_prefix=False, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>",
+                  bos_piece="<bos>", unk_piece="<unk>", control_symbols=["<mask>"],
+                  user_defined_symbols=["<start_of_turn>", "<end_of_turn>"])
+GEMMA3_PROBES = ["<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n", "<bos>x<eos> <pad><unk><mask>"]
+GEMMA3_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>"
+                   "{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n"
+                   "{% endfor %}<start_of_turn>model\n")
+
 ARCHS = {
     "llama": dict(
         config=dict(COMMON, model_type="llama", tie_word_embeddings=False, rope_theta=10000.0,
@@ -146,29 +179,45 @@ ARCHS = {
         specials=["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"],
         bos="<|endoftext|>", eos="<|endoftext|>", add_bos=False, tokenizer_class="GPT2Tokenizer",
         template="{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}<|assistant|>"),
-    # The two below have a SentencePiece tokenizer.model (BPE, byte fallback), as the published checkpoints do:
+    # The ones below have a SentencePiece tokenizer.model (BPE, byte fallback), as the published checkpoints do:
     # llama.cpp's converter reads it (not tokenizer.json) and names the tokenizer "llama", pre "default" itself.
-    # Gemma 3 text (gemma-3-270m / 1b): sliding-window layers, 5 of each 6 (the pattern llama.cpp assumes, as its
-    # converter writes none), local RoPE base, q/k norms, RMSNorm weights stored as w with (1 + w) applied,
-    # embeddings scaled by sqrt(hidden), GeGLU, head_dim apart from hidden / heads, query_pre_attn_scalar = head_dim
-    # (llama.cpp keeps no key for it and scales by 1/sqrt(head_dim)), tied embeddings, no softcapping.
+    # Gemma 3 text: GEMMA3_TEXT above.
     "gemma3": dict(
-        config=dict(COMMON, vocab_size=SPM_MODEL_VOCAB, model_type="gemma3_text", tie_word_embeddings=True,
-                    num_hidden_layers=6, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32,
-                    rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh", sliding_window=16,
-                    layer_types=["sliding_attention"] * 5 + ["full_attention"],
-                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
-                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+        config=dict(GEMMA3_TEXT, model_type="gemma3_text"),
         dtype="bfloat16", pre=None, norm_center=0.0,  # Gemma's norms apply 1 + w
-        spm=dict(add_dummy_prefix=False, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>",
-                 eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>", control_symbols=["<mask>"],
-                 user_defined_symbols=["<start_of_turn>", "<end_of_turn>"]),
-        tokenizer_class="GemmaTokenizer", special_added=["<start_of_turn>", "<end_of_turn>"],
+        spm=GEMMA3_SPM, tokenizer_class="GemmaTokenizer", special_added=["<start_of_turn>", "<end_of_turn>"],
+        add_bos=True, probes=GEMMA3_PROBES, template=GEMMA3_TEMPLATE),
+    # Gemma 3 multimodal (gemma-3-4b-it's layout): Gemma3ForConditionalGeneration, model_type gemma3, the language
+    # model above under text_config (linear RoPE scaling, factor 8, on the full-attention layers, as the 4B has) and
+    # a SigLIP vision tower (56 x 56 images of 14 x 14 patches, pooled 2 x 2 into 4 tokens) with the projector under
+    # vision_config. The tensors keep the published names: language_model.model.*, vision_tower.vision_model.*,
+    # multi_modal_projector.* (transformers 5 writes vision_tower.* without vision_model.; it reads both).
+    # <start_of_image> / <end_of_image> are pieces of tokenizer.model, <image_soft_token> an added token after its
+    # last piece (also in added_tokens.json), as in the published tokenizer; eos_token_id is [<eos>, <end_of_turn>]
+    # at the top level of config.json, as published; text_config keeps one id each (transformers 5 writes them).
+    # llama.cpp converts the language model only (its vision and projector tensors go to --mmproj, not run here).
+    "gemma3mm": dict(
+        config=dict(model_type="gemma3", mm_tokens_per_image=4, boi_token_index=7, eoi_token_index=8,
+                    image_token_index=SPM_VOCAB, eos_token_id=[1, 6], tie_word_embeddings=True,
+                    text_config=dict(GEMMA3_TEXT, rope_parameters={
+                        "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+                    vision_config=dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=64,
+                                       num_hidden_layers=1, num_attention_heads=2, image_size=56, patch_size=14,
+                                       vision_use_head=False)),
+        model_class="Gemma3ForConditionalGeneration", tensor_renames=[("vision_tower.", "vision_tower.vision_model.")],
+        dtype="float16", pre=None, norm_center=0.0,
+        spm=dict(GEMMA3_SPM, user_defined_symbols=GEMMA3_SPM["user_defined_symbols"] + ["<start_of_image>",
+                                                                                      "<end_of_image>"]),
+        tokenizer_class="GemmaTokenizer",
+        special_added=["<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>"],
+        added_special=["<image_soft_token>"], added_tokens_json=True,
+        tokenizer_config_extra={"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>",
+                                "image_token": "<image_soft_token>"},
         add_bos=True,
-        probes=["<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n", "<bos>x<eos> <pad><unk><mask>"],
-        template="{{ bos_token }}{% for m in messages %}<start_of_turn>"
-                 "{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n"
-                 "{% endfor %}<start_of_turn>model\n"),
+        probes=GEMMA3_PROBES + ["<start_of_image><image_soft_token><image_soft_token><end_of_image>\n",
+                                "a<image_soft_token>b <start_of_image> x"],
+        template=GEMMA3_TEMPLATE),
     # Llama 2 / Mistral 7B v0.1: <unk>=0 <s>=1 </s>=2, a dummy prefix space, no RoPE scaling.
     "llama_spm": dict(
         config=dict(COMMON, vocab_size=SPM_MODEL_VOCAB, model_type="llama", tie_word_embeddings=False,
@@ -251,6 +300,10 @@ def make_spm_tokenizer(spec, texts, out):
     (out / "tokenizer.model").write_bytes(model.getvalue())
     cls = getattr(transformers, spec["tokenizer_class"])
     tok = cls.from_pretrained(out, add_bos_token=spec["add_bos"], add_eos_token=False)
+    if spec.get("added_special"):  # after the last piece of tokenizer.model
+        from tokenizers import AddedToken
+        tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in spec["added_special"]],
+                       special_tokens=True)
     tok.chat_template = spec["template"]
     tok.save_pretrained(out)
     # Published checkpoints (saved by transformers 4) mark their chat tokens special and list the added tokens
@@ -268,10 +321,15 @@ def make_spm_tokenizer(spec, texts, out):
         config.pop(key, None)
     config["add_bos_token"] = spec["add_bos"]
     config["add_eos_token"] = False
+    config.update(spec.get("tokenizer_config_extra", {}))
     config["added_tokens_decoder"] = {
         str(a["id"]): {k: a[k] for k in ("content", "lstrip", "normalized", "rstrip", "single_word", "special")}
         for a in tokenizer_json["added_tokens"]}
     config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if spec.get("added_tokens_json"):  # the tokens after tokenizer.model's pieces, as transformers 4 wrote them
+        pieces = spm.SentencePieceProcessor(model_file=str(out / "tokenizer.model")).vocab_size()
+        added = {a["content"]: a["id"] for a in tokenizer_json["added_tokens"] if a["id"] >= pieces}
+        (out / "added_tokens.json").write_text(json.dumps(added, indent=2) + "\n", encoding="utf-8")
     reloaded = transformers.AutoTokenizer.from_pretrained(out)
     assert type(reloaded) is cls, type(reloaded)
     for text in PROBES + spec.get("probes", []) + texts:
@@ -287,28 +345,49 @@ def make_model(spec, tokenizer, out, seed):
     import torch
     import transformers
 
-    cfg_args = dict(spec["config"])
+    cfg_args = copy.deepcopy(spec["config"])
     model_type = cfg_args.pop("model_type")
-    cfg_args["bos_token_id"] = tokenizer.bos_token_id
-    cfg_args["eos_token_id"] = tokenizer.eos_token_id
+    text_args = cfg_args.get("text_config", cfg_args)  # a multimodal config's top-level ids stay as the spec has them
+    text_args["bos_token_id"] = tokenizer.bos_token_id
+    text_args["eos_token_id"] = tokenizer.eos_token_id
     config = transformers.AutoConfig.for_model(model_type, **cfg_args)
+    cls = getattr(transformers, spec.get("model_class", "AutoModelForCausalLM"))
     torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    model = (cls.from_config(config, attn_implementation="eager") if cls is transformers.AutoModelForCausalLM
+             else cls._from_config(config, attn_implementation="eager"))
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 1:
-                if "norm" in name:
-                    p.copy_(spec.get("norm_center", 1.0) + 0.1 * torch.randn_like(p))
+                if "norm" in name and name.endswith("weight"):  # a vision tower's LayerNorm applies w itself
+                    p.copy_((1.0 if "vision_tower" in name else spec.get("norm_center", 1.0))
+                            + 0.1 * torch.randn_like(p))
                 else:
                     p.copy_(0.1 * torch.randn_like(p))
             elif "embed_tokens" in name:
                 p.copy_(torch.randn_like(p))
             elif "lm_head" in name:
                 p.copy_(torch.randn_like(p) * 4.0 / p.shape[-1] ** 0.5)
+            elif p.dim() == 4:  # a patch convolution: out x channels x patch x patch
+                p.copy_(torch.randn_like(p) / p[0].numel() ** 0.5)
+            elif "mm_input_projection" in name:  # Gemma 3's projector is stored in x out
+                p.copy_(torch.randn_like(p) / p.shape[0] ** 0.5)
             else:  # fan-in is the last dimension (of a stacked experts tensor too)
                 p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
     model.to(getattr(torch, spec["dtype"])).save_pretrained(out, safe_serialization=True)
-    return transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32, attn_implementation="eager")
+    if spec.get("tensor_renames"):  # the published tensor names where transformers 5 writes others
+        from safetensors.torch import load_file, save_file
+        tensors = load_file(out / "model.safetensors")
+        for old, new in spec["tensor_renames"]:
+            tensors = {new + k[len(old):] if k.startswith(old) else k: v for k, v in tensors.items()}
+        save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
+    reloaded, info = cls.from_pretrained(out, dtype=torch.float32, attn_implementation="eager",
+                                         output_loading_info=True)
+    assert not any(info.values()), info
+    state, saved = model.state_dict(), reloaded.state_dict()
+    assert state.keys() == saved.keys(), (state.keys() ^ saved.keys())
+    for k in state:
+        assert torch.equal(state[k].float(), saved[k]), k
+    return reloaded
 
 
 def llama_cpp_convert(llama_cpp, folder, pre, work):
@@ -395,8 +474,9 @@ def make(arch, spec, llama_cpp, seed):
         if "spm" in spec:  # GGUF's llama tokenizer: what llama.cpp itself gives
             for probe in probes:
                 probe["llama_cpp_ids"] = llama_cpp_token_ids(llama_cpp, Path(work) / "llama.gguf", probe["text"])
-    golden = {"vocab": spec["config"]["vocab_size"], "source_dtype": spec["dtype"], "probes": probes,
-              "sequences": sequences, "logits_file": "logits.f16", "llama_cpp_convert": converted}
+    vocab = spec["config"].get("text_config", spec["config"])["vocab_size"]
+    golden = {"vocab": vocab, "source_dtype": spec["dtype"], "probes": probes, "sequences": sequences,
+              "logits_file": "logits.f16", "llama_cpp_convert": converted}
     (folder / "golden.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{arch}: {len(probes)} probes, {logits.shape[0]} positions, top-2 gap >= 0.5 at "
           f"{int((gaps >= 0.5).sum())}; llama.cpp wrote {len(converted['tensors'])} tensors")

@@ -1,6 +1,7 @@
 #include "convert/hf_config.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 namespace omnibus {
@@ -27,8 +28,8 @@ constexpr Convertible kConvertible[] = {
     {"qwen2_moe", "qwen2moe", false, true, true, false},
     {"qwen3_moe", "qwen3moe", false, false, true, true},
     {"phi3", "phi3", false, false},
-    // Gemma 3 270M and 1B (text only; the multimodal 4B and up, model_type
-    // gemma3, do not convert yet).
+    // Gemma 3 270M and 1B (text only); the multimodal 4B and up (model_type
+    // gemma3) convert through gemma3_text_config, their vision tower left out.
     {"gemma3_text", "gemma3", false, false},
 };
 
@@ -45,8 +46,9 @@ Result<int> positive_int(const nlohmann::json& config, const char* key, int max 
 Result<double> positive_number(const nlohmann::json& obj, const char* key, double fallback) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return fallback;
-  if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
-    return Status::corrupt(std::string("config.json's ") + key + " is not a positive number");
+  // Written as float32 keys: past float32's range it would become inf.
+  if (!it->is_number() || !(it->get<double>() > 0) || !(it->get<double>() <= std::numeric_limits<float>::max()))
+    return Status::corrupt(std::string("config.json's ") + key + " is not a positive number within float32's range");
   return it->get<double>();
 }
 
@@ -95,7 +97,8 @@ Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
   if (config.contains("sliding_window_pattern") && !config["sliding_window_pattern"].is_null()) {
     OMNIBUS_ASSIGN_OR_RETURN(period, positive_int(config, "sliding_window_pattern", 4096));
   }
-  if (config.contains("layer_types") && config["layer_types"].is_array()) {
+  if (config.contains("layer_types") && !config["layer_types"].is_null()) {
+    if (!config["layer_types"].is_array()) return Status::corrupt("config.json's layer_types is not a list");
     const auto& types = config["layer_types"];
     if (types.size() != static_cast<size_t>(c.n_layer))
       return Status::corrupt("config.json's layer_types does not list every layer");
@@ -139,6 +142,49 @@ Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
   if (config.value("use_bidirectional_attention", false))
     return Status::unsupported("bidirectional attention (EmbeddingGemma) does not convert");
   return Status::ok();
+}
+
+// Gemma3TextConfig's defaults (transformers), which llama.cpp's converter
+// sees through AutoConfig where a config.json leaves a key out (Gemma 3's
+// multimodal configs leave most of the language model's out).
+const nlohmann::json& gemma3_text_defaults() {
+  static const nlohmann::json defaults = {{"vocab_size", 262208},
+                                          {"hidden_size", 2304},
+                                          {"intermediate_size", 9216},
+                                          {"num_hidden_layers", 26},
+                                          {"num_attention_heads", 8},
+                                          {"num_key_value_heads", 4},
+                                          {"head_dim", 256},
+                                          {"max_position_embeddings", 131072},
+                                          {"rms_norm_eps", 1e-6},
+                                          {"rope_theta", 1000000.0},
+                                          {"rope_local_base_freq", 10000.0},
+                                          {"query_pre_attn_scalar", 256},
+                                          {"sliding_window", 4096},
+                                          {"sliding_window_pattern", 6},
+                                          {"tie_word_embeddings", true},
+                                          {"hidden_activation", "gelu_pytorch_tanh"}};
+  return defaults;
+}
+
+// A gemma3_text config with the defaults filled in; for Gemma 3's
+// multimodal configuration (4B and up) the language model's settings are
+// its text_config, beside the top level's own keys.
+Result<nlohmann::json> gemma3_text_config(const nlohmann::json& config) {
+  nlohmann::json merged = gemma3_text_defaults();
+  const nlohmann::json* text = &config;
+  if (config.value("model_type", "") == "gemma3") {
+    const auto it = config.find("text_config");
+    if (it == config.end() || !it->is_object())
+      return Status::corrupt("a gemma3 config.json without text_config (the language model's settings)");
+    for (const auto& [k, v] : config.items())
+      if (k != "text_config" && k != "vision_config") merged[k] = v;
+    text = &*it;
+  }
+  for (const auto& [k, v] : text->items())
+    if (!v.is_null() || !merged.contains(k)) merged[k] = v;  // null: transformers' default
+  merged["model_type"] = "gemma3_text";
+  return merged;
 }
 
 // The first of `keys` config.json has, as a positive integer.
@@ -233,8 +279,18 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
     if (it != config.end() && it->is_object()) rope = &*it;
   }
   // Gemma 3 under transformers 5: one set per layer kind; the full layers' is the model's.
-  if (rope != nullptr && rope->contains("full_attention") && (*rope)["full_attention"].is_object())
-    rope = &(*rope)["full_attention"];
+  const auto per_kind = config.find("rope_parameters");
+  if (per_kind != config.end() && per_kind->is_object() && per_kind->contains("full_attention")) {
+    const auto scaling = config.find("rope_scaling");
+    if (scaling != config.end() && !scaling->is_null())
+      return Status::unsupported(
+          "config.json has both rope_scaling and per-layer-kind rope_parameters; "
+          "which applies is not clear");
+    const nlohmann::json& full = (*per_kind)["full_attention"];
+    if (!full.is_object() && !full.is_null())
+      return Status::corrupt("config.json's rope_parameters.full_attention is not an object");
+    rope = full.is_object() ? &full : nullptr;
+  }
   OMNIBUS_ASSIGN_OR_RETURN(c.rope_theta, positive_number(config, "rope_theta", 10000.0));
   if (rope == nullptr) return Status::ok();
   OMNIBUS_ASSIGN_OR_RETURN(c.rope_theta, positive_number(*rope, "rope_theta", c.rope_theta));
@@ -271,13 +327,26 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
 std::string convertible_model_types() {
   std::string s;
   for (const Convertible& a : kConvertible) s += (s.empty() ? "" : ", ") + std::string(a.model_type);
-  return s;
+  return s + ", gemma3";
 }
 
 namespace {
 
+// Marks a config whose defaults gemma3_text_config has filled in.
+constexpr const char* kDefaultsFilled = "__omnibus_defaults_filled";
+
 Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
   if (!config.is_object()) return Status::corrupt("config.json is not a JSON object");
+  if (const auto type = config.find("model_type"); type != config.end() && type->is_string() &&
+                                                   (*type == "gemma3" || *type == "gemma3_text") &&
+                                                   !config.contains(kDefaultsFilled)) {
+    OMNIBUS_ASSIGN_OR_RETURN(nlohmann::json text, gemma3_text_config(config));
+    text[kDefaultsFilled] = true;
+    OMNIBUS_ASSIGN_OR_RETURN(HfModelConfig c, parse_hf_config_unchecked(text));
+    c.model_type = type->get<std::string>();
+    c.language_model_of_multimodal = c.model_type == "gemma3";
+    return c;
+  }
   HfModelConfig c;
   const auto type = config.find("model_type");
   if (type == config.end() || !type->is_string()) return Status::corrupt("config.json has no model_type");

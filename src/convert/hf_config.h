@@ -1,7 +1,7 @@
 // A Hugging Face config.json as the GGUF hyperparameter keys of the
 // architecture it converts to. Converts: llama (and mistral, which GGUF
-// calls llama), qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text;
-// anything else is refused by name.
+// calls llama), qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text and
+// gemma3 (its language model); anything else is refused by name.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -42,12 +42,16 @@ struct HfModelConfig {
   // last sliding_window positions), and the window layers' RoPE base.
   int window_period = 0;
   double window_rope_theta = 10000.0;
+  // The language model of a multimodal checkpoint (gemma3): its tensors
+  // under "language_model.", the vision tower's left out (GGUF keeps those
+  // in a separate projector file).
+  bool language_model_of_multimodal = false;
   // Mixture of experts (qwen2moe, qwen3moe); n_expert is 0 in a dense model.
   int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
   int n_ff_shared_expert = 0;  // qwen2moe's shared expert; 0 when there is none
 };
 
-// "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text"
+// "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text, gemma3"
 std::string convertible_model_types();
 
 Result<HfModelConfig> parse_hf_config(const nlohmann::json& config);

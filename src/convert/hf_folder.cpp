@@ -16,7 +16,12 @@ namespace {
 Result<std::optional<std::string>> read_text(const std::filesystem::path& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (status.type() == std::filesystem::file_type::not_found) return std::optional<std::string>();
+  if (status.type() == std::filesystem::file_type::not_found) {
+    std::error_code link_ec;  // a link to nothing is a damaged folder, not an absent file
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, link_ec)))
+      return Status::invalid_argument(path.string() + " is a link to a file that does not exist");
+    return std::optional<std::string>();
+  }
   if (ec || status.type() != std::filesystem::file_type::regular)
     return Status::invalid_argument(path.string() + " is not a regular file");
   std::ifstream in(path, std::ios::binary);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "convert/hf_tensor_names.h"
@@ -105,6 +106,43 @@ Status check_experts(const PlannedTensor& t, int n_expert) {
   return Status::ok();
 }
 
+// The shape config.json gives each common tensor (ggml order: columns
+// first), so that a config that disagrees with its checkpoint is refused
+// here, naming both, rather than written into a file the loader refuses.
+// Expert stacks, biases and fused tensors other than phi3's are left to
+// the loader.
+std::optional<std::vector<int64_t>> expected_dims(const std::string& gguf_name, const HfModelConfig& c) {
+  const int64_t embd = c.n_embd, q = int64_t{c.n_head} * c.head_dim, kv = int64_t{c.n_head_kv} * c.head_dim;
+  if (gguf_name == "token_embd.weight" || gguf_name == "output.weight") return std::vector<int64_t>{embd, c.vocab_size};
+  if (gguf_name == "output_norm.weight") return std::vector<int64_t>{embd};
+  const size_t dot = gguf_name.find('.', 4);  // after "blk.N"
+  if (!gguf_name.starts_with("blk.") || dot == std::string::npos) return std::nullopt;
+  const std::string kind = gguf_name.substr(dot + 1);
+  const bool moe = c.n_expert > 0, phi3 = c.gguf_arch == "phi3";
+  if (kind == "attn_q.weight") return std::vector<int64_t>{embd, q};
+  if (kind == "attn_k.weight" || kind == "attn_v.weight") return std::vector<int64_t>{embd, kv};
+  if (kind == "attn_qkv.weight") return std::vector<int64_t>{embd, q + 2 * kv};
+  if (kind == "attn_output.weight") return std::vector<int64_t>{q, embd};
+  if (kind == "attn_q_norm.weight" || kind == "attn_k_norm.weight") return std::vector<int64_t>{c.head_dim};
+  if (kind == "attn_norm.weight" || kind == "ffn_norm.weight" || kind == "post_attention_norm.weight" ||
+      kind == "post_ffw_norm.weight")
+    return std::vector<int64_t>{embd};
+  if (moe) return std::nullopt;
+  if (kind == "ffn_gate.weight") return std::vector<int64_t>{embd, c.n_ff};
+  if (kind == "ffn_up.weight") return std::vector<int64_t>{embd, phi3 ? 2 * int64_t{c.n_ff} : c.n_ff};
+  if (kind == "ffn_down.weight") return std::vector<int64_t>{c.n_ff, embd};
+  return std::nullopt;
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
 // token_embd and rope_freqs, then the blocks in order, then output_norm and output.
 auto file_order(const PlannedTensor& t) {
   const int group = t.gguf.layer >= 0 ? 1 : (t.gguf.name.starts_with("output") ? 2 : 0);
@@ -176,6 +214,18 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
     group.dims.push_back(c.n_expert);
     planned.push_back(std::move(group));
   }
+  std::vector<bool> layer_seen(c.n_layer, false);
+  for (const PlannedTensor& t : planned) {
+    if (t.gguf.layer >= 0) layer_seen[t.gguf.layer] = true;
+    const auto want = expected_dims(t.gguf.name, c);
+    if (want && *want != t.dims)
+      return Status::corrupt(t.gguf.name + " is " + dims_text(t.dims) +
+                             " in the checkpoint, but config.json makes it " + dims_text(*want) + " (columns first)");
+  }
+  for (int layer = 0; layer < c.n_layer; ++layer)
+    if (!layer_seen[layer])
+      return Status::corrupt("config.json has " + std::to_string(c.n_layer) +
+                             " layers, but the checkpoint has no tensors of layer " + std::to_string(layer));
   std::sort(planned.begin(), planned.end(),
             [](const PlannedTensor& a, const PlannedTensor& b) { return file_order(a) < file_order(b); });
   // Tensors the config makes: llama3's rope_freqs, phi3's longrope factors.

@@ -1,11 +1,14 @@
 #include "convert/hf_tokenizer.h"
 
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <optional>
 
 #include "convert/sentencepiece_model.h"
 #include "gguf/gguf_parser.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
 
 namespace omnibus {
@@ -92,6 +95,23 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
   }
 }
 
+// What omnibus's tokenizer would refuse on loading the file (duplicate
+// texts, byte tokens not spelled <0xXX>, merges of unknown tokens), refused
+// here instead of written; and what GGUF strings cannot carry whole (a NUL,
+// invalid UTF-8, an empty token) or a score that is not a number.
+Status check_vocabulary(const VocabData& vocab) {
+  for (size_t i = 0; i < vocab.tokens.size(); ++i) {
+    const std::string& t = vocab.tokens[i];
+    if (t.empty() || t.find('\0') != std::string::npos || !tokenizer_internal::is_valid_utf8(t))
+      return Status::corrupt("token " + std::to_string(i) + " is empty, holds a NUL byte or is not UTF-8");
+    if (i < vocab.scores.size() && !std::isfinite(vocab.scores[i]))
+      return Status::corrupt("token " + std::to_string(i) + " has a score that is not a finite number");
+  }
+  auto tokenizer = Tokenizer::create(vocab);
+  if (!tokenizer.is_ok()) return Status::corrupt("the vocabulary would not load: " + tokenizer.status().message());
+  return Status::ok();
+}
+
 constexpr int kSentencePieceBpe = 2;  // TrainerSpec.model_type
 
 // Whether llama.cpp's converter reads tokenizer.model before tokenizer.json
@@ -163,8 +183,12 @@ Status add_special_token_keys(const HfFolder& files, int64_t n, GgufWriter& w) {
     int64_t id = -1;
     if (tc.contains(key)) id = added_id(token_text(tc[key]));
     const std::string id_key = key + "_id";
-    if (id < 0 && files.config.contains(id_key) && files.config[id_key].is_number_integer())
-      id = files.config[id_key].get<int64_t>();
+    // config.json's id, at its top level or in text_config (a multimodal model's).
+    for (const nlohmann::json* level :
+         {&files.config, files.config.contains("text_config") ? &files.config["text_config"] : nullptr})
+      if (id < 0 && level != nullptr && level->is_object() && level->contains(id_key) &&
+          (*level)[id_key].is_number_integer())
+        id = (*level)[id_key].get<int64_t>();
     if (id >= 0 && id < n) w.set_uint32(gguf_key, static_cast<uint32_t>(id));
   }
   // add_bos/add_eos as llama.cpp's SpecialVocab reads them: a ByteLevel
@@ -285,6 +309,13 @@ Status add_bpe_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
     return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) + " tokens and " +
                                std::to_string(merges.size()) + " merges is more than GGUF readers take (" +
                                std::to_string(kGgufMaxMetadataElements) + " array elements in all)");
+  VocabData vocab;
+  vocab.model = "gpt2";
+  vocab.pre = pre;
+  vocab.tokens = tokens;
+  vocab.token_types = types;
+  vocab.merges = merges;
+  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab));
   w.set_string("tokenizer.ggml.model", "gpt2");
   w.set_string("tokenizer.ggml.pre", pre);
   w.set_string_array("tokenizer.ggml.tokens", tokens);
@@ -299,7 +330,8 @@ Status add_bpe_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
 // tokenizer_config.json's added_tokens_decoder over them, in a vocabulary
 // of the model's `vocab_size` tokens.
 Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
-  OMNIBUS_ASSIGN_OR_RETURN(const SentencePieceModel spm, parse_sentencepiece_model(*files.sentencepiece_model));
+  OMNIBUS_ASSIGN_OR_RETURN(const SentencePieceModel spm,
+                           parse_sentencepiece_model(*files.sentencepiece_model, vocab_size));
   if (spm.model_type != kSentencePieceBpe) {
     const char* kind = spm.model_type == 1   ? "unigram"
                        : spm.model_type == 3 ? "word"
@@ -331,7 +363,7 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter&
   }
   const auto slot = [&](const nlohmann::json& id, const std::string& where) -> Result<int64_t> {
     if (!id.is_number_integer() || id.get<int64_t>() < 0)
-      return Status::corrupt(where + " gives a token the id " + describe(id));
+      return Status::corrupt(where + " gives a token the id " + id.dump().substr(0, 64));
     return id.get<int64_t>() < n ? id.get<int64_t>() : -1;  // out of range: left out, as llama.cpp does
   };
   for (const auto& [text, id_json] : files.added_tokens.items()) {
@@ -346,8 +378,10 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter&
     for (const auto& [key, token] : tc["added_tokens_decoder"].items()) {
       int64_t parsed = -1;
       const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), parsed);
-      if (ec != std::errc() || end != key.data() + key.size() || !token.is_object() || !token.contains("content") ||
-          !token["content"].is_string())
+      const bool canonical =
+          !key.empty() && (key.size() == 1 || key[0] != '0');  // "400", not "0400": one slot, one key
+      if (ec != std::errc() || end != key.data() + key.size() || !canonical || !token.is_object() ||
+          !token.contains("content") || !token["content"].is_string())
         return Status::corrupt(
             "tokenizer_config.json's added_tokens_decoder has an entry that is not an id with "
             "its content");
@@ -367,11 +401,22 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter&
     return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) +
                                " tokens is more than GGUF readers take (" + std::to_string(kGgufMaxMetadataElements) +
                                " array elements in all)");
+  VocabData vocab;
+  vocab.model = "llama";
+  vocab.pre = "default";
+  vocab.tokens = tokens;
+  vocab.scores = scores;
+  vocab.token_types = types;
+  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab));
   w.set_string("tokenizer.ggml.model", "llama");
   w.set_string("tokenizer.ggml.pre", "default");
   w.set_string_array("tokenizer.ggml.tokens", tokens);
   w.set_float32_array("tokenizer.ggml.scores", scores);
   w.set_int32_array("tokenizer.ggml.token_type", types);
+  // A model trained without the leading space (add_dummy_prefix false) is
+  // run without it; llama.cpp's converter leaves the key out, and GGUF's
+  // llama tokenizer then adds the space the model never saw.
+  if (!spm.add_dummy_prefix) w.set_bool("tokenizer.ggml.add_space_prefix", false);
   return add_special_token_keys(files, n, w);
 }
 
@@ -384,7 +429,7 @@ Status add_tokenizer_keys(const HfFolder& files, const std::string& gguf_arch, i
     if (gguf_arch == "llama" && tc.contains("add_prefix_space") && tc["add_prefix_space"].is_boolean())
       w.set_bool("tokenizer.ggml.add_space_prefix", tc["add_prefix_space"].get<bool>());
     if (files.sentencepiece_model && prefers_sentencepiece(gguf_arch)) {
-      OMNIBUS_RETURN_IF_ERROR(add_sentencepiece_keys(files, vocab_size, w).with_context("tokenizer.model"));
+      OMNIBUS_RETURN_IF_ERROR(add_sentencepiece_keys(files, vocab_size, w));
       // Gemma's pieces carry their own spaces (Gemma3Model.set_vocab).
       if (gguf_arch == "gemma3") w.set_bool("tokenizer.ggml.add_space_prefix", false);
       return Status::ok();

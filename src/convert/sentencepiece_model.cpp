@@ -179,15 +179,16 @@ Status parse_normalizer_spec(std::string_view bytes, SentencePieceModel& m) {
 
 }  // namespace
 
-Result<SentencePieceModel> parse_sentencepiece_model(std::string_view bytes) {
+Result<SentencePieceModel> parse_sentencepiece_model(std::string_view bytes, size_t max_pieces) {
   SentencePieceModel m;
+  size_t pieces = 0;
   OMNIBUS_RETURN_IF_ERROR(for_each_field(bytes, [&](uint32_t field, int wire, ProtoReader& r) -> Result<bool> {
     if (field != kModelPieces && field != kModelTrainerSpec && field != kModelNormalizerSpec) return false;
     OMNIBUS_ASSIGN_OR_RETURN(const std::string_view message, bytes_of(wire, r, "message"));
     if (field == kModelPieces) {
-      if (m.pieces.size() >= (1u << 24)) return Status::corrupt("tokenizer.model has more than 2^24 pieces");
+      if (++pieces > (1u << 24)) return Status::corrupt("tokenizer.model has more than 2^24 pieces");
       OMNIBUS_ASSIGN_OR_RETURN(SentencePiece p, parse_piece(message));
-      m.pieces.push_back(std::move(p));
+      if (m.pieces.size() < max_pieces) m.pieces.push_back(std::move(p));
     } else if (field == kModelTrainerSpec) {
       OMNIBUS_RETURN_IF_ERROR(parse_trainer_spec(message, m));
     } else {
@@ -195,7 +196,7 @@ Result<SentencePieceModel> parse_sentencepiece_model(std::string_view bytes) {
     }
     return true;
   }));
-  if (m.pieces.empty()) return Status::corrupt("tokenizer.model has no pieces (not a SentencePiece model)");
+  if (pieces == 0) return Status::corrupt("tokenizer.model has no pieces (not a SentencePiece model)");
   return m;
 }
 

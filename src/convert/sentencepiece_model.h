@@ -38,6 +38,8 @@ struct SentencePieceModel {
 };
 
 // The ModelProto in `bytes`, or why not. A model with no pieces is an error.
-Result<SentencePieceModel> parse_sentencepiece_model(std::string_view bytes);
+// Pieces past the first `max_pieces` are checked but not kept (a model's
+// embedding has no rows for them).
+Result<SentencePieceModel> parse_sentencepiece_model(std::string_view bytes, size_t max_pieces = size_t{1} << 24);
 
 }  // namespace omnibus

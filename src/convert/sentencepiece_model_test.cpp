@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "convert/hf_config.h"
+#include "convert/hf_tensor_names.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/sentencepiece_model.h"
 #include "gguf/gguf_file.h"
@@ -137,7 +139,9 @@ TEST(SentencePieceVocabTest, FollowsLlamaCppsRulesForTypesAddedTokensAndPadding)
   EXPECT_EQ(*(*scores)[6].to_double(), -1000.0);
   EXPECT_EQ(*f->find("tokenizer.ggml.bos_token_id")->to_int(), 1);
   EXPECT_TRUE(*f->find("tokenizer.ggml.add_bos_token")->to_bool());
-  EXPECT_EQ(f->find("tokenizer.ggml.add_space_prefix"), nullptr);  // llama: only where tokenizer_config says
+  // The model was trained without the leading space (add_dummy_prefix
+  // false): it is run without it.
+  EXPECT_FALSE(*f->find("tokenizer.ggml.add_space_prefix")->to_bool());
 
   // gemma3 never adds the space; qwen2 ignores tokenizer.model (and, with no
   // tokenizer.json, has no tokenizer).
@@ -163,9 +167,36 @@ TEST(SentencePieceVocabTest, RefusesUnigramModelsAndBadIds) {
   EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s), nullptr);
   EXPECT_EQ(s.code(), StatusCode::kCorrupt);
   folder.added_tokens = nlohmann::json::object();
-  folder.tokenizer_config = {{"added_tokens_decoder", {{"seven", {{"content", "<x>"}}}}}};
-  EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s), nullptr);
-  EXPECT_EQ(s.code(), StatusCode::kCorrupt);
+  for (const char* key : {"seven", "07", "-7", ""}) {
+    folder.tokenizer_config = {{"added_tokens_decoder", {{key, {{"content", "<x>"}}}}}};
+    EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s), nullptr) << key;
+    EXPECT_EQ(s.code(), StatusCode::kCorrupt) << key;
+  }
+}
+
+// What the converter used to write and the loader then refused (found by
+// an independent probe): now refused at conversion, with the token named.
+TEST(SentencePieceVocabTest, RefusesVocabulariesTheLoaderWouldRefuse) {
+  HfFolder folder;
+  folder.config = folder.added_tokens = nlohmann::json::object();
+  const std::string trainer = bytes_field(2, varint_field(3, 2));
+  const auto refused = [&](const std::string& model,
+                           const nlohmann::json& tokenizer_config = nlohmann::json::object()) {
+    folder.sentencepiece_model = model;
+    folder.tokenizer_config = tokenizer_config;
+    Status s;
+    return tokenizer_file(folder, "llama", 4, &s) == nullptr && s.code() == StatusCode::kCorrupt;
+  };
+  EXPECT_FALSE(refused(piece("<unk>", 0, 2) + piece("a", -1) + trainer));               // the good one
+  EXPECT_TRUE(refused(piece("a", -1) + piece("a", -2) + trainer));                      // a duplicate text
+  EXPECT_TRUE(refused(piece("a", -1) + piece("byte", 0, 6) + trainer));                 // a byte piece not <0xXX>
+  EXPECT_TRUE(refused(piece("a", -1) + piece(std::string("b\0c", 3), -2) + trainer));   // a NUL
+  EXPECT_TRUE(refused(piece("a", -1) + piece("\xff", -2) + trainer));                   // not UTF-8
+  EXPECT_TRUE(refused(piece("a", -1) + piece("", -2) + trainer));                       // empty
+  EXPECT_TRUE(refused(piece("a", std::numeric_limits<float>::quiet_NaN()) + trainer));  // a NaN score
+  // added_tokens_decoder giving another id the text of a piece.
+  EXPECT_TRUE(refused(piece("<s>", 0, 3) + piece("a", -1) + trainer,
+                      {{"added_tokens_decoder", {{"3", {{"content", "<s>"}}}}}}));
 }
 
 nlohmann::json gemma3_config() {
@@ -205,6 +236,32 @@ TEST(HfConfigTest, Gemma3ReadsTheWindowsFromEitherTransformersVersion) {
   EXPECT_EQ(*(*f)->find("gemma3.rope.freq_base_swa")->to_double(), 20000.0);
 }
 
+TEST(HfConfigTest, Gemma3TakesTransformersDefaultsForWhatConfigJsonLeavesOut) {
+  nlohmann::json c = gemma3_config();
+  c.erase("rope_theta");             // transformers' Gemma3TextConfig: 1e6, not the usual 10,000
+  c.erase("query_pre_attn_scalar");  // 256, which this head dimension (32) cannot run: refused, as llama.cpp does
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
+  c["query_pre_attn_scalar"] = 32;
+  auto parsed = parse_hf_config(c);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->rope_theta, 1000000.0);
+  c["rope_parameters"] = {{"full_attention", nullptr}, {"sliding_attention", nullptr}};
+  parsed = parse_hf_config(c);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed->rope_theta, 1000000.0);
+  EXPECT_EQ(parsed->window_rope_theta, 10000.0);
+  // Both spellings of the scaling at once: which applies is unclear.
+  c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
+  // A base float32 cannot hold.
+  c = gemma3_config();
+  c["rope_theta"] = 1e300;
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kCorrupt);
+  c = gemma3_config();
+  c["layer_types"] = {{"a", 1}};
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kCorrupt);
+}
+
 TEST(HfConfigTest, Gemma3RefusesWhatItsFilesCannotSay) {
   const auto refused = [](const char* k, nlohmann::json v) {
     nlohmann::json c = gemma3_config();
@@ -224,8 +281,56 @@ TEST(HfConfigTest, Gemma3RefusesWhatItsFilesCannotSay) {
                           {"sliding_attention", {{"rope_type", "linear"}, {"factor", 8.0}}}};
   EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
   c = gemma3_config();
-  c["model_type"] = "gemma3";  // the multimodal configuration (text_config)
-  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kUnsupported);
+  c["model_type"] = "gemma3";  // the multimodal configuration needs its text_config
+  EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kCorrupt);
+}
+
+TEST(HfConfigTest, Gemma3MultimodalTakesTheLanguageModelOverItsDefaults) {
+  // gemma-3-4b-it's config.json leaves most of the language model's
+  // settings at Gemma3TextConfig's defaults.
+  const auto config = nlohmann::json::parse(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+    "model_type": "gemma3", "mm_tokens_per_image": 256, "eos_token_id": [1, 106],
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+      "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+    "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"}})");
+  auto c = parse_hf_config(config);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->gguf_arch, "gemma3");
+  EXPECT_TRUE(c->language_model_of_multimodal);
+  EXPECT_EQ(c->n_layer, 34);
+  EXPECT_EQ(c->n_embd, 2560);
+  EXPECT_EQ(c->n_head, 8);
+  EXPECT_EQ(c->n_head_kv, 4);
+  EXPECT_EQ(c->head_dim, 256);
+  EXPECT_EQ(c->vocab_size, 262208);
+  EXPECT_EQ(c->sliding_window, 1024);
+  EXPECT_EQ(c->window_period, 6);
+  EXPECT_EQ(c->rope_theta, 1000000.0);
+  EXPECT_EQ(c->rope_scaling, "linear");
+  EXPECT_EQ(c->rope_factor, 8.0);
+  EXPECT_TRUE(c->tied_embeddings);
+
+  // Its tensors: the language model's under either transformers version's
+  // prefix, the vision tower's and projector's left out.
+  const auto name = [&](const std::string& hf) { return gguf_tensor_name(hf, *c); };
+  auto q = name("language_model.model.layers.0.self_attn.q_proj.weight");
+  ASSERT_TRUE(q.is_ok() && q->has_value());
+  EXPECT_EQ((*q)->name, "blk.0.attn_q.weight");
+  auto norm = name("model.language_model.layers.3.post_feedforward_layernorm.weight");
+  ASSERT_TRUE(norm.is_ok() && norm->has_value());
+  EXPECT_EQ((*norm)->name, "blk.3.post_ffw_norm.weight");
+  EXPECT_EQ((*norm)->shift, 1.0f);
+  auto embd = name("model.language_model.embed_tokens.weight");
+  ASSERT_TRUE(embd.is_ok() && embd->has_value());
+  EXPECT_EQ((*embd)->name, "token_embd.weight");
+  for (const char* vision :
+       {"vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight",
+        "model.vision_tower.vision_model.post_layernorm.weight", "multi_modal_projector.mm_input_projection_weight"}) {
+    auto v = name(vision);
+    ASSERT_TRUE(v.is_ok()) << vision;
+    EXPECT_FALSE(v->has_value()) << vision;
+  }
+  EXPECT_FALSE(name("language_model.model.layers.0.self_attn.unknown.weight").is_ok());
 }
 
 }  // namespace
