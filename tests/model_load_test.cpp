@@ -111,6 +111,17 @@ TEST(ModelLoadTest, MissingTensorIsNamed) {
   EXPECT_NE(model.status().message().find("blk.1.ffn_up.weight"), std::string::npos) << model.status().message();
 }
 
+// A tensor the architecture would not use (llama.cpp's llama takes q/k/v
+// biases; omnibus's does not yet) is refused by name, not ignored.
+TEST(ModelLoadTest, TensorTheArchitectureDoesNotUseIsRefused) {
+  TinyModelSpec spec;
+  spec.extra_tensor = "blk.0.attn_output.bias";
+  auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_FALSE(model.is_ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(model.status().message().find("blk.0.attn_output.bias"), std::string::npos) << model.status().message();
+}
+
 TEST(ModelLoadTest, MissingQwen2BiasIsNamed) {
   TinyModelSpec spec;
   spec.architecture = "qwen2";

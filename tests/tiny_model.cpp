@@ -92,6 +92,7 @@ class TinyWriter {
     }
     tensor("token_embd.weight", s_.vocab, s_.n_embd, s_.embedding_type, s_.embedding_scale);
     norm("output_norm.weight", s_.n_embd);
+    if (!s_.extra_tensor.empty()) norm(s_.extra_tensor, s_.n_embd);
     if (!s_.tied_output) tensor("output.weight", s_.vocab, s_.n_embd, s_.matrix_type, 0.3f);
     for (int i = 0; i < s_.n_layer; ++i) {
       const std::string p = "blk." + std::to_string(i) + ".";

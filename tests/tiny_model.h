@@ -59,7 +59,8 @@ struct TinyModelSpec {
   // YaRN (rope.scaling.type yarn) of this factor, original context
   // context_length / 4; 0: none.
   float yarn_factor = 0;
-  std::string omit_tensor;  // leave this tensor out (to test load errors)
+  std::string omit_tensor;   // leave this tensor out (to test load errors)
+  std::string extra_tensor;  // add this [n_embd] tensor the architecture does not have
 };
 
 // The GGUF bytes of a model built from the spec (weights random, seeded).

@@ -128,9 +128,14 @@ Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
   }
   const double scalar = config.value("query_pre_attn_scalar", double(c.head_dim));
   const double expected = c.n_layer == 62 ? double(c.n_embd / c.n_head) : double(c.head_dim);
-  if (scalar != expected)
-    return Status::unsupported("query_pre_attn_scalar " + std::to_string(scalar) +
-                               ": a gemma3 file is run with 1/sqrt(head_dim) (1/sqrt(hidden/heads) at 62 layers)");
+  if (scalar != expected) {
+    std::string message = "query_pre_attn_scalar is ";
+    message += nlohmann::json(scalar).dump();
+    message += ", but a gemma3 file is run with 1/sqrt(";
+    message += std::to_string(static_cast<int64_t>(expected));
+    message += ") here: the head dimension, or hidden/heads in the 62-layer 27B (GGUF has no key for it)";
+    return Status::unsupported(message);
+  }
   for (const char* cap : {"final_logit_softcapping", "attn_logit_softcapping"})
     if (config.contains(cap) && !config[cap].is_null())
       return Status::unsupported(std::string("config.json's ") + cap + " (gemma3 files have none)");
@@ -361,6 +366,12 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
   c.permute_qk = arch->permute_qk;
   OMNIBUS_ASSIGN_OR_RETURN(const bool attention_bias, optional_bool(config, "attention_bias"));
   c.attention_bias = arch->attention_bias || attention_bias;
+  // Biases where the architecture omnibus runs has none would be written
+  // and then refused at load (omnibus's llama and phi3 have no bias terms).
+  OMNIBUS_ASSIGN_OR_RETURN(const bool mlp_bias, optional_bool(config, "mlp_bias"));
+  if ((attention_bias && !arch->attention_bias) || mlp_bias)
+    return Status::unsupported("config.json gives " + c.model_type + " bias terms (attention_bias, mlp_bias), which " +
+                               "omnibus's " + arch->gguf_arch + " does not run");
   OMNIBUS_ASSIGN_OR_RETURN(c.n_layer, positive_int(config, "num_hidden_layers", 4096));
   OMNIBUS_ASSIGN_OR_RETURN(c.n_embd, positive_int(config, "hidden_size"));
   OMNIBUS_ASSIGN_OR_RETURN(c.n_ff, positive_int(config, "intermediate_size"));

@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "tensor/quant.h"
@@ -41,6 +42,14 @@ class WeightBinder {
       return Status::not_found("model '" + c.architecture + "' is missing tensors: " + list);
     }
     if (!errors_.empty()) return Status::corrupt(errors_.front());
+    // A tensor the file has and the architecture does not bind would be
+    // ignored, and the model run without it (a llama file's biases, found
+    // by a probe, changed nothing), so it is refused, as llama.cpp refuses
+    // a tensor count it does not expect.
+    for (const GgufTensorInfo& t : f_.tensors())
+      if (!bound_.contains(t.name))
+        return Status::unsupported("tensor '" + t.name + "' is in the file, but omnibus's " + c.architecture +
+                                   " does not use it; running without it would give wrong answers");
     return Status::ok();
   }
 
@@ -122,6 +131,7 @@ class WeightBinder {
   const GgufTensorInfo* find(const std::string& name) {
     const GgufTensorInfo* t = f_.find_tensor(name);
     if (t == nullptr) missing_.push_back(name);
+    bound_.insert(name);
     return t;
   }
 
@@ -223,6 +233,7 @@ class WeightBinder {
   const GgufFile& f_;
   std::vector<std::string> missing_;
   std::vector<std::string> errors_;
+  std::unordered_set<std::string> bound_;  // every name asked for
 };
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const ModelLoadOptions& options) {
