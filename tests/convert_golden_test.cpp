@@ -217,7 +217,7 @@ TEST_P(ConvertGoldenTest, LogitsMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ConvertGoldenTest,
                          ::testing::Values("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "phi3", "gemma3",
-                                           "gemma3mm", "llama_spm"),
+                                           "gemma3mm", "llama_spm", "phi3_spm"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

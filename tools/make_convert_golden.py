@@ -4,10 +4,10 @@ converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
 For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma3,
-gemma3mm, llama_spm) it writes tests/golden/convert/ARCH/:
+gemma3mm, llama_spm, phi3_spm) it writes tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
-  chat_template.jinja, tokenizer.model (gemma3, gemma3mm, llama_spm),
-  added_tokens.json (gemma3mm), ...
+  chat_template.jinja, tokenizer.model (gemma3, gemma3mm, llama_spm,
+  phi3_spm), added_tokens.json (gemma3mm, phi3_spm), ...
                the checkpoint, written by transformers'
                save_pretrained: random weights (scaled so the model is
                confident) in a different source dtype per architecture
@@ -28,18 +28,31 @@ gemma3mm, llama_spm) it writes tests/golden/convert/ARCH/:
                published tensor names (language_model.model.*,
                vision_tower.vision_model.*, multi_modal_projector.*) and
                eos_token_id [1, 6] at the top level,
-               llama_spm f16: Llama 2 / Mistral 7B v0.1 style), and a
+               llama_spm f16: Llama 2 / Mistral 7B v0.1 style,
+               phi3_spm f32: Phi-3-mini-4k's layout: fused tensors,
+               full rotation, no RoPE scaling (config.json as published:
+               rope_scaling null, rope_theta at the top level), a
+               sliding window (255, longer than the sequences), untied
+               embeddings), and a
                byte-level BPE tokenizer trained here by `tokenizers` with
                the real model's pre-tokenizer regex and special tokens;
-               gemma3, gemma3mm and llama_spm instead have a SentencePiece BPE
-               tokenizer.model with byte fallback (400 pieces; the model
+               gemma3, gemma3mm, llama_spm and phi3_spm instead have a
+               SentencePiece BPE tokenizer.model with byte fallback (400
+               pieces; the model
                has 416 rows) trained here by `sentencepiece` with the real
                model's special tokens (gemma3: <pad>=0 <eos>=1 <bos>=2
                <unk>=3 <mask>=4 <start_of_turn>=5 <end_of_turn>=6, no dummy
                prefix; gemma3mm adds <start_of_image>=7 <end_of_image>=8
                as pieces and <image_soft_token>=400 as an added token after
                the last piece, the image token ids of its config;
-               llama_spm: <unk>=0 <s>=1 </s>=2, dummy prefix), and
+               llama_spm: <unk>=0 <s>=1 </s>=2, dummy prefix; phi3_spm:
+               the same pieces, no BOS added, and Phi-3's added tokens
+               after the last piece, as in its tokenizer_config.json and
+               added_tokens.json: <|endoftext|>=400 (special, eos and
+               pad), <|assistant|>=401 <|placeholder1|>=402
+               <|system|>=404 <|end|>=405 <|user|>=406 (special, rstrip),
+               <|placeholder2|>=403 (rstrip, made non-special here), and
+               </s> non-special with rstrip as published), and
                transformers' GemmaTokenizer / LlamaTokenizer converted from
                it (tokenizer.json; tokenizer_config.json with add_bos_token
                and added_tokens_decoder, as published checkpoints have).
@@ -228,6 +241,39 @@ ARCHS = {
         probes=["[INST] hi [/INST] ok</s>", "<s> x</s><unk>"],
         template="{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] {{ m['content'] }} "
                  "[/INST]{% else %} {{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}"),
+    # Phi-3-mini-4k-instruct's layout: Phi3ForCausalLM with fused q/k/v and gate/up, every head dimension rotated,
+    # no RoPE scaling, a sliding window (2047 of 4096 there; llama.cpp writes it but runs Phi-3 without one; the
+    # sequences here are shorter than it), untied embeddings, f32. config.json in the published (transformers 4)
+    # shape: rope_scaling null and rope_theta at the top level, no rope_parameters. Its tokenizer: a SentencePiece
+    # tokenizer.model (<unk>=0 <s>=1 </s>=2, dummy prefix) saved as LlamaTokenizer, not adding <s>, with Phi-3's
+    # added tokens after the last piece (also in added_tokens.json): <|endoftext|> (eos and pad) and the chat
+    # tokens, special and rstrip as published, </s> non-special and rstrip as published, and <|placeholder2|>
+    # made non-special here (published: special) so that llama.cpp's Phi-3 rule (special: CONTROL, else
+    # USER_DEFINED, without the "looks special" guess) types one USER_DEFINED. llama.cpp's Phi3MiniModel reads
+    # tokenizer.model, added_tokens.json, tokenizer_config.json's added_tokens_decoder and tokenizer.json's
+    # added_tokens itself; llama.cpp's tokenizer strips the space after the special tokens of a model whose
+    # general.name has "phi3" in it (the folder's name here).
+    "phi3_spm": dict(
+        config=dict(COMMON, vocab_size=SPM_MODEL_VOCAB, model_type="phi3", tie_word_embeddings=False,
+                    rope_theta=10000.0, rope_scaling=None, partial_rotary_factor=1.0, pad_token_id=SPM_VOCAB,
+                    original_max_position_embeddings=512, sliding_window=255),
+        config_json=dict(drop=["rope_parameters", "partial_rotary_factor"], set={"rope_scaling": None,
+                                                                              "rope_theta": 10000.0}),
+        dtype="float32", pre=None,
+        spm=dict(add_dummy_prefix=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
+        tokenizer_class="LlamaTokenizer", add_bos=False,
+        added=[("<|endoftext|>", True, False), ("<|assistant|>", True, True), ("<|placeholder1|>", True, True),
+               ("<|placeholder2|>", False, True), ("<|system|>", True, True), ("<|end|>", True, True),
+               ("<|user|>", True, True)],
+        added_flags={"</s>": dict(special=False, rstrip=True)},
+        eos="<|endoftext|>", pad="<|endoftext|>", added_tokens_json=True,
+        tokenizer_config_extra={"legacy": False},
+        probes=["<|system|>\nbe brief<|end|>\n<|user|>\nhi<|end|>\n<|assistant|>\nok<|end|>\n<|endoftext|>",
+                "<s> x</s> y<unk> <|endoftext|> z",
+                "a<|placeholder2|> b <|placeholder2|>\n c<|placeholder1|>  d",
+                "<|user|>   spaces<|end|>\t\ttabs<|assistant|>"],
+        template="{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}<|end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|assistant|>\n{% else %}{{ eos_token }}{% endif %}"),
 }
 
 PROBES = [
@@ -304,6 +350,17 @@ def make_spm_tokenizer(spec, texts, out):
         from tokenizers import AddedToken
         tok.add_tokens([AddedToken(t, special=True, normalized=False) for t in spec["added_special"]],
                        special_tokens=True)
+    for content, special, rstrip in spec.get("added", []):  # (content, special, rstrip), in this order
+        from tokenizers import AddedToken
+        tok.add_tokens([AddedToken(content, special=special, normalized=False, rstrip=rstrip)],
+                       special_tokens=special)
+    for content, flags in spec.get("added_flags", {}).items():  # a token already there takes these flags
+        from tokenizers import AddedToken
+        tok.backend_tokenizer.add_tokens([AddedToken(content, normalized=False, **flags)])
+    if spec.get("eos"):
+        tok.eos_token = spec["eos"]
+    if spec.get("pad"):
+        tok.pad_token = spec["pad"]
     tok.chat_template = spec["template"]
     tok.save_pretrained(out)
     # Published checkpoints (saved by transformers 4) mark their chat tokens special and list the added tokens
@@ -374,6 +431,13 @@ def make_model(spec, tokenizer, out, seed):
             else:  # fan-in is the last dimension (of a stacked experts tensor too)
                 p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
     model.to(getattr(torch, spec["dtype"])).save_pretrained(out, safe_serialization=True)
+    if spec.get("config_json"):  # the published config.json's shape where transformers 5 writes another
+        config_path = out / "config.json"
+        saved_config = json.loads(config_path.read_text())
+        for key in spec["config_json"].get("drop", []):
+            saved_config.pop(key, None)
+        saved_config.update(spec["config_json"].get("set", {}))
+        config_path.write_text(json.dumps(saved_config, indent=2, sort_keys=True) + "\n")
     if spec.get("tensor_renames"):  # the published tensor names where transformers 5 writes others
         from safetensors.torch import load_file, save_file
         tensors = load_file(out / "model.safetensors")

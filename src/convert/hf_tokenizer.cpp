@@ -115,8 +115,13 @@ Status check_vocabulary(const VocabData& vocab) {
 constexpr int kSentencePieceBpe = 2;  // TrainerSpec.model_type
 
 // Whether llama.cpp's converter reads tokenizer.model before tokenizer.json
-// for this architecture (llama and gemma3 do; Qwen's and Phi-4's never ship one).
-bool prefers_sentencepiece(const std::string& gguf_arch) { return gguf_arch == "llama" || gguf_arch == "gemma3"; }
+// for this architecture (llama, gemma3, and phi3 unless its tokenizer is
+// GPT-2 style; Qwen's never ship one).
+bool prefers_sentencepiece(const std::string& gguf_arch, const nlohmann::json& tokenizer_config) {
+  if (gguf_arch == "phi3")  // Phi-3's own tokenizer; Phi-4-mini's is GPT-2 style (Phi3MiniModel.set_vocab)
+    return tokenizer_config.value("tokenizer_class", "") != "GPT2Tokenizer";
+  return gguf_arch == "llama" || gguf_arch == "gemma3";
+}
 
 Result<std::string> merge_text(const nlohmann::json& m) {
   if (m.is_string()) return m.get<std::string>();
@@ -329,7 +334,7 @@ Status add_bpe_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
 // every piece with its score and type, then added_tokens.json and
 // tokenizer_config.json's added_tokens_decoder over them, in a vocabulary
 // of the model's `vocab_size` tokens.
-Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
+Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, bool phi3_rules, GgufWriter& w) {
   OMNIBUS_ASSIGN_OR_RETURN(const SentencePieceModel spm,
                            parse_sentencepiece_model(*files.sentencepiece_model, vocab_size));
   if (spm.model_type != kSentencePieceBpe) {
@@ -374,6 +379,21 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter&
     types[id] = static_cast<int32_t>(TokenType::kUserDefined);
   }
   const nlohmann::json& tc = files.tokenizer_config;
+  // An added token over its slot. llama.cpp's generic rule: control where
+  // special or special-looking, else user-defined with its ▁ as a space;
+  // Phi-3's (Phi3MiniModel): control where special, else user-defined as written.
+  const auto overlay = [&](int64_t id, std::string text, bool special) {
+    if (!phi3_rules) {
+      special = special || looks_special(text);
+      if (!special) text = replace_all(text, "\xe2\x96\x81", " ");
+    }
+    tokens[id] = std::move(text);
+    scores[id] = -1000.0f;
+    types[id] = static_cast<int32_t>(special ? TokenType::kControl : TokenType::kUserDefined);
+  };
+  const auto is_special = [](const nlohmann::json& token) {
+    return token.contains("special") && token["special"].is_boolean() && token["special"].get<bool>();
+  };
   if (tc.contains("added_tokens_decoder") && tc["added_tokens_decoder"].is_object()) {
     for (const auto& [key, token] : tc["added_tokens_decoder"].items()) {
       int64_t parsed = -1;
@@ -386,17 +406,20 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, GgufWriter&
             "tokenizer_config.json's added_tokens_decoder has an entry that is not an id with "
             "its content");
       OMNIBUS_ASSIGN_OR_RETURN(const int64_t id, slot(nlohmann::json(parsed), "tokenizer_config.json"));
-      if (id < 0) continue;
-      std::string text = token["content"].get<std::string>();
-      const bool special =
-          (token.contains("special") && token["special"].is_boolean() && token["special"].get<bool>()) ||
-          looks_special(text);
-      if (!special) text = replace_all(text, "\xe2\x96\x81", " ");  // user-defined spaces pre-normalised, as llama.cpp
-      tokens[id] = std::move(text);
-      scores[id] = -1000.0f;
-      types[id] = static_cast<int32_t>(special ? TokenType::kControl : TokenType::kUserDefined);
+      if (id >= 0) overlay(id, token["content"].get<std::string>(), is_special(token));
     }
   }
+  // Phi-3 also takes tokenizer.json's added tokens, by the same rule.
+  const nlohmann::json& tok = files.tokenizer;
+  if (phi3_rules && tok.contains("added_tokens") && tok["added_tokens"].is_array()) {
+    for (const auto& token : tok["added_tokens"]) {
+      if (!token.is_object() || !token.contains("id") || !token.contains("content") || !token["content"].is_string())
+        return Status::corrupt("tokenizer.json has an added token without an id and content");
+      OMNIBUS_ASSIGN_OR_RETURN(const int64_t id, slot(token["id"], "tokenizer.json"));
+      if (id >= 0) overlay(id, token["content"].get<std::string>(), is_special(token));
+    }
+  }
+
   if (tokens.size() * 3 > kGgufMaxMetadataElements)
     return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) +
                                " tokens is more than GGUF readers take (" + std::to_string(kGgufMaxMetadataElements) +
@@ -428,8 +451,8 @@ Status add_tokenizer_keys(const HfFolder& files, const std::string& gguf_arch, i
     const nlohmann::json& tc = files.tokenizer_config;
     if (gguf_arch == "llama" && tc.contains("add_prefix_space") && tc["add_prefix_space"].is_boolean())
       w.set_bool("tokenizer.ggml.add_space_prefix", tc["add_prefix_space"].get<bool>());
-    if (files.sentencepiece_model && prefers_sentencepiece(gguf_arch)) {
-      OMNIBUS_RETURN_IF_ERROR(add_sentencepiece_keys(files, vocab_size, w));
+    if (files.sentencepiece_model && prefers_sentencepiece(gguf_arch, tc)) {
+      OMNIBUS_RETURN_IF_ERROR(add_sentencepiece_keys(files, vocab_size, gguf_arch == "phi3", w));
       // Gemma's pieces carry their own spaces (Gemma3Model.set_vocab).
       if (gguf_arch == "gemma3") w.set_bool("tokenizer.ggml.add_space_prefix", false);
       return Status::ok();

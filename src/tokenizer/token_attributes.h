@@ -21,6 +21,7 @@ enum : uint8_t {
   kAttrControl = 1 << 3,
   kAttrUserDefined = 1 << 4,
   kAttrByte = 1 << 5,
+  kAttrRstrip = 1 << 6,  // whitespace after this special token is dropped (VocabData::rstrip_after_specials)
 };
 
 // One attribute byte per token, from vocab.token_types (all normal when

@@ -95,6 +95,16 @@ Status Tokenizer::build(VocabData vocab) {
     }
   }
   OMNIBUS_ASSIGN_OR_RETURN(attributes_, token_attributes(vocab));
+  if (vocab.rstrip_after_specials) {  // llama.cpp's Phi-3 rule, by its token texts
+    for (size_t i = 0; i < n; ++i)
+      if (attributes_[i] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) attributes_[i] |= kAttrRstrip;
+    for (const auto& [text, rstrip] : {std::pair{"</s>", true}, std::pair{"<unk>", false}, std::pair{"<s>", false},
+                                       std::pair{"<|endoftext|>", false}}) {
+      const auto it = token_ids_.find(text);
+      if (it == token_ids_.end()) continue;
+      attributes_[it->second] = rstrip ? attributes_[it->second] | kAttrRstrip : attributes_[it->second] & ~kAttrRstrip;
+    }
+  }
   const std::vector<int32_t> detected = detect_end_of_generation_ids(vocab);
   vocab.end_of_generation_ids.insert(vocab.end_of_generation_ids.end(), detected.begin(), detected.end());
   std::sort(vocab.end_of_generation_ids.begin(), vocab.end_of_generation_ids.end());
@@ -129,13 +139,20 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   const std::vector<Fragment> fragments =
       split_special_tokens(text, parse_special ? specials_ : user_defined_specials_, vocab_.tokens);
   bool after_special = true;  // the start of the text counts as "after a special token"
+  bool strip = false;         // the special token before drops the whitespace after it
   for (const Fragment& f : fragments) {
     if (f.token >= 0) {
       out.push_back(f.token);
       after_special = true;
+      strip = (attributes_[f.token] & kAttrRstrip) != 0;
       continue;
     }
-    const std::string_view raw = text.substr(f.begin, f.end - f.begin);
+    std::string_view raw = text.substr(f.begin, f.end - f.begin);
+    if (strip) {  // C's isspace, as llama.cpp
+      while (!raw.empty() && std::string_view(" \t\n\v\f\r").find(raw.front()) != std::string_view::npos)
+        raw.remove_prefix(1);
+      if (raw.empty()) continue;
+    }
     if (is_spm_) {
       encode_spm(raw, after_special, &out);
     } else {

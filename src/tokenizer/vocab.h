@@ -45,6 +45,10 @@ struct VocabData {
   bool add_bos = false;           // encode(add_special) puts BOS first
   bool add_eos = false;           // encode(add_special) puts EOS last
   bool add_space_prefix = false;  // SPM: a space before text that starts a fragment
+  // Phi-3 (llama.cpp decides by general.name holding "phi3" or "phi-3"):
+  // whitespace after a special token is dropped, except after <unk>, <s>
+  // and <|endoftext|>.
+  bool rstrip_after_specials = false;
   std::string chat_template;      // tokenizer.chat_template (Jinja source), may be empty
 };
 

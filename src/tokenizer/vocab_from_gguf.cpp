@@ -1,4 +1,5 @@
 #include "tokenizer/vocab_from_gguf.h"
+#include <algorithm>
 
 #include <limits>
 
@@ -137,6 +138,9 @@ Result<VocabData> vocab_from_gguf(const GgufFile& file) {
   OMNIBUS_RETURN_IF_ERROR(read_special_ids(file, &v));
   OMNIBUS_RETURN_IF_ERROR(read_flags(file, &v));
   OMNIBUS_ASSIGN_OR_RETURN(v.chat_template, optional_string(file, "tokenizer.chat_template"));
+  OMNIBUS_ASSIGN_OR_RETURN(std::string name, optional_string(file, "general.name"));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  v.rstrip_after_specials = name.find("phi3") != std::string::npos || name.find("phi-3") != std::string::npos;
   v.end_of_generation_ids = detect_end_of_generation_ids(v);
   return v;
 }
