@@ -73,11 +73,17 @@ std::string element_text(const GgufValue& v) {
   if (auto s = v.to_string_value(); s.is_ok()) return *s;
   if (v.is_integer()) return std::to_string(*v.to_int());
   if (v.type == GgufType::kBool) return *v.to_bool() ? "True" : "False";
-  if (auto d = v.to_double(); d.is_ok()) {  // Python's repr of the float: shortest round trip, ".0" when whole
-    char buf[64];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), *d);
+  if (auto d = v.to_double(); d.is_ok()) {
+    // Python's repr of the float: the shortest digits that round-trip, in
+    // fixed notation for 1e-4 <= |x| < 1e16 (with ".0" when whole), else
+    // in scientific notation with at least two exponent digits.
+    const double x = *d, mag = std::fabs(x);
+    const bool fixed = x == 0 || (mag >= 1e-4 && mag < 1e16);
+    char buf[400];
+    const auto [end, ec] =
+        std::to_chars(buf, buf + sizeof(buf), x, fixed ? std::chars_format::fixed : std::chars_format::scientific);
     std::string text(buf, ec == std::errc() ? end : buf);
-    if (text.find_first_of(".en") == std::string::npos) text += ".0";
+    if (fixed && text.find_first_of(".n") == std::string::npos) text += ".0";  // not nan/inf
     return text;
   }
   return v.describe();

@@ -28,9 +28,10 @@ constexpr Convertible kConvertible[] = {
     {"qwen2_moe", "qwen2moe", false, true, true, false},
     {"qwen3_moe", "qwen3moe", false, false, true, true},
     {"phi3", "phi3", false, false},
-    // Gemma 3 270M and 1B (text only); the multimodal 4B and up (model_type
-    // gemma3) convert through gemma3_text_config, their vision tower left out.
+    // Gemma 3 270M and 1B (text only), and the language model of the
+    // multimodal 4B and up (gemma3_text_config; the vision tower left out).
     {"gemma3_text", "gemma3", false, false},
+    {"gemma3", "gemma3", false, false},
 };
 
 constexpr int kMaxDim = 1 << 20;
@@ -81,7 +82,7 @@ Status parse_phi3(const nlohmann::json& config, HfModelConfig& c) {
     }
   }
   if (config.contains("sliding_window") && !config["sliding_window"].is_null()) {
-    OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 30));
+    OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 24));
   }
   return Status::ok();
 }
@@ -92,7 +93,7 @@ Status parse_phi3(const nlohmann::json& config, HfModelConfig& c) {
 // base, the attention scale (1/sqrt(head_dim), or for the 62-layer 27B
 // 1/sqrt(hidden / heads)), no soft-capping, GELU (tanh).
 Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
-  OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 30));
+  OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 24));
   int period = 6;
   if (config.contains("sliding_window_pattern") && !config["sliding_window_pattern"].is_null()) {
     OMNIBUS_ASSIGN_OR_RETURN(period, positive_int(config, "sliding_window_pattern", 4096));
@@ -122,7 +123,8 @@ Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
   if (const auto it = config.find("rope_parameters"); it != config.end() && it->is_object()) {
     if (const auto s = it->find("sliding_attention"); s != it->end() && s->is_object()) {
       OMNIBUS_ASSIGN_OR_RETURN(c.window_rope_theta, positive_number(*s, "rope_theta", c.window_rope_theta));
-      if (s->value("rope_type", "default") != "default")
+      const auto kind = s->find("rope_type");
+      if (kind != s->end() && kind->is_string() && *kind != "default")
         return Status::unsupported("RoPE scaling on gemma3's window layers (GGUF scales the full layers only)");
     }
   }
@@ -144,8 +146,8 @@ Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
       return Status::unsupported(std::string("config.json's ") + act + " " +
                                  config[act].get<std::string>().substr(0, 64) +
                                  " (gemma3 files run GELU with the tanh approximation)");
-  if (config.value("use_bidirectional_attention", false))
-    return Status::unsupported("bidirectional attention (EmbeddingGemma) does not convert");
+  OMNIBUS_ASSIGN_OR_RETURN(const bool bidirectional, optional_bool(config, "use_bidirectional_attention"));
+  if (bidirectional) return Status::unsupported("bidirectional attention (EmbeddingGemma) does not convert");
   return Status::ok();
 }
 
@@ -332,29 +334,16 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
 std::string convertible_model_types() {
   std::string s;
   for (const Convertible& a : kConvertible) s += (s.empty() ? "" : ", ") + std::string(a.model_type);
-  return s + ", gemma3";
+  return s;
 }
 
 namespace {
 
-// Marks a config whose defaults gemma3_text_config has filled in.
-constexpr const char* kDefaultsFilled = "__omnibus_defaults_filled";
-
-Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
-  if (!config.is_object()) return Status::corrupt("config.json is not a JSON object");
-  if (const auto type = config.find("model_type"); type != config.end() && type->is_string() &&
-                                                   (*type == "gemma3" || *type == "gemma3_text") &&
-                                                   !config.contains(kDefaultsFilled)) {
-    OMNIBUS_ASSIGN_OR_RETURN(nlohmann::json text, gemma3_text_config(config));
-    text[kDefaultsFilled] = true;
-    OMNIBUS_ASSIGN_OR_RETURN(HfModelConfig c, parse_hf_config_unchecked(text));
-    c.model_type = type->get<std::string>();
-    c.language_model_of_multimodal = c.model_type == "gemma3";
-    return c;
-  }
+Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& raw) {
+  if (!raw.is_object()) return Status::corrupt("config.json is not a JSON object");
   HfModelConfig c;
-  const auto type = config.find("model_type");
-  if (type == config.end() || !type->is_string()) return Status::corrupt("config.json has no model_type");
+  const auto type = raw.find("model_type");
+  if (type == raw.end() || !type->is_string()) return Status::corrupt("config.json has no model_type");
   c.model_type = type->get<std::string>();
   const Convertible* arch = nullptr;
   for (const Convertible& a : kConvertible)
@@ -364,8 +353,16 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
                                "' does not convert yet (these do: " + convertible_model_types() + ")");
   c.gguf_arch = arch->gguf_arch;
   c.permute_qk = arch->permute_qk;
+  // Gemma 3: transformers' defaults for what config.json leaves out, and
+  // the multimodal model's language model from its text_config.
+  nlohmann::json gemma;
+  if (c.gguf_arch == "gemma3") {
+    OMNIBUS_ASSIGN_OR_RETURN(gemma, gemma3_text_config(raw));
+  }
+  const nlohmann::json& config = c.gguf_arch == "gemma3" ? gemma : raw;
+  c.language_model_of_multimodal = c.model_type == "gemma3";
   OMNIBUS_ASSIGN_OR_RETURN(const bool attention_bias, optional_bool(config, "attention_bias"));
-  c.attention_bias = arch->attention_bias || attention_bias;
+  c.attention_bias = arch->attention_bias;
   // Biases where the architecture omnibus runs has none would be written
   // and then refused at load (omnibus's llama and phi3 have no bias terms).
   OMNIBUS_ASSIGN_OR_RETURN(const bool mlp_bias, optional_bool(config, "mlp_bias"));
@@ -398,6 +395,12 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& config) {
   if (c.gguf_arch == "gemma3") OMNIBUS_RETURN_IF_ERROR(parse_gemma3(config, c));
   OMNIBUS_RETURN_IF_ERROR(parse_rope(config, c));
   if (arch->moe) OMNIBUS_RETURN_IF_ERROR(parse_experts(config, *arch, c));
+  // The ranges the loader holds a file to (model_config.cpp), so that what
+  // converts also loads.
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+  if (!(eps > 0.0f && eps < 1.0f)) return Status::corrupt("config.json's rms_norm_eps is not in (0, 1) as a float32");
+  if (!(c.rope_theta > 1.0) || !(c.window_rope_theta > 1.0))
+    return Status::corrupt("config.json's RoPE base (rope_theta, or the window layers') is not above 1");
   return c;
 }
 

@@ -124,16 +124,11 @@ Result<std::optional<GgufTensorName>> gguf_tensor_name(const std::string& hf_nam
     for (const char* vision :
          {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."})
       if (hf_name.starts_with(vision)) return std::optional<GgufTensorName>();
-    constexpr std::string_view kLanguageModel = "language_model.";
-    if (const size_t at = hf_name.find(kLanguageModel); at != std::string::npos) {
-      std::string text_name = hf_name;
-      text_name.erase(at, kLanguageModel.size());
-      HfModelConfig text = c;
-      text.language_model_of_multimodal = false;
-      return gguf_tensor_name(text_name, text);
-    }
   }
-  OMNIBUS_ASSIGN_OR_RETURN(std::optional<GgufTensorName> name, gguf_tensor_name_unshifted(hf_name, c));
+  std::string text_name = hf_name;
+  if (const size_t at = hf_name.find("language_model."); c.language_model_of_multimodal && at != std::string::npos)
+    text_name.erase(at, std::string_view("language_model.").size());
+  OMNIBUS_ASSIGN_OR_RETURN(std::optional<GgufTensorName> name, gguf_tensor_name_unshifted(text_name, c));
   // Gemma's norms scale by 1 + weight (Gemma3RMSNorm), GGUF's by the weight.
   if (name && c.gguf_arch == "gemma3" && hf_name.ends_with("norm.weight")) name->shift = 1.0f;
   return name;

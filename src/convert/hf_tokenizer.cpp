@@ -97,10 +97,11 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
 
 // What omnibus's tokenizer would refuse on loading the file (duplicate
 // texts, byte tokens not spelled <0xXX>, merges of unknown tokens), refused
-// here instead of written; and what GGUF strings cannot carry whole (a NUL,
-// invalid UTF-8, an empty token) or a score that is not a number.
-Status check_vocabulary(const VocabData& vocab) {
-  for (size_t i = 0; i < vocab.tokens.size(); ++i) {
+// here instead of written. A SentencePiece vocabulary is also held to what
+// the sentencepiece library itself accepts: no empty piece, no NUL byte
+// (the loader would cut the text there), UTF-8, finite scores.
+Status check_vocabulary(const VocabData& vocab, bool sentencepiece) {
+  for (size_t i = 0; sentencepiece && i < vocab.tokens.size(); ++i) {
     const std::string& t = vocab.tokens[i];
     if (t.empty() || t.find('\0') != std::string::npos || !tokenizer_internal::is_valid_utf8(t))
       return Status::corrupt("token " + std::to_string(i) + " is empty, holds a NUL byte or is not UTF-8");
@@ -119,7 +120,7 @@ constexpr int kSentencePieceBpe = 2;  // TrainerSpec.model_type
 // GPT-2 style; Qwen's never ship one).
 bool prefers_sentencepiece(const std::string& gguf_arch, const nlohmann::json& tokenizer_config) {
   if (gguf_arch == "phi3")  // Phi-3's own tokenizer; Phi-4-mini's is GPT-2 style (Phi3MiniModel.set_vocab)
-    return tokenizer_config.value("tokenizer_class", "") != "GPT2Tokenizer";
+    return !(tokenizer_config.contains("tokenizer_class") && tokenizer_config["tokenizer_class"] == "GPT2Tokenizer");
   return gguf_arch == "llama" || gguf_arch == "gemma3";
 }
 
@@ -187,13 +188,18 @@ Status add_special_token_keys(const HfFolder& files, int64_t n, GgufWriter& w) {
     const std::string key = std::string(kind) + "_token";
     int64_t id = -1;
     if (tc.contains(key)) id = added_id(token_text(tc[key]));
+    if (id >= n) id = -1;  // out of range: config.json's id is tried, as llama.cpp does
     const std::string id_key = key + "_id";
-    // config.json's id, at its top level or in text_config (a multimodal model's).
-    for (const nlohmann::json* level :
-         {&files.config, files.config.contains("text_config") ? &files.config["text_config"] : nullptr})
-      if (id < 0 && level != nullptr && level->is_object() && level->contains(id_key) &&
-          (*level)[id_key].is_number_integer())
-        id = (*level)[id_key].get<int64_t>();
+    // config.json's id; in text_config (a multimodal model's) only where the
+    // top level has none (a list there, as Gemma 3's eos, counts as one).
+    const nlohmann::json& top = files.config;
+    const bool top_has = top.contains(id_key) && !top[id_key].is_null();
+    const nlohmann::json* level =
+        top_has ? &top[id_key]
+        : top.contains("text_config") && top["text_config"].is_object() && top["text_config"].contains(id_key)
+            ? &top["text_config"][id_key]
+            : nullptr;
+    if (id < 0 && level != nullptr && level->is_number_integer()) id = level->get<int64_t>();
     if (id >= 0 && id < n) w.set_uint32(gguf_key, static_cast<uint32_t>(id));
   }
   // add_bos/add_eos as llama.cpp's SpecialVocab reads them: a ByteLevel
@@ -320,7 +326,7 @@ Status add_bpe_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
   vocab.tokens = tokens;
   vocab.token_types = types;
   vocab.merges = merges;
-  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab));
+  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab, /*sentencepiece=*/false));
   w.set_string("tokenizer.ggml.model", "gpt2");
   w.set_string("tokenizer.ggml.pre", pre);
   w.set_string_array("tokenizer.ggml.tokens", tokens);
@@ -430,16 +436,20 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, bool phi3_r
   vocab.tokens = tokens;
   vocab.scores = scores;
   vocab.token_types = types;
-  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab));
+  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab, /*sentencepiece=*/true));
   w.set_string("tokenizer.ggml.model", "llama");
   w.set_string("tokenizer.ggml.pre", "default");
   w.set_string_array("tokenizer.ggml.tokens", tokens);
   w.set_float32_array("tokenizer.ggml.scores", scores);
   w.set_int32_array("tokenizer.ggml.token_type", types);
   // A model trained without the leading space (add_dummy_prefix false) is
-  // run without it; llama.cpp's converter leaves the key out, and GGUF's
-  // llama tokenizer then adds the space the model never saw.
-  if (!spm.add_dummy_prefix) w.set_bool("tokenizer.ggml.add_space_prefix", false);
+  // run without it, unless tokenizer_config.json says (add_prefix_space,
+  // written by the caller as llama.cpp writes it); llama.cpp's converter
+  // leaves the key out, and GGUF's llama tokenizer then adds the space the
+  // model never saw.
+  const nlohmann::json& config = files.tokenizer_config;
+  const bool said = config.contains("add_prefix_space") && config["add_prefix_space"].is_boolean();
+  if (!spm.add_dummy_prefix && !said) w.set_bool("tokenizer.ggml.add_space_prefix", false);
   return add_special_token_keys(files, n, w);
 }
 
@@ -459,7 +469,8 @@ Status add_tokenizer_keys(const HfFolder& files, const std::string& gguf_arch, i
     }
     return add_bpe_keys(files, vocab_size, w);
   } catch (const nlohmann::json::exception& e) {
-    return Status::corrupt(std::string("tokenizer.json or tokenizer_config.json has a value of the wrong type: ") +
+    return Status::corrupt(std::string("a tokenizer file (tokenizer.json, tokenizer_config.json, added_tokens.json) "
+                                       "or config.json has a value of the wrong type: ") +
                            e.what());
   }
 }

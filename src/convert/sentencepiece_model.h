@@ -1,7 +1,8 @@
 // A SentencePiece tokenizer.model (the protobuf ModelProto that Llama 2,
 // Mistral 7B v0.1-v0.3, Phi-3 and Gemma ship), read by hand: the pieces
-// with their scores and types, and the few trainer and normalizer settings
-// that decide whether GGUF's "llama" tokenizer runs it as trained.
+// with their scores and types, and the trainer and normalizer settings
+// conversion looks at (the model type: GGUF's "llama" tokenizer runs BPE
+// models only; add_dummy_prefix) or reports.
 //
 // Only what conversion needs is kept; every other field is skipped by its
 // wire type. A damaged file (a length past the end, a varint too long, a

@@ -72,14 +72,18 @@ TEST(SentencePieceModelTest, ReadsPiecesScoresTypesAndSettings) {
 
 TEST(SentencePieceModelTest, RefusesDamagedFilesWithAnError) {
   const std::string good = bpe_model();
+  size_t refused = 0;
   for (size_t cut = 0; cut < good.size(); ++cut) {
     // Every truncation is read or refused, never read past its end (ASan
-    // watches); most are refused.
+    // watches); most are refused (a cut between two fields is a shorter
+    // model).
     auto m = parse_sentencepiece_model(std::string_view(good).substr(0, cut));
     if (!m.is_ok()) {
       EXPECT_EQ(m.status().code(), StatusCode::kCorrupt) << cut;
+      ++refused;
     }
   }
+  EXPECT_GT(refused, good.size() * 3 / 4);
   EXPECT_FALSE(parse_sentencepiece_model("").is_ok());                                 // no pieces
   EXPECT_FALSE(parse_sentencepiece_model(bytes_field(1, "\xff")).is_ok());             // a piece cut short
   EXPECT_FALSE(parse_sentencepiece_model(key(1, 3)).is_ok());                          // a group
@@ -90,17 +94,23 @@ TEST(SentencePieceModelTest, RefusesDamagedFilesWithAnError) {
   EXPECT_FALSE(parse_sentencepiece_model(varint_field(1, 5)).is_ok());                 // pieces of the wrong wire type
 }
 
-// The GGUF the tokenizer keys make, read back.
-std::unique_ptr<GgufFile> tokenizer_file(const HfFolder& folder, const std::string& arch, int vocab, Status* status) {
+// The GGUF the tokenizer keys make, read back (the file views `bytes`).
+struct TokenizerFile {
+  std::vector<uint8_t> bytes;
+  std::unique_ptr<GgufFile> file;
+  const GgufFile* operator->() const { return file.get(); }
+};
+TokenizerFile tokenizer_file(const HfFolder& folder, const std::string& arch, int vocab, Status* status) {
+  TokenizerFile out;
   GgufWriter w;
   *status = add_tokenizer_keys(folder, arch, vocab, w);
-  if (!status->is_ok()) return nullptr;
+  if (!status->is_ok()) return out;
   auto bytes = w.build();
-  if (!bytes.is_ok()) return nullptr;
-  static std::vector<uint8_t> keep;  // the parsed file views these bytes
-  keep = std::move(bytes).value();
-  auto f = GgufFile::parse(MappedFile::from_memory(keep));
-  return f.is_ok() ? std::move(f).value() : nullptr;
+  if (!bytes.is_ok()) return out;
+  out.bytes = std::move(bytes).value();
+  auto f = GgufFile::parse(MappedFile::from_memory(out.bytes));
+  if (f.is_ok()) out.file = std::move(f).value();
+  return out;
 }
 
 TEST(SentencePieceVocabTest, FollowsLlamaCppsRulesForTypesAddedTokensAndPadding) {
@@ -115,7 +125,7 @@ TEST(SentencePieceVocabTest, FollowsLlamaCppsRulesForTypesAddedTokensAndPadding)
   Status s;
   const auto f = tokenizer_file(folder, "llama", 10, &s);
   ASSERT_TRUE(s.is_ok()) << s.to_string();
-  ASSERT_NE(f, nullptr);
+  ASSERT_NE(f.file, nullptr);
   EXPECT_EQ(*f->get_string("tokenizer.ggml.model"), "llama");
   const auto* tokens = f->find("tokenizer.ggml.tokens")->array();
   const auto* types = f->find("tokenizer.ggml.token_type")->array();
@@ -146,9 +156,9 @@ TEST(SentencePieceVocabTest, FollowsLlamaCppsRulesForTypesAddedTokensAndPadding)
   // gemma3 never adds the space; qwen2 ignores tokenizer.model (and, with no
   // tokenizer.json, has no tokenizer).
   const auto g = tokenizer_file(folder, "gemma3", 10, &s);
-  ASSERT_NE(g, nullptr);
+  ASSERT_NE(g.file, nullptr);
   EXPECT_FALSE(*g->find("tokenizer.ggml.add_space_prefix")->to_bool());
-  EXPECT_EQ(tokenizer_file(folder, "qwen2", 10, &s), nullptr);
+  EXPECT_EQ(tokenizer_file(folder, "qwen2", 10, &s).file, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
 }
 
@@ -158,18 +168,18 @@ TEST(SentencePieceVocabTest, RefusesUnigramModelsAndBadIds) {
   folder.added_tokens = nlohmann::json::object();
   folder.sentencepiece_model = piece("a", 0) + bytes_field(2, varint_field(3, 1));  // unigram
   Status s;
-  EXPECT_EQ(tokenizer_file(folder, "llama", 4, &s), nullptr);
+  EXPECT_EQ(tokenizer_file(folder, "llama", 4, &s).file, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
   EXPECT_NE(s.to_string().find("unigram"), std::string::npos) << s.to_string();
 
   folder.sentencepiece_model = bpe_model();
   folder.added_tokens = {{"<x>", -3}};
-  EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s), nullptr);
+  EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s).file, nullptr);
   EXPECT_EQ(s.code(), StatusCode::kCorrupt);
   folder.added_tokens = nlohmann::json::object();
   for (const char* key : {"seven", "07", "-7", ""}) {
     folder.tokenizer_config = {{"added_tokens_decoder", {{key, {{"content", "<x>"}}}}}};
-    EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s), nullptr) << key;
+    EXPECT_EQ(tokenizer_file(folder, "llama", 8, &s).file, nullptr) << key;
     EXPECT_EQ(s.code(), StatusCode::kCorrupt) << key;
   }
 }
@@ -185,7 +195,7 @@ TEST(SentencePieceVocabTest, RefusesVocabulariesTheLoaderWouldRefuse) {
     folder.sentencepiece_model = model;
     folder.tokenizer_config = tokenizer_config;
     Status s;
-    return tokenizer_file(folder, "llama", 4, &s) == nullptr && s.code() == StatusCode::kCorrupt;
+    return tokenizer_file(folder, "llama", 4, &s).file == nullptr && s.code() == StatusCode::kCorrupt;
   };
   EXPECT_FALSE(refused(piece("<unk>", 0, 2) + piece("a", -1) + trainer));               // the good one
   EXPECT_TRUE(refused(piece("a", -1) + piece("a", -2) + trainer));                      // a duplicate text
@@ -260,6 +270,18 @@ TEST(HfConfigTest, Gemma3TakesTransformersDefaultsForWhatConfigJsonLeavesOut) {
   c = gemma3_config();
   c["layer_types"] = {{"a", 1}};
   EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kCorrupt);
+  // Values the loader would refuse (found by review): refused here too.
+  for (const auto& [key, value] :
+       {std::pair{"rms_norm_eps", nlohmann::json(1.5)}, std::pair{"rms_norm_eps", nlohmann::json(1e-60)},
+        std::pair{"rope_theta", nlohmann::json(0.5)}, std::pair{"rope_local_base_freq", nlohmann::json(1.0)},
+        std::pair{"sliding_window", nlohmann::json(1 << 25)}}) {
+    c = gemma3_config();
+    c[key] = value;
+    EXPECT_EQ(parse_hf_config(c).status().code(), StatusCode::kCorrupt) << key << " " << value.dump();
+  }
+  c = gemma3_config();
+  c["use_bidirectional_attention"] = nullptr;  // null: transformers' default, not an error
+  EXPECT_TRUE(parse_hf_config(c).is_ok());
 }
 
 TEST(HfConfigTest, Gemma3RefusesWhatItsFilesCannotSay) {

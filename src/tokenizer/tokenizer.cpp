@@ -151,6 +151,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     if (strip) {  // C's isspace, as llama.cpp
       while (!raw.empty() && std::string_view(" \t\n\v\f\r").find(raw.front()) != std::string_view::npos)
         raw.remove_prefix(1);
+      strip = false;
       if (raw.empty()) continue;
     }
     if (is_spm_) {

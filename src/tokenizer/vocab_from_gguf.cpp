@@ -1,6 +1,7 @@
 #include "tokenizer/vocab_from_gguf.h"
-#include <algorithm>
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 namespace omnibus {
