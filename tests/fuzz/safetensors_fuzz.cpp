@@ -26,7 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       uint64_t sum = 0;
       for (const auto& t : (*file)->tensors())
         for (uint8_t b : t.bytes) sum += b;
-      if (sum == 1) __builtin_trap();  // never: keeps the loop
+      // Keeps the loop (a trap on sum == 1, its stand-in before, was
+      // reachable: a tensor of one byte of 1).
+      asm volatile("" : : "r"(sum) : "memory");
       return 0;
     }
     case 1: {
