@@ -7,6 +7,7 @@
 
 #include "convert/sentencepiece_model.h"
 #include "gguf/gguf_parser.h"
+#include "tokenizer/spm.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 #include "tokenizer/vocab.h"
@@ -81,18 +82,6 @@ bool looks_special(const std::string& t) {
   };
   return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" || wrapped("<|", "|>") ||
          wrapped("<\xef\xbd\x9c", "\xef\xbd\x9c>") || wrapped("<unused", ">");
-}
-
-// `s` with every `from` replaced by `to`.
-std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
-  std::string out;
-  for (size_t at = 0;;) {
-    const size_t next = s.find(from, at);
-    out.append(s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
-    if (next == std::string_view::npos) return out;
-    out.append(to);
-    at = next + from.size();
-  }
 }
 
 // What omnibus's tokenizer would refuse on loading the file (duplicate
@@ -391,7 +380,7 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, bool phi3_r
   const auto overlay = [&](int64_t id, std::string text, bool special) {
     if (!phi3_rules) {
       special = special || looks_special(text);
-      if (!special) text = replace_all(text, "\xe2\x96\x81", " ");
+      if (!special) text = tokenizer_internal::replace_spm_spaces(text);
     }
     tokens[id] = std::move(text);
     scores[id] = -1000.0f;

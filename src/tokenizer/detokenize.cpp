@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/spm.h"
 #include "tokenizer/token_attributes.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -35,21 +36,6 @@ std::string decode_byte_level(const std::string& text) {
       out += hex;
     }
     out += text + "]";
-  }
-  return out;
-}
-
-std::string replace_spm_spaces(const std::string& text) {
-  static constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    if (std::string_view(text).substr(i, kSpmSpace.size()) == kSpmSpace) {
-      out.push_back(' ');
-      i += kSpmSpace.size();
-    } else {
-      out.push_back(text[i++]);
-    }
   }
   return out;
 }

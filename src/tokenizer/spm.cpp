@@ -35,4 +35,19 @@ void spm_encode(std::string_view text, const SpmTables& tables, std::vector<int3
   }
 }
 
+std::string replace_spm_spaces(const std::string& text) {
+  static constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    if (std::string_view(text).substr(i, kSpmSpace.size()) == kSpmSpace) {
+      out.push_back(' ');
+      i += kSpmSpace.size();
+    } else {
+      out.push_back(text[i++]);
+    }
+  }
+  return out;
+}
+
 }  // namespace omnibus::tokenizer_internal

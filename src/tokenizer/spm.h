@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,5 +24,8 @@ struct SpmTables {
 };
 
 void spm_encode(std::string_view text, const SpmTables& tables, std::vector<int32_t>* out);
+
+// `text` with SentencePiece's space mark (U+2581) written as a space.
+std::string replace_spm_spaces(const std::string& text);
 
 }  // namespace omnibus::tokenizer_internal
