@@ -23,7 +23,11 @@
 //   positions: mean KL(transformers || omnibus) <= 1e-4 (measured 4e-8 to
 //   1.5e-6: the order of the sums, f16 products) and top-1 agreement >= 99%
 //   where transformers' top-2 gap is >= 0.5. Llama's Q/K rows left
-//   unpermuted measure 0.33, its llama3 rope_freqs left out 0.20.
+//   unpermuted measure 0.33, its llama3 rope_freqs left out 0.20. gpt-oss
+//   (gptoss: bf16 experts stored fused, as transformers 5 writes them;
+//   gptoss_mxfp4: MXFP4 blocks and scales, as published): the reference
+//   runs YaRN as llama.cpp does (golden.json's reference_note), and MXFP4's
+//   bars follow from its int8 activations (below).
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -217,13 +221,23 @@ TEST_P(ConvertGoldenTest, LogitsMatchTransformers) {
   EXPECT_GE(position, 200u);
   EXPECT_GE(confident * 2, static_cast<int>(position));
   EXPECT_GE(confident_agree, 0.99 * confident);
-  EXPECT_LE(mean_kl, kMaxMeanKl);
-  EXPECT_LE(relative_rms, kMaxRelativeRms);
+  // MXFP4 experts (gptoss_mxfp4): their dot products take the activations
+  // rounded to int8 (as llama.cpp's do); the bars are twice what that
+  // rounding alone does to transformers' logits, measured by the script.
+  double max_kl = kMaxMeanKl, max_rms = kMaxRelativeRms;
+  if (golden_.contains("int8_activation_error")) {
+    max_kl = 2 * golden_["int8_activation_error"]["mean_kl"].get<double>();
+    max_rms = 2 * golden_["int8_activation_error"]["relative_rms"].get<double>();
+    std::printf("  int8 activations alone: mean KL %.3e, relative RMS %.2e; bars twice these\n", max_kl / 2,
+                max_rms / 2);
+  }
+  EXPECT_LE(mean_kl, max_kl);
+  EXPECT_LE(relative_rms, max_rms);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, ConvertGoldenTest,
                          ::testing::Values("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "phi3", "gemma3",
-                                           "gemma3mm", "llama_spm", "phi3_spm"),
+                                           "gemma3mm", "llama_spm", "phi3_spm", "gptoss", "gptoss_mxfp4"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

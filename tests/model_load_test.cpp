@@ -102,6 +102,25 @@ TEST(ModelLoadTest, YarnRopeScaling) {
   EXPECT_EQ(sin[0], 0.0f);
 }
 
+// The correction range from the file's betas where it has them (gpt-oss's
+// converter writes 32 and 1; here 4 and 0.25): 16 dims, base 1e6, 1,024
+// positions fit pair i's wavelength 4 times below i = 2.15 (low: floor, 2)
+// and a quarter time below i = 3.75 (high: ceil, 4).
+TEST(ModelLoadTest, YarnBetasFromTheFile) {
+  TinyModelSpec spec;
+  spec.yarn_factor = 4;
+  spec.context_length = 4096;
+  spec.rope_base = 1e6f;
+  spec.yarn_beta_fast = 4;
+  spec.yarn_beta_slow = 0.25f;
+  auto model = try_load_tiny_model(make_tiny_model_bytes(spec));
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->config().rope.yarn_low, 2.0f);
+  EXPECT_EQ((*model)->config().rope.yarn_high, 4.0f);
+  spec.yarn_beta_fast = -1;
+  EXPECT_FALSE(try_load_tiny_model(make_tiny_model_bytes(spec)).is_ok());
+}
+
 TEST(ModelLoadTest, MissingTensorIsNamed) {
   TinyModelSpec spec;
   spec.omit_tensor = "blk.1.ffn_up.weight";

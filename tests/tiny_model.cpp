@@ -61,6 +61,8 @@ class TinyWriter {
       w_.set_string(a + ".rope.scaling.type", "yarn");
       w_.set_float32(a + ".rope.scaling.factor", s_.yarn_factor);
       w_.set_uint32(a + ".rope.scaling.original_context_length", s_.context_length / 4);
+      if (s_.yarn_beta_fast != 0) w_.set_float32(a + ".rope.scaling.yarn_beta_fast", s_.yarn_beta_fast);
+      if (s_.yarn_beta_slow != 0) w_.set_float32(a + ".rope.scaling.yarn_beta_slow", s_.yarn_beta_slow);
     }
     if (s_.longrope) {
       // Short factors near 1, long ones larger (as Phi-3.5's), the attention

@@ -59,6 +59,8 @@ struct TinyModelSpec {
   // YaRN (rope.scaling.type yarn) of this factor, original context
   // context_length / 4; 0: none.
   float yarn_factor = 0;
+  // YaRN's rope.scaling.yarn_beta_fast / _slow; 0: not written (32 and 1).
+  float yarn_beta_fast = 0, yarn_beta_slow = 0;
   std::string omit_tensor;   // leave this tensor out (to test load errors)
   std::string extra_tensor;  // add this [n_embd] tensor the architecture does not have
 };

@@ -3,8 +3,8 @@
 converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
-For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma3,
-gemma3mm, llama_spm, phi3_spm) it writes tests/golden/convert/ARCH/:
+For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gptoss,
+gptoss_mxfp4, gemma3, gemma3mm, llama_spm, phi3_spm) it writes tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
   chat_template.jinja, tokenizer.model (gemma3, gemma3mm, llama_spm,
   phi3_spm), added_tokens.json (gemma3mm, phi3_spm), ...
@@ -16,7 +16,13 @@ gemma3mm, llama_spm, phi3_spm) it writes tests/golden/convert/ARCH/:
                dimension apart from hidden / heads, qwen2moe bf16 with a
                shared expert, qwen3moe f16 with normalised routing: 4
                experts, 2 per token, phi3 bf16 with fused tensors, partial
-               rotation and longrope, gemma3 bf16: Gemma 3 text
+               rotation and longrope, gptoss bf16: gpt-oss-20b's
+               layout (sinks, alternating window layers, YaRN, 4
+               experts with biases stored fused as transformers 5 writes
+               them, a decisive router), gptoss_mxfp4: the same with the
+               experts' matrices as MXFP4 blocks and scales drawn at
+               random, as published (quantization_config mxfp4),
+               gemma3 bf16: Gemma 3 text
                (Gemma3ForCausalLM, model_type gemma3_text) with 6 layers,
                5 sliding-window (window 16) and 1 global, local RoPE
                base, q/k norms, (1 + w) norms, tied embeddings,
@@ -66,7 +72,12 @@ gemma3mm, llama_spm, phi3_spm) it writes tests/golden/convert/ARCH/:
   logits.f16   transformers' float32 logits (eager attention) at every
                teacher-forced position, float16 little-endian,
                positions x vocab (gemma3mm: Gemma3ForConditionalGeneration
-               on the token ids alone, no image).
+               on the token ids alone, no image; gptoss*: YaRN with
+               truncate true, as llama.cpp runs it, golden.json's
+               reference_note; gptoss_mxfp4: the decoded weights, and
+               golden.json's int8_activation_error, what rounding the
+               experts' inputs as ggml's MXFP4 dot product does alone
+               moves those logits by).
 
 llama.cpp's converter names the pre-tokenizer by hashing the ids of a probe
 text, which knows only published tokenizers; for these tiny ones the script
@@ -140,6 +151,13 @@ GEMMA3_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>"
                    "{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n"
                    "{% endfor %}<start_of_turn>model\n")
 
+GPT_OSS_SPECIALS = ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|start|>", "<|message|>", "<|channel|>",
+                    "<|end|>", "<|call|>", "<|constrain|>"]
+GPT_OSS_TEMPLATE = ("{% for m in messages %}<|start|>{{ m['role'] }}<|message|>{{ m['content'] }}<|end|>{% endfor %}"
+                    "<|start|>assistant")
+# transformers' FP4_VALUES (E2M1, the code's index): MXFP4's elements.
+FP4_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
 ARCHS = {
     "llama": dict(
         config=dict(COMMON, model_type="llama", tie_word_embeddings=False, rope_theta=10000.0,
@@ -192,6 +210,29 @@ ARCHS = {
         specials=["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"],
         bos="<|endoftext|>", eos="<|endoftext|>", add_bos=False, tokenizer_class="GPT2Tokenizer",
         template="{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}<|assistant|>"),
+    # gpt-oss-20b's layout (GptOssForCausalLM): biased q/k/v/o, attention sinks, window layers (16 positions) and
+    # full ones alternating, YaRN (transformers' defaults: factor 32 over 4,096 positions, truncate false), 4 experts
+    # with biases, 2 a token, the clamped SwiGLU, the o200k pre-tokenizer and harmony's special tokens. The
+    # experts as transformers 5 writes them: one tensor a matrix per layer (gate_up_proj [experts, hidden, 2 x ff],
+    # gate and up interleaved column by column; down_proj [experts, ff, hidden]), bf16.
+    "gptoss": dict(
+        config=dict(COMMON, model_type="gpt_oss", tie_word_embeddings=False, num_hidden_layers=4, head_dim=16,
+                    intermediate_size=32, num_local_experts=4, num_experts_per_tok=2, sliding_window=16,
+                    layer_types=["sliding_attention", "full_attention"] * 2, max_position_embeddings=4096),
+        dtype="bfloat16", split=O200K_SPLIT, pre="gpt-4o",
+        specials=GPT_OSS_SPECIALS, bos="<|startoftext|>", eos="<|return|>", add_bos=False,
+        template=GPT_OSS_TEMPLATE),
+    # The same layout as published (openai/gpt-oss-20b): the experts' matrices in MXFP4, *_blocks [experts, rows,
+    # columns / 32, 16] (two 4-bit codes a byte, the even column's in the low nibble) and *_scales [experts, rows,
+    # columns / 32] (E8M0), rows output-major, and config.json's quantization_config naming mxfp4. The codes and
+    # scales are drawn at random; transformers' logits are those of the same model with them dequantized.
+    "gptoss_mxfp4": dict(
+        config=dict(COMMON, model_type="gpt_oss", tie_word_embeddings=False, num_hidden_layers=4, head_dim=16,
+                    intermediate_size=32, num_local_experts=4, num_experts_per_tok=2, sliding_window=16,
+                    layer_types=["sliding_attention", "full_attention"] * 2, max_position_embeddings=4096),
+        dtype="bfloat16", split=O200K_SPLIT, pre="gpt-4o", mxfp4=True,
+        specials=GPT_OSS_SPECIALS, bos="<|startoftext|>", eos="<|return|>", add_bos=False,
+        template=GPT_OSS_TEMPLATE),
     # The ones below have a SentencePiece tokenizer.model (BPE, byte fallback), as the published checkpoints do:
     # llama.cpp's converter reads it (not tokenizer.json) and names the tokenizer "llama", pre "default" itself.
     # Gemma 3 text: GEMMA3_TEXT above.
@@ -414,7 +455,13 @@ def make_model(spec, tokenizer, out, seed):
              else cls._from_config(config, attn_implementation="eager"))
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() == 1:
+            if name.endswith(".sinks"):  # gpt-oss: one logit a head, as large as the scores it competes with
+                p.copy_(torch.randn_like(p))
+            elif name.endswith("mlp.router.weight"):  # decisive routing: int8 rounding must not flip the experts
+                p.copy_(torch.randn_like(p) * 4.0 / p.shape[-1] ** 0.5)
+            elif p.dim() == 3 and name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+                p.copy_(torch.randn_like(p) / p.shape[-2] ** 0.5)  # gpt-oss's experts are stored in x out
+            elif p.dim() == 1:
                 if "norm" in name and name.endswith("weight"):  # a vision tower's LayerNorm applies w itself
                     p.copy_((1.0 if "vision_tower" in name else spec.get("norm_center", 1.0))
                             + 0.1 * torch.randn_like(p))
@@ -430,7 +477,10 @@ def make_model(spec, tokenizer, out, seed):
                 p.copy_(torch.randn_like(p) / p.shape[0] ** 0.5)
             else:  # fan-in is the last dimension (of a stacked experts tensor too)
                 p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
+    mxfp4 = set_mxfp4_experts(model, seed) if spec.get("mxfp4") else None
     model.to(getattr(torch, spec["dtype"])).save_pretrained(out, safe_serialization=True)
+    if mxfp4 is not None:  # the published layout: the experts' matrices as MXFP4 blocks and scales
+        return write_mxfp4_experts(model, mxfp4, out)
     if spec.get("config_json"):  # the published config.json's shape where transformers 5 writes another
         config_path = out / "config.json"
         saved_config = json.loads(config_path.read_text())
@@ -452,6 +502,116 @@ def make_model(spec, tokenizer, out, seed):
     for k in state:
         assert torch.equal(state[k].float(), saved[k]), k
     return reloaded
+
+
+def set_mxfp4_experts(model, seed):
+    """Random MXFP4 codes and scales for every gpt-oss expert matrix, the
+    model's weights set to what they decode to; {parameter name: (blocks,
+    scales)} in Hugging Face's layout (rows output-major)."""
+    import torch
+
+    rng = np.random.default_rng(seed + 1)
+    lut = np.array(FP4_VALUES, dtype=np.float32)
+    packed = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if not name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+                continue
+            experts, columns, rows = p.shape  # stored in x out: the rows are the last dimension
+            codes = rng.integers(0, 16, size=(experts, rows, columns // 32, 32))
+            # 2^-5..2^-3: values of about 1 / sqrt(fan-in) for these shapes
+            scales = rng.integers(122, 125, size=(experts, rows, columns // 32)).astype(np.uint8)
+            values = lut[codes] * np.exp2(scales.astype(np.float32) - 127)[..., None]
+            p.copy_(torch.from_numpy(values.reshape(experts, rows, columns)).transpose(1, 2))
+            blocks = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+            packed[name] = (blocks, scales)
+    return packed
+
+
+def write_mxfp4_experts(model, packed, out):
+    """model.safetensors with the experts' matrices replaced by their MXFP4
+    blocks and scales, and config.json's quantization_config as published;
+    the model itself (its weights are the decoded values) in float32."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(out / "model.safetensors")
+    for name, (blocks, scales) in packed.items():
+        del tensors[name]
+        tensors[name + "_blocks"] = torch.from_numpy(blocks)
+        tensors[name + "_scales"] = torch.from_numpy(scales)
+    save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
+    config_path = out / "config.json"
+    config = json.loads(config_path.read_text())
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return model.float().eval()
+
+
+def llama_cpp_yarn(model):
+    """YaRN as llama.cpp (and omnibus) run it: the ramp between whole
+    dimensions (ggml_rope_yarn_corr_dims floors and ceils them), which
+    transformers does only with truncate true. gpt-oss's config.json says
+    false, llama.cpp's converter has no key for it, so the reference logits
+    are transformers' with truncate true (the config.json written keeps
+    false, as published). Returns a note for golden.json, or None."""
+    import torch
+
+    config = model.config
+    rope = getattr(config, "rope_parameters", None) or {}
+    if rope.get("rope_type") != "yarn" or rope.get("truncate", True):
+        return None
+    rope = dict(rope, truncate=True)
+    config.rope_parameters = rope
+    with torch.no_grad():
+        model.model.rotary_emb = type(model.model.rotary_emb)(config=config)
+    return ("logits with YaRN's truncate true, as llama.cpp runs YaRN (config.json's false is transformers' "
+            "only; llama.cpp's files have no key for it)")
+
+
+def int8_activation_error(model, sequences, exact):
+    """How far ggml's arithmetic for MXFP4 experts alone moves the logits:
+    transformers' model again with each expert's inputs rounded as ggml
+    rounds them for an MXFP4 dot product (Q8_0: blocks of 32, scale
+    max|x| / 127 stored in f16, round to nearest), against its exact
+    logits. The bar for omnibus on an MXFP4 file is a multiple of this."""
+    import torch
+    import transformers.models.gpt_oss.modeling_gpt_oss as gpt_oss
+
+    def q8_0(x):
+        blocks = x.reshape(-1, 32)
+        d = blocks.abs().max(1, keepdim=True).values / 127
+        inverse = torch.where(d > 0, 1 / d, torch.zeros_like(d))
+        return (torch.round(blocks * inverse) * d.half().float()).reshape(x.shape)
+
+    def forward(self, hidden_states, router_indices=None, routing_weights=None):
+        out = torch.zeros_like(hidden_states)
+        for e in range(self.num_experts):
+            token, slot = torch.where(router_indices == e)
+            if len(token) == 0:
+                continue
+            gate_up = q8_0(hidden_states[token]) @ self.gate_up_proj[e] + self.gate_up_proj_bias[e]
+            down = q8_0(self._apply_gate(gate_up)) @ self.down_proj[e] + self.down_proj_bias[e]
+            out.index_add_(0, token, down * routing_weights[token, slot, None])
+        return out
+
+    original = gpt_oss.GptOssExperts.forward
+    gpt_oss.GptOssExperts.forward = forward
+    try:
+        with torch.no_grad():
+            rounded = np.concatenate([model(torch.tensor([s])).logits[0].float().numpy() for s in sequences])
+    finally:
+        gpt_oss.GptOssExperts.forward = original
+    p = exact - exact.max(1, keepdims=True)
+    q = rounded - rounded.max(1, keepdims=True)
+    lp = p - np.log(np.exp(p).sum(1, keepdims=True))
+    lq = q - np.log(np.exp(q).sum(1, keepdims=True))
+    kl = (np.exp(lp) * (lp - lq)).sum(1)
+    return {"mean_kl": float(kl.mean()),
+            "relative_rms": float(np.sqrt(((rounded - exact) ** 2).sum() / (exact ** 2).sum())),
+            "note": "transformers with the experts' inputs rounded to Q8_0 as ggml's MXFP4 dot product takes them, "
+                    "against its exact logits"}
 
 
 def llama_cpp_convert(llama_cpp, folder, pre, work):
@@ -518,6 +678,7 @@ def make(arch, spec, llama_cpp, seed):
     for extra in ("generation_config.json", "special_tokens_map.json"):
         (folder / extra).unlink(missing_ok=True)
 
+    reference_note = llama_cpp_yarn(model)
     probes = [{"text": t, "ids": tokenizer(t)["input_ids"]} for t in PROBES + spec.get("probes", [])]
     ids = tokenizer("\n\n".join(texts), add_special_tokens=False)["input_ids"]
     rng = np.random.default_rng(seed)
@@ -541,6 +702,10 @@ def make(arch, spec, llama_cpp, seed):
     vocab = spec["config"].get("text_config", spec["config"])["vocab_size"]
     golden = {"vocab": vocab, "source_dtype": spec["dtype"], "probes": probes, "sequences": sequences,
               "logits_file": "logits.f16", "llama_cpp_convert": converted}
+    if reference_note:
+        golden["reference_note"] = reference_note
+    if spec.get("mxfp4"):
+        golden["int8_activation_error"] = int8_activation_error(model, [s["tokens"] for s in sequences], logits)
     (folder / "golden.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{arch}: {len(probes)} probes, {logits.shape[0]} positions, top-2 gap >= 0.5 at "
           f"{int((gaps >= 0.5).sum())}; llama.cpp wrote {len(converted['tensors'])} tensors")

@@ -32,6 +32,11 @@ constexpr Convertible kConvertible[] = {
     // multimodal 4B and up (gemma3_text_config; the vision tower left out).
     {"gemma3_text", "gemma3", false, false},
     {"gemma3", "gemma3", false, false},
+    // gpt-oss-20b and -120b: biased attention with sinks, window and full
+    // layers alternating, experts with biases (stored fused; MXFP4 in the
+    // published checkpoints: gpt_oss_experts.h), a softmax over the chosen
+    // experts' logits (the normalised weights).
+    {"gpt_oss", "gpt-oss", false, true, true, true},
 };
 
 constexpr int kMaxDim = 1 << 20;
@@ -87,6 +92,52 @@ Status parse_phi3(const nlohmann::json& config, HfModelConfig& c) {
   return Status::ok();
 }
 
+// config.json's layer_types as the period of window layers and one full
+// layer that GGUF's window models repeat: the first full layer's number + 1
+// (n_layer + 1 where no layer is full); an error where they do not repeat one.
+Result<int> window_period_of_layer_types(const nlohmann::json& config, int n_layer) {
+  if (!config["layer_types"].is_array()) return Status::corrupt("config.json's layer_types is not a list");
+  const auto& types = config["layer_types"];
+  if (types.size() != static_cast<size_t>(n_layer))
+    return Status::corrupt("config.json's layer_types does not list every layer");
+  int period = 0;
+  for (size_t i = 0; i < types.size() && period == 0; ++i)
+    if (types[i] == "full_attention") period = static_cast<int>(i) + 1;
+  if (period == 0) period = n_layer + 1;  // no full layer within the model
+  for (size_t i = 0; i < types.size(); ++i) {
+    const bool full = (i + 1) % period == 0;
+    if (types[i] != (full ? "full_attention" : "sliding_attention"))
+      return Status::unsupported(
+          "config.json's layer_types do not repeat one period of window layers and a "
+          "full layer (what a GGUF file can say)");
+  }
+  return period;
+}
+
+// gpt-oss's settings: the window (every other layer, from the first), and
+// what omnibus and llama.cpp run fixed refused where config.json says
+// otherwise: the SwiGLU's clamp (7) and slope (1.702), attention's biases.
+Status parse_gpt_oss(const nlohmann::json& config, HfModelConfig& c) {
+  OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 24));
+  if (config.contains("layer_types") && !config["layer_types"].is_null()) {
+    OMNIBUS_ASSIGN_OR_RETURN(const int period, window_period_of_layer_types(config, c.n_layer));
+    if (period != 2)
+      return Status::unsupported(
+          "config.json's layer_types do not alternate a window layer and a full one from the first layer "
+          "(what gpt-oss files are run with)");
+  }
+  for (const auto& [key, value] : {std::pair{"swiglu_limit", 7.0}, std::pair{"swiglu_alpha", 1.702}}) {
+    const auto it = config.find(key);
+    if (it != config.end() && !it->is_null() && (!it->is_number() || it->get<double>() != value))
+      return Status::unsupported(std::string("config.json's ") + key + " is " + it->dump().substr(0, 32) +
+                                 "; gpt-oss files are run with " + nlohmann::json(value).dump());
+  }
+  const auto bias = config.find("attention_bias");
+  if (bias != config.end() && *bias == false)
+    return Status::unsupported("gpt-oss without attention biases (attention_bias false)");
+  return Status::ok();
+}
+
 // Gemma 3's settings GGUF keeps (llama.cpp's Gemma3Model) and what a
 // gemma3 file cannot carry refused: its window layers' period (one full
 // layer in six unless sliding_window_pattern says otherwise), their own RoPE
@@ -99,22 +150,7 @@ Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
     OMNIBUS_ASSIGN_OR_RETURN(period, positive_int(config, "sliding_window_pattern", 4096));
   }
   if (config.contains("layer_types") && !config["layer_types"].is_null()) {
-    if (!config["layer_types"].is_array()) return Status::corrupt("config.json's layer_types is not a list");
-    const auto& types = config["layer_types"];
-    if (types.size() != static_cast<size_t>(c.n_layer))
-      return Status::corrupt("config.json's layer_types does not list every layer");
-    // The period: the first full layer's number + 1; every layer must follow it.
-    period = 0;
-    for (size_t i = 0; i < types.size() && period == 0; ++i)
-      if (types[i] == "full_attention") period = static_cast<int>(i) + 1;
-    if (period == 0) period = c.n_layer + 1;  // no full layer within the model
-    for (size_t i = 0; i < types.size(); ++i) {
-      const bool full = (i + 1) % period == 0;
-      if (types[i] != (full ? "full_attention" : "sliding_attention"))
-        return Status::unsupported(
-            "config.json's layer_types do not repeat one period of window layers and a "
-            "full layer (what a gemma3 file can say)");
-    }
+    OMNIBUS_ASSIGN_OR_RETURN(period, window_period_of_layer_types(config, c.n_layer));
   }
   c.window_period = period;
   // The window layers' base: rope_local_base_freq (transformers 4), or
@@ -206,7 +242,11 @@ Status parse_experts(const nlohmann::json& config, const Convertible& arch, HfMo
   OMNIBUS_ASSIGN_OR_RETURN(c.n_expert, positive_int_of(config, {"num_experts", "num_local_experts"}));
   OMNIBUS_ASSIGN_OR_RETURN(c.n_expert_used, positive_int(config, "num_experts_per_tok"));
   if (c.n_expert_used > c.n_expert) return Status::corrupt("num_experts_per_tok is larger than num_experts");
-  OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_expert, positive_int(config, "moe_intermediate_size"));
+  if (c.gguf_arch == "gpt-oss") {
+    c.n_ff_expert = c.n_ff;  // its experts are its only feed-forward
+  } else {
+    OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_expert, positive_int(config, "moe_intermediate_size"));
+  }
   if (config.contains("shared_expert_intermediate_size") && !config["shared_expert_intermediate_size"].is_null()) {
     OMNIBUS_ASSIGN_OR_RETURN(c.n_ff_shared_expert, positive_int(config, "shared_expert_intermediate_size"));
   }
@@ -320,6 +360,15 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
   if (rope->contains("original_max_position_embeddings") && !(*rope)["original_max_position_embeddings"].is_null()) {
     OMNIBUS_ASSIGN_OR_RETURN(c.rope_original_context, positive_int(*rope, "original_max_position_embeddings", 1 << 24));
   }
+  if (type == "yarn") {
+    // Written as llama.cpp writes them; the rest of YaRN's settings omnibus
+    // derives as llama.cpp does, and refuses where config.json sets them.
+    OMNIBUS_ASSIGN_OR_RETURN(c.yarn_beta_fast, positive_number(*rope, "beta_fast", 0.0));
+    OMNIBUS_ASSIGN_OR_RETURN(c.yarn_beta_slow, positive_number(*rope, "beta_slow", 0.0));
+    for (const char* key : {"attention_factor", "attn_factor", "extrapolation_factor", "mscale", "mscale_all_dim"})
+      if (rope->contains(key) && !(*rope)[key].is_null())
+        return Status::unsupported(std::string("YaRN's ") + key + " in config.json (omnibus derives it)");
+  }
   if (llama3) {
     OMNIBUS_ASSIGN_OR_RETURN(const double low, positive_number(*rope, "low_freq_factor", 1.0));
     OMNIBUS_ASSIGN_OR_RETURN(const double high, positive_number(*rope, "high_freq_factor", 4.0));
@@ -393,6 +442,17 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& raw) {
   OMNIBUS_ASSIGN_OR_RETURN(c.tied_embeddings, optional_bool(config, "tie_word_embeddings"));
   if (c.gguf_arch == "phi3") OMNIBUS_RETURN_IF_ERROR(parse_phi3(config, c));
   if (c.gguf_arch == "gemma3") OMNIBUS_RETURN_IF_ERROR(parse_gemma3(config, c));
+  if (c.gguf_arch == "gpt-oss") OMNIBUS_RETURN_IF_ERROR(parse_gpt_oss(config, c));
+  // A quantized checkpoint converts only as published gpt-oss is (MXFP4
+  // experts, kept as they are); others would need dequantizing first.
+  if (const auto q = config.find("quantization_config"); q != config.end() && !q->is_null()) {
+    const std::string method = q->is_object() && q->contains("quant_method") && (*q)["quant_method"].is_string()
+                                   ? (*q)["quant_method"].get<std::string>()
+                                   : std::string("?");
+    if (method != "mxfp4" || c.gguf_arch != "gpt-oss")
+      return Status::unsupported("a quantized checkpoint (quant_method " + method.substr(0, 32) +
+                                 "); of those only gpt-oss's MXFP4 converts");
+  }
   OMNIBUS_RETURN_IF_ERROR(parse_rope(config, c));
   if (arch->moe) OMNIBUS_RETURN_IF_ERROR(parse_experts(config, *arch, c));
   // The ranges the loader holds a file to (model_config.cpp), so that what
@@ -439,6 +499,7 @@ void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
     w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
     if (!c.rope_factors_long.empty()) w.set_float32(a + ".rope.scaling.attn_factor", float(c.rope_attn_factor));
   }
+  if (c.gguf_arch == "gpt-oss") w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
   if (c.gguf_arch == "gemma3") {
     w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
     w.set_float32(a + ".rope.freq_base_swa", float(c.window_rope_theta));
@@ -456,6 +517,8 @@ void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
     w.set_string(a + ".rope.scaling.type", c.rope_scaling);
     w.set_float32(a + ".rope.scaling.factor", static_cast<float>(c.rope_factor));
     if (c.rope_scaling == "yarn") w.set_uint32(a + ".rope.scaling.original_context_length", c.rope_original_context);
+    if (c.yarn_beta_fast > 0) w.set_float32(a + ".rope.scaling.yarn_beta_fast", float(c.yarn_beta_fast));
+    if (c.yarn_beta_slow > 0) w.set_float32(a + ".rope.scaling.yarn_beta_slow", float(c.yarn_beta_slow));
   }
 }
 

@@ -1,7 +1,7 @@
 // A Hugging Face config.json as the GGUF hyperparameter keys of the
 // architecture it converts to. Converts: llama (and mistral, which GGUF
-// calls llama), qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text and
-// gemma3 (its language model); anything else is refused by name.
+// calls llama), qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text,
+// gemma3 (its language model) and gpt_oss; anything else is refused by name.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,6 +30,8 @@ struct HfModelConfig {
   std::string rope_scaling = "none";
   double rope_factor = 1.0;
   int rope_original_context = 0;
+  // YaRN's correction range, written where config.json gives it (0: not given).
+  double yarn_beta_fast = 0, yarn_beta_slow = 0;
   std::vector<float> rope_freqs;  // llama3: head_dim / 2 frequency divisors
   // phi3: RoPE turns the first rope_dims of each head (partial_rotary_factor);
   // longrope's per-pair factors, past and within the original context, and
@@ -46,12 +48,12 @@ struct HfModelConfig {
   // under "language_model.", the vision tower's left out (GGUF keeps those
   // in a separate projector file).
   bool language_model_of_multimodal = false;
-  // Mixture of experts (qwen2moe, qwen3moe); n_expert is 0 in a dense model.
+  // Mixture of experts (qwen2moe, qwen3moe, gpt-oss); n_expert is 0 in a dense model.
   int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
   int n_ff_shared_expert = 0;  // qwen2moe's shared expert; 0 when there is none
 };
 
-// "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text, gemma3"
+// "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe, phi3, gemma3_text, gemma3, gpt_oss"
 std::string convertible_model_types();
 
 Result<HfModelConfig> parse_hf_config(const nlohmann::json& config);

@@ -4,6 +4,8 @@
 #include <span>
 #include <utility>
 
+#include "convert/gpt_oss_experts.h"
+
 namespace omnibus {
 namespace {
 
@@ -40,6 +42,12 @@ constexpr LayerTensor kGemma3LayerNorms[] = {
     {"post_attention_layernorm", "post_attention_norm"},
     {"pre_feedforward_layernorm", "ffn_norm"},
     {"post_feedforward_layernorm", "post_ffw_norm"},
+};
+// gpt-oss's: its norm after attention is GGUF's post_attention_norm, its
+// router mlp.router (with a bias).
+constexpr LayerTensor kGptOssLayerTensors[] = {
+    {"post_attention_layernorm", "post_attention_norm"},
+    {"mlp.router", "ffn_gate_inp", true},
 };
 // model.layers.N.mlp.experts.E.<hf>.weight: expert E's slice of blk.N.<gguf>.weight.
 constexpr std::pair<const char*, const char*> kExpertTensors[] = {
@@ -95,10 +103,23 @@ Result<std::optional<GgufTensorName>> gguf_tensor_name_unshifted(const std::stri
   const int layer = canonical_number(std::string_view(hf_name).substr(kLayers.size()), &after);
   if (layer < 0 || layer >= c.n_layer || after == end || *after != '.') return unknown(hf_name, c);
   const std::string_view rest(after + 1, end);
-  if (auto expert = expert_tensor(rest, layer, c)) return expert;
-  const std::span<const LayerTensor> gemma_norms =
-      c.gguf_arch == "gemma3" ? std::span<const LayerTensor>(kGemma3LayerNorms) : std::span<const LayerTensor>();
-  for (const std::span<const LayerTensor> table : {gemma_norms, std::span<const LayerTensor>(kLayerTensors)})
+  std::span<const LayerTensor> arch_tensors;  // before the common table
+  if (c.gguf_arch == "gpt-oss") {
+    constexpr std::string_view kExperts = "mlp.experts.";
+    if (rest.starts_with(kExperts) && is_gpt_oss_expert_part(rest.substr(kExperts.size()))) {
+      GgufTensorName out{"", layer};
+      out.expert_part = std::string(rest.substr(kExperts.size()));
+      return std::optional<GgufTensorName>(std::move(out));
+    }
+    if (rest == "self_attn.sinks")
+      return std::optional<GgufTensorName>(
+          GgufTensorName{"blk." + std::to_string(layer) + ".attn_sinks.weight", layer});
+    arch_tensors = kGptOssLayerTensors;
+  } else if (auto expert = expert_tensor(rest, layer, c)) {
+    return expert;
+  }
+  if (c.gguf_arch == "gemma3") arch_tensors = kGemma3LayerNorms;
+  for (const std::span<const LayerTensor> table : {arch_tensors, std::span<const LayerTensor>(kLayerTensors)})
     for (const auto& [hf, gguf, f32] : table) {
       const std::string_view hf_view(hf);
       if (!rest.starts_with(hf_view)) continue;

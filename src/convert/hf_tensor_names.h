@@ -22,6 +22,10 @@ struct GgufTensorName {
   // Added to every element (in the source's precision, as llama.cpp adds it
   // to the torch tensor): Gemma's norms scale by 1 + weight, GGUF's by weight.
   float shift = 0.0f;
+  // gpt-oss: which of the layer's fused expert tensors this is
+  // ("gate_up_proj_blocks", ...; gpt_oss_experts.h), `name` left empty: the
+  // layer's parts together make its expert stacks.
+  std::string expert_part = {};
 };
 
 // nullopt for tensors the GGUF file leaves out (lm_head when the

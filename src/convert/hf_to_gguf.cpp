@@ -4,10 +4,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
 
+#include "convert/element_convert.h"
+#include "convert/gpt_oss_experts.h"
 #include "convert/hf_tensor_names.h"
 #include "convert/hf_tokenizer.h"
 #include "tensor/quant.h"
@@ -15,54 +18,14 @@
 namespace omnibus {
 namespace {
 
-// general.file_type of an all-float file (llama.cpp's LLAMA_FTYPE_*).
-uint32_t file_type(DType matrices) {
+// general.file_type (llama.cpp's LLAMA_FTYPE_*): of an all-float file, or
+// MOSTLY_MXFP4_MOE where experts stay MXFP4.
+uint32_t file_type(DType matrices, bool mxfp4_experts) {
+  if (mxfp4_experts) return 38;
   switch (matrices) {
     case DType::kF32: return 0;
     case DType::kF16: return 1;
     default: return 32;  // BF16
-  }
-}
-
-DType as_dtype(SafetensorsDType t) {
-  switch (t) {
-    case SafetensorsDType::kF32: return DType::kF32;
-    case SafetensorsDType::kF16: return DType::kF16;
-    case SafetensorsDType::kBF16: return DType::kBF16;
-  }
-  return DType::kF32;
-}
-
-// Each element of `src` (of type `from`) plus `shift` as `to`: the same bits
-// where the types agree and nothing is added, else through float32 with
-// round-to-nearest-even (the tensor layer's codecs; numpy's astype and
-// torch's to() round the same way, so llama.cpp's converter too), a chunk at
-// a time. An F16 source's sum is rounded to F16 first: llama.cpp's
-// converter adds to the torch tensor as loaded, F16 or F32 (BF16 is
-// widened to F32 before).
-void convert_elements(std::span<const uint8_t> src, SafetensorsDType from, std::span<uint8_t> dst, DType to,
-                      float shift = 0.0f) {
-  const DType source_type = as_dtype(from);
-  if (source_type == to && shift == 0.0f) {
-    std::memcpy(dst.data(), src.data(), src.size());
-    return;
-  }
-  constexpr int64_t kChunk = 1 << 16;
-  std::vector<float> floats(kChunk);
-  const int64_t n = static_cast<int64_t>(src.size()) / safetensors_dtype_bytes(from);
-  const size_t in_bytes = safetensors_dtype_bytes(from), out_bytes = to == DType::kF32 ? 4 : 2;
-  for (int64_t at = 0; at < n; at += kChunk) {
-    const int64_t count = std::min(kChunk, n - at);
-    dequantize_row_ref(source_type, src.data() + at * in_bytes, floats.data(), count);
-    if (shift != 0.0f) {
-      for (int64_t i = 0; i < count; ++i) floats[i] += shift;
-      if (source_type == DType::kF16) {
-        std::vector<uint8_t> rounded(count * in_bytes);
-        quantize_row_ref(source_type, floats.data(), rounded.data(), count);
-        dequantize_row_ref(source_type, rounded.data(), floats.data(), count);
-      }
-    }
-    quantize_row_ref(to, floats.data(), dst.data() + at * out_bytes, count);
   }
 }
 
@@ -72,13 +35,20 @@ struct PlannedTensor {
   GgufTensorName gguf;
   std::vector<int64_t> dims;  // ggml order
   DType dtype;
+  // Set where the bytes come from several sources in another layout
+  // (gpt-oss's expert stacks): writes them, `sources` unused.
+  std::function<void(std::span<uint8_t>)> fill = nullptr;
 };
 
 // Each expert's bytes, converted, one after the other; a single source is
 // converted, and permuted where llama's Q/K rows need it.
 Status fill_tensor(const PlannedTensor& t, std::span<uint8_t> out) {
+  if (t.fill) {
+    t.fill(out);
+    return Status::ok();
+  }
   const size_t per_source = out.size() / t.sources.size();
-  const size_t out_bytes = t.dtype == DType::kF32 ? 4 : 2;
+  const size_t out_bytes = float_dtype_bytes(t.dtype);
   for (const SafetensorsTensor* source : t.sources)  // what plan() checked; a slip here would write out of bounds
     if (static_cast<size_t>(source->elements()) * out_bytes != per_source)
       return Status::internal(t.gguf.name + ": a source's size does not match its slice of the tensor");
@@ -134,15 +104,6 @@ std::optional<std::vector<int64_t>> expected_dims(const std::string& gguf_name, 
   return std::nullopt;
 }
 
-std::string dims_text(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) {
-    if (i > 0) s += ", ";
-    s += std::to_string(dims[i]);
-  }
-  return s + "]";
-}
-
 // token_embd and rope_freqs, then the blocks in order, then output_norm and output.
 auto file_order(const PlannedTensor& t) {
   const int group = t.gguf.layer >= 0 ? 1 : (t.gguf.name.starts_with("output") ? 2 : 0);
@@ -180,19 +141,29 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   GgufWriter& w = conv->writer_;
   add_model_keys(c, w);
   w.set_string("general.name", options.name.empty() ? checkpoint_name(dir) : options.name);
-  w.set_uint32("general.file_type", file_type(options.matrix_type));
   OMNIBUS_RETURN_IF_ERROR(add_tokenizer_keys(folder, c.gguf_arch, c.vocab_size, w).with_context("tokenizer"));
   OMNIBUS_ASSIGN_OR_RETURN(conv->checkpoint_, HfCheckpoint::open(dir));
 
   std::vector<PlannedTensor> planned;
   std::map<std::string, PlannedTensor> expert_groups;  // by GGUF name
+  // gpt-oss: each layer's fused expert tensors by part name (gpt_oss_experts.h).
+  std::vector<std::map<std::string, const SafetensorsTensor*>> fused_experts(c.n_layer);
   for (const auto& [hf_name, source] : conv->checkpoint_.tensors()) {
     OMNIBUS_ASSIGN_OR_RETURN(const std::optional<GgufTensorName> gguf, gguf_tensor_name(hf_name, c));
     if (!gguf) continue;
+    if (!gguf->expert_part.empty()) {
+      fused_experts[gguf->layer][gguf->expert_part] = source;
+      continue;
+    }
+    if (source->dtype == SafetensorsDType::kU8)
+      return Status::unsupported("tensor '" + hf_name +
+                                 "' holds bytes (U8): of those, only gpt-oss's MXFP4 expert blocks and scales convert");
     if (source->shape.empty() || source->shape.size() > 2 || source->elements() == 0)
       return Status::unsupported("tensor '" + hf_name + "' has " + std::to_string(source->shape.size()) +
                                  " dimensions or no elements; matrices and vectors convert");
-    const DType dtype = source->shape.size() == 1 || gguf->f32 ? DType::kF32 : options.matrix_type;
+    // F32 as llama.cpp keeps them: vectors, routers, and whatever is not named .weight.
+    const DType dtype =
+        source->shape.size() == 1 || gguf->f32 || !gguf->name.ends_with(".weight") ? DType::kF32 : options.matrix_type;
     if (gguf->expert >= 0) {
       PlannedTensor& group = expert_groups[gguf->name];
       if (group.sources.empty()) group = {std::vector<const SafetensorsTensor*>(c.n_expert), *gguf, {}, dtype};
@@ -214,13 +185,25 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
     group.dims.push_back(c.n_expert);
     planned.push_back(std::move(group));
   }
+  bool mxfp4_experts = false;
+  if (c.gguf_arch == "gpt-oss") {
+    for (int layer = 0; layer < c.n_layer; ++layer) {
+      OMNIBUS_ASSIGN_OR_RETURN(auto stacks, plan_gpt_oss_experts(layer, fused_experts[layer], c, options.matrix_type));
+      for (ExpertStackTensor& t : stacks) {
+        mxfp4_experts |= t.dtype == DType::kMXFP4;
+        GgufTensorName name{t.name, layer};
+        planned.push_back({{}, std::move(name), std::move(t.dims), t.dtype, std::move(t.fill)});
+      }
+    }
+  }
+  w.set_uint32("general.file_type", file_type(options.matrix_type, mxfp4_experts));
   std::vector<bool> layer_seen(c.n_layer, false);
   for (const PlannedTensor& t : planned) {
     if (t.gguf.layer >= 0) layer_seen[t.gguf.layer] = true;
     const auto want = expected_dims(t.gguf.name, c);
     if (want && *want != t.dims)
-      return Status::corrupt(t.gguf.name + " is " + dims_text(t.dims) +
-                             " in the checkpoint, but config.json makes it " + dims_text(*want) + " (columns first)");
+      return Status::corrupt(t.gguf.name + " is " + shape_text(t.dims) +
+                             " in the checkpoint, but config.json makes it " + shape_text(*want) + " (columns first)");
   }
   for (int layer = 0; layer < c.n_layer; ++layer)
     if (!layer_seen[layer])

@@ -16,7 +16,8 @@ Result<SafetensorsDType> parse_dtype(const std::string& name, const std::string&
   if (name == "F32") return SafetensorsDType::kF32;
   if (name == "F16") return SafetensorsDType::kF16;
   if (name == "BF16") return SafetensorsDType::kBF16;
-  return Status::unsupported(where + " has dtype " + name + "; F32, F16 and BF16 convert");
+  if (name == "U8") return SafetensorsDType::kU8;
+  return Status::unsupported(where + " has dtype " + name + "; F32, F16, BF16 and U8 convert");
 }
 
 // A non-negative integer that fits in int64, or an error naming `what`.
@@ -68,11 +69,27 @@ const char* safetensors_dtype_name(SafetensorsDType t) {
     case SafetensorsDType::kF32: return "F32";
     case SafetensorsDType::kF16: return "F16";
     case SafetensorsDType::kBF16: return "BF16";
+    case SafetensorsDType::kU8: return "U8";
   }
   return "?";
 }
 
-int safetensors_dtype_bytes(SafetensorsDType t) { return t == SafetensorsDType::kF32 ? 4 : 2; }
+int safetensors_dtype_bytes(SafetensorsDType t) {
+  switch (t) {
+    case SafetensorsDType::kF32: return 4;
+    case SafetensorsDType::kU8: return 1;
+    default: return 2;
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
 
 int64_t SafetensorsTensor::elements() const {
   int64_t n = 1;

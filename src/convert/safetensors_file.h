@@ -19,10 +19,13 @@
 namespace omnibus {
 
 // The element types Hugging Face checkpoints of the architectures we
-// convert hold; the integer and fp8 ones are refused by name.
-enum class SafetensorsDType { kF32, kF16, kBF16 };
+// convert hold: floats, and bytes (gpt-oss's MXFP4 blocks and scales); the
+// other integer and the fp8 ones are refused by name.
+enum class SafetensorsDType { kF32, kF16, kBF16, kU8 };
 
 const char* safetensors_dtype_name(SafetensorsDType t);
+// "[2, 64, 1, 16]": a shape (or ggml dims) for messages.
+std::string shape_text(const std::vector<int64_t>& shape);
 int safetensors_dtype_bytes(SafetensorsDType t);
 
 struct SafetensorsTensor {

@@ -22,15 +22,14 @@ void rope_angles(const RopeParams& p, int64_t pos, float* cos_out, float* sin_ou
   }
 }
 
-void set_yarn_correction_range(RopeParams& p, int64_t original_context) {
+void set_yarn_correction_range(RopeParams& p, int64_t original_context, double beta_fast, double beta_slow) {
   // The pair whose wavelength fits the original context `rotations` times.
   auto pair_of = [&](double rotations) {
     return p.rot_dims * std::log(static_cast<double>(original_context) / (rotations * 2 * M_PI)) /
            (2 * std::log(static_cast<double>(p.freq_base)));
   };
-  constexpr double kBetaFast = 32, kBetaSlow = 1;
-  p.yarn_low = static_cast<float>(std::max(0.0, std::floor(pair_of(kBetaFast))));
-  p.yarn_high = static_cast<float>(std::min(static_cast<double>(p.rot_dims - 1), std::ceil(pair_of(kBetaSlow))));
+  p.yarn_low = static_cast<float>(std::max(0.0, std::floor(pair_of(beta_fast))));
+  p.yarn_high = static_cast<float>(std::min(static_cast<double>(p.rot_dims - 1), std::ceil(pair_of(beta_slow))));
 }
 
 void apply_rope(const RopeParams& p, const float* cos, const float* sin, float* x, int n_heads, int head_dim) {

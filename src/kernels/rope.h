@@ -33,10 +33,12 @@ struct RopeParams {
 };
 
 // YaRN's correction range for `rot_dims` rotated dims, a base of
-// `freq_base` and an original context of `original_context` positions,
-// with beta_fast 32 and beta_slow 1 (llama.cpp's defaults): sets
+// `freq_base` and an original context of `original_context` positions: the
+// pairs whose wavelengths fit it beta_fast and beta_slow times (llama.cpp's
+// defaults 32 and 1; GGUF's rope.scaling.yarn_beta_fast/slow): sets
 // p.yarn_low and p.yarn_high as ggml_rope_yarn_corr_dims does.
-void set_yarn_correction_range(RopeParams& p, int64_t original_context);
+void set_yarn_correction_range(RopeParams& p, int64_t original_context, double beta_fast = 32.0,
+                               double beta_slow = 1.0);
 
 // cos and sin of each rotated pair's angle at `pos` (rot_dims / 2 each).
 void rope_angles(const RopeParams& params, int64_t pos, float* cos_out, float* sin_out);

@@ -62,7 +62,15 @@ Status read_rope(const GgufFile& f, const std::string& arch, ModelConfig& c) {
     }
     const double factor = 1.0 / c.rope.freq_scale;
     c.rope.yarn = true;
-    set_yarn_correction_range(c.rope, c.rope_original_context > 0 ? c.rope_original_context : c.n_ctx_train);
+    double beta[2] = {32.0, 1.0};  // fast, slow: llama.cpp's defaults where the file has none
+    const char* beta_keys[2] = {".rope.scaling.yarn_beta_fast", ".rope.scaling.yarn_beta_slow"};
+    for (int i = 0; i < 2; ++i) {
+      if (f.find(arch + beta_keys[i]) == nullptr) continue;
+      OMNIBUS_ASSIGN_OR_RETURN(beta[i], f.get_float(arch + beta_keys[i]));
+      if (!(beta[i] > 0.0) || !std::isfinite(beta[i])) return Status::corrupt(arch + beta_keys[i] + " must be > 0");
+    }
+    set_yarn_correction_range(c.rope, c.rope_original_context > 0 ? c.rope_original_context : c.n_ctx_train, beta[0],
+                              beta[1]);
     if (factor > 1.0) c.rope.attn_factor = static_cast<float>(c.rope.attn_factor * (1.0 + 0.1 * std::log(factor)));
   }
   return Status::ok();
