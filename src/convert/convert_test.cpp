@@ -89,6 +89,17 @@ TEST(SafetensorsFileTest, RefusesHostileFilesWithAnError) {
                          12)
                 .code(),
             StatusCode::kCorrupt);
+  // A name twice (the last entry would win).
+  const Status twice = parse_status(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},)"
+                                    R"( "a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                                    8);
+  EXPECT_EQ(twice.code(), StatusCode::kCorrupt);
+  EXPECT_NE(twice.to_string().find("'a' twice"), std::string::npos) << twice.to_string();
+  // An empty tensor where the next one starts overlaps nothing.
+  EXPECT_TRUE(parse_status(R"({"e": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},)"
+                           R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
+                           4)
+                  .is_ok());
 }
 
 HfModelConfig llama_config() {

@@ -237,6 +237,29 @@ TEST(GptOssConfigTest, ReadsThePublishedShape) {
   EXPECT_EQ(c->yarn_beta_slow, 1.0);
 }
 
+// What config.json leaves out (or sets null) takes GptOssConfig's default,
+// as transformers and llama.cpp's converter (through AutoConfig) see it.
+TEST(GptOssConfigTest, KeysLeftOutTakeTransformersDefaults) {
+  nlohmann::json config = gpt_oss_config();
+  for (const char* key : {"rope_scaling", "rope_theta", "head_dim", "sliding_window"}) config.erase(key);
+  config["rms_norm_eps"] = nullptr;
+  auto c = parse_hf_config(config);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->rope_theta, 150000.0);
+  EXPECT_EQ(c->rope_scaling, "yarn");
+  EXPECT_EQ(c->rope_factor, 32.0);
+  EXPECT_EQ(c->rope_original_context, 4096);
+  EXPECT_EQ(c->head_dim, 64);
+  EXPECT_EQ(c->rms_norm_eps, 1e-5);
+  EXPECT_EQ(c->sliding_window, 128);
+  // transformers 5's rope_parameters without its base: the default base.
+  config["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 16.0}, {"original_max_position_embeddings", 2048}};
+  c = parse_hf_config(config);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c->rope_theta, 150000.0);
+  EXPECT_EQ(c->rope_factor, 16.0);
+}
+
 TEST(GptOssConfigTest, RefusesWhatItsFilesCannotSay) {
   auto refused = [](const char* key, const nlohmann::json& value, const std::string& expect) {
     nlohmann::json config = gpt_oss_config();
@@ -251,6 +274,8 @@ TEST(GptOssConfigTest, RefusesWhatItsFilesCannotSay) {
   refused("layer_types", {"full_attention", "sliding_attention", "full_attention", "sliding_attention"}, "layer_types");
   refused("quantization_config", {{"quant_method", "fp8"}}, "quant_method fp8");
   refused("rope_scaling", {{"rope_type", "yarn"}, {"factor", 32.0}, {"attention_factor", 2.0}}, "attention_factor");
+  refused("rope_scaling", {{"rope_type", "yarn"}, {"original_max_position_embeddings", 4096}}, "without its factor");
+  refused("swiglu_limit", nullptr, "swiglu_limit is null");
   nlohmann::json qwen = {{"model_type", "qwen3"},
                          {"num_hidden_layers", 2},
                          {"hidden_size", 64},
@@ -324,6 +349,26 @@ TEST(GptOssConversionTest, RefusesDamagedCheckpointsByName) {
   }));
   EXPECT_NE(bytes_elsewhere.find("'model.layers.0.self_attn.sinks' holds bytes (U8)"), std::string::npos)
       << bytes_elsewhere;
+  // Every tensor a gpt-oss layer needs, in the shape the config gives it.
+  const std::string no_sinks = plan_error(
+      damaged_checkpoint("no_sinks", [](TensorEntry& e) { return e.name != "model.layers.3.self_attn.sinks"; }));
+  EXPECT_NE(no_sinks.find("no blk.3.attn_sinks.weight"), std::string::npos) << no_sinks;
+  const std::string column_sinks = plan_error(damaged_checkpoint("column_sinks", [](TensorEntry& e) {
+    if (e.name == "model.layers.0.self_attn.sinks") e.shape.push_back(1);
+    return true;
+  }));
+  EXPECT_NE(column_sinks.find("blk.0.attn_sinks.weight is [1, 4]"), std::string::npos) << column_sinks;
+  const std::string no_router_bias = plan_error(
+      damaged_checkpoint("no_router_bias", [](TensorEntry& e) { return e.name != "model.layers.1.mlp.router.bias"; }));
+  EXPECT_NE(no_router_bias.find("no blk.1.ffn_gate_inp.bias"), std::string::npos) << no_router_bias;
+  const std::string no_head =
+      plan_error(damaged_checkpoint("no_head", [](TensorEntry& e) { return e.name != "lm_head.weight"; }));
+  EXPECT_NE(no_head.find("no lm_head.weight"), std::string::npos) << no_head;
+  const std::string past_last_layer = plan_error(damaged_checkpoint("past_last_layer", [](TensorEntry& e) {
+    if (e.name == "model.layers.3.self_attn.sinks") e.name = "model.layers.9.self_attn.sinks";
+    return true;
+  }));
+  EXPECT_NE(past_last_layer.find("is of layer 9, but config.json has 4 layers"), std::string::npos) << past_last_layer;
 }
 
 }  // namespace

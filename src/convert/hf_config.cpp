@@ -99,7 +99,8 @@ Result<int> window_period_of_layer_types(const nlohmann::json& config, int n_lay
   if (!config["layer_types"].is_array()) return Status::corrupt("config.json's layer_types is not a list");
   const auto& types = config["layer_types"];
   if (types.size() != static_cast<size_t>(n_layer))
-    return Status::corrupt("config.json's layer_types does not list every layer");
+    return Status::corrupt("config.json's layer_types lists " + std::to_string(types.size()) +
+                           " layers, num_hidden_layers " + std::to_string(n_layer));
   int period = 0;
   for (size_t i = 0; i < types.size() && period == 0; ++i)
     if (types[i] == "full_attention") period = static_cast<int>(i) + 1;
@@ -128,7 +129,7 @@ Status parse_gpt_oss(const nlohmann::json& config, HfModelConfig& c) {
   }
   for (const auto& [key, value] : {std::pair{"swiglu_limit", 7.0}, std::pair{"swiglu_alpha", 1.702}}) {
     const auto it = config.find(key);
-    if (it != config.end() && !it->is_null() && (!it->is_number() || it->get<double>() != value))
+    if (it != config.end() && (!it->is_number() || it->get<double>() != value))
       return Status::unsupported(std::string("config.json's ") + key + " is " + it->dump().substr(0, 32) +
                                  "; gpt-oss files are run with " + nlohmann::json(value).dump());
   }
@@ -230,18 +231,65 @@ Result<nlohmann::json> gemma3_text_config(const nlohmann::json& config) {
   return merged;
 }
 
+// GptOssConfig's defaults (transformers), which llama.cpp's converter sees
+// through AutoConfig where config.json leaves a key out; rope_parameters'
+// default applies where config.json has neither it nor rope_scaling.
+const nlohmann::json& gpt_oss_defaults() {
+  static const nlohmann::json defaults = {{"vocab_size", 201088},
+                                          {"hidden_size", 2880},
+                                          {"intermediate_size", 2880},
+                                          {"num_hidden_layers", 36},
+                                          {"num_attention_heads", 64},
+                                          {"num_key_value_heads", 8},
+                                          {"head_dim", 64},
+                                          {"num_local_experts", 128},
+                                          {"num_experts_per_tok", 4},
+                                          {"max_position_embeddings", 131072},
+                                          {"rms_norm_eps", 1e-5},
+                                          {"rope_theta", 150000.0},
+                                          {"rope_parameters",
+                                           {{"rope_type", "yarn"},
+                                            {"factor", 32.0},
+                                            {"beta_fast", 32.0},
+                                            {"beta_slow", 1.0},
+                                            {"truncate", false},
+                                            {"original_max_position_embeddings", 4096}}},
+                                          {"sliding_window", 128},
+                                          {"swiglu_limit", 7.0},
+                                          {"attention_bias", true},
+                                          {"tie_word_embeddings", false}};
+  return defaults;
+}
+
+Result<nlohmann::json> gpt_oss_config(const nlohmann::json& config) {
+  for (const char* key : {"swiglu_limit", "swiglu_alpha"})  // transformers' GptOssExperts needs numbers
+    if (config.contains(key) && config[key].is_null())
+      return Status::corrupt(std::string("config.json's ") + key + " is null");
+  nlohmann::json merged = gpt_oss_defaults();
+  const auto scaling = config.find("rope_scaling");
+  if (scaling != config.end() && !scaling->is_null()) merged.erase("rope_parameters");  // transformers 4's form
+  for (const auto& [k, v] : config.items())
+    if (!v.is_null() || !merged.contains(k)) merged[k] = v;  // null: transformers' default
+  return merged;
+}
+
 // The first of `keys` config.json has, as a positive integer.
 Result<int> positive_int_of(const nlohmann::json& config, std::initializer_list<const char*> keys) {
-  for (const char* key : keys)
+  std::string names;
+  for (const char* key : keys) {
     if (config.contains(key) && !config[key].is_null()) return positive_int(config, key);
-  return Status::corrupt(std::string("config.json has no ") + *keys.begin());
+    names += (names.empty() ? "" : " or ") + std::string(key);
+  }
+  return Status::corrupt("config.json has no " + names);
 }
 
 // The experts' shape, and what omnibus's MoE block cannot run refused.
 Status parse_experts(const nlohmann::json& config, const Convertible& arch, HfModelConfig& c) {
   OMNIBUS_ASSIGN_OR_RETURN(c.n_expert, positive_int_of(config, {"num_experts", "num_local_experts"}));
   OMNIBUS_ASSIGN_OR_RETURN(c.n_expert_used, positive_int(config, "num_experts_per_tok"));
-  if (c.n_expert_used > c.n_expert) return Status::corrupt("num_experts_per_tok is larger than num_experts");
+  if (c.n_expert_used > c.n_expert)
+    return Status::corrupt("num_experts_per_tok (" + std::to_string(c.n_expert_used) +
+                           ") is larger than the number of experts (" + std::to_string(c.n_expert) + ")");
   if (c.gguf_arch == "gpt-oss") {
     c.n_ff_expert = c.n_ff;  // its experts are its only feed-forward
   } else {
@@ -355,6 +403,8 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
   c.rope_scaling = type;
   // llama.cpp's defaults where a llama3 config leaves them out.
   const bool llama3 = type == "llama3";
+  if (!llama3 && (!rope->contains("factor") || (*rope)["factor"].is_null()))
+    return Status::corrupt("RoPE scaling '" + type + "' without its factor (transformers refuses it too)");
   OMNIBUS_ASSIGN_OR_RETURN(c.rope_factor, positive_number(*rope, "factor", llama3 ? 8.0 : 1.0));
   c.rope_original_context = llama3 ? 8192 : c.context_length;
   if (rope->contains("original_max_position_embeddings") && !(*rope)["original_max_position_embeddings"].is_null()) {
@@ -404,11 +454,14 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& raw) {
   c.permute_qk = arch->permute_qk;
   // Gemma 3: transformers' defaults for what config.json leaves out, and
   // the multimodal model's language model from its text_config.
-  nlohmann::json gemma;
+  // gpt-oss: GptOssConfig's defaults likewise.
+  nlohmann::json with_defaults;
   if (c.gguf_arch == "gemma3") {
-    OMNIBUS_ASSIGN_OR_RETURN(gemma, gemma3_text_config(raw));
+    OMNIBUS_ASSIGN_OR_RETURN(with_defaults, gemma3_text_config(raw));
+  } else if (c.gguf_arch == "gpt-oss") {
+    OMNIBUS_ASSIGN_OR_RETURN(with_defaults, gpt_oss_config(raw));
   }
-  const nlohmann::json& config = c.gguf_arch == "gemma3" ? gemma : raw;
+  const nlohmann::json& config = with_defaults.is_null() ? raw : with_defaults;
   c.language_model_of_multimodal = c.model_type == "gemma3";
   OMNIBUS_ASSIGN_OR_RETURN(const bool attention_bias, optional_bool(config, "attention_bias"));
   c.attention_bias = arch->attention_bias;
@@ -448,7 +501,7 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& raw) {
   if (const auto q = config.find("quantization_config"); q != config.end() && !q->is_null()) {
     const std::string method = q->is_object() && q->contains("quant_method") && (*q)["quant_method"].is_string()
                                    ? (*q)["quant_method"].get<std::string>()
-                                   : std::string("?");
+                                   : std::string("not named as a string");
     if (method != "mxfp4" || c.gguf_arch != "gpt-oss")
       return Status::unsupported("a quantized checkpoint (quant_method " + method.substr(0, 32) +
                                  "); of those only gpt-oss's MXFP4 converts");

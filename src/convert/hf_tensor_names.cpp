@@ -101,7 +101,10 @@ Result<std::optional<GgufTensorName>> gguf_tensor_name_unshifted(const std::stri
   const char* end = hf_name.data() + hf_name.size();
   const char* after = nullptr;
   const int layer = canonical_number(std::string_view(hf_name).substr(kLayers.size()), &after);
-  if (layer < 0 || layer >= c.n_layer || after == end || *after != '.') return unknown(hf_name, c);
+  if (layer >= c.n_layer)
+    return Status::corrupt("tensor '" + hf_name + "' is of layer " + std::to_string(layer) + ", but config.json has " +
+                           std::to_string(c.n_layer) + " layers (num_hidden_layers)");
+  if (layer < 0 || after == end || *after != '.') return unknown(hf_name, c);
   const std::string_view rest(after + 1, end);
   std::span<const LayerTensor> arch_tensors;  // before the common table
   if (c.gguf_arch == "gpt-oss") {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "convert/element_convert.h"
@@ -76,32 +77,78 @@ Status check_experts(const PlannedTensor& t, int n_expert) {
   return Status::ok();
 }
 
-// The shape config.json gives each common tensor (ggml order: columns
-// first), so that a config that disagrees with its checkpoint is refused
-// here, naming both, rather than written into a file the loader refuses.
-// Expert stacks, biases and fused tensors other than phi3's are left to
-// the loader.
+// The shape config.json gives each tensor (ggml order: columns first), so
+// that a config that disagrees with its checkpoint is refused here, naming
+// both, rather than written into a file the loader refuses.
 std::optional<std::vector<int64_t>> expected_dims(const std::string& gguf_name, const HfModelConfig& c) {
+  using Dims = std::vector<int64_t>;
   const int64_t embd = c.n_embd, q = int64_t{c.n_head} * c.head_dim, kv = int64_t{c.n_head_kv} * c.head_dim;
-  if (gguf_name == "token_embd.weight" || gguf_name == "output.weight") return std::vector<int64_t>{embd, c.vocab_size};
-  if (gguf_name == "output_norm.weight") return std::vector<int64_t>{embd};
+  const int64_t experts = c.n_expert, expert_ff = c.n_ff_expert, shared_ff = c.n_ff_shared_expert;
+  if (gguf_name == "token_embd.weight" || gguf_name == "output.weight") return Dims{embd, c.vocab_size};
+  if (gguf_name == "output_norm.weight") return Dims{embd};
   const size_t dot = gguf_name.find('.', 4);  // after "blk.N"
   if (!gguf_name.starts_with("blk.") || dot == std::string::npos) return std::nullopt;
   const std::string kind = gguf_name.substr(dot + 1);
-  const bool moe = c.n_expert > 0, phi3 = c.gguf_arch == "phi3";
-  if (kind == "attn_q.weight") return std::vector<int64_t>{embd, q};
-  if (kind == "attn_k.weight" || kind == "attn_v.weight") return std::vector<int64_t>{embd, kv};
-  if (kind == "attn_qkv.weight") return std::vector<int64_t>{embd, q + 2 * kv};
-  if (kind == "attn_output.weight") return std::vector<int64_t>{q, embd};
-  if (kind == "attn_q_norm.weight" || kind == "attn_k_norm.weight") return std::vector<int64_t>{c.head_dim};
+  const bool phi3 = c.gguf_arch == "phi3";
+  if (kind == "attn_q.weight") return Dims{embd, q};
+  if (kind == "attn_k.weight" || kind == "attn_v.weight") return Dims{embd, kv};
+  if (kind == "attn_qkv.weight") return Dims{embd, q + 2 * kv};
+  if (kind == "attn_output.weight") return Dims{q, embd};
+  if (kind == "attn_q.bias") return Dims{q};
+  if (kind == "attn_k.bias" || kind == "attn_v.bias") return Dims{kv};
+  if (kind == "attn_output.bias") return Dims{embd};
+  if (kind == "attn_sinks.weight") return Dims{c.n_head};
+  if (kind == "attn_q_norm.weight" || kind == "attn_k_norm.weight") return Dims{c.head_dim};
   if (kind == "attn_norm.weight" || kind == "ffn_norm.weight" || kind == "post_attention_norm.weight" ||
       kind == "post_ffw_norm.weight")
-    return std::vector<int64_t>{embd};
-  if (moe) return std::nullopt;
-  if (kind == "ffn_gate.weight") return std::vector<int64_t>{embd, c.n_ff};
-  if (kind == "ffn_up.weight") return std::vector<int64_t>{embd, phi3 ? 2 * int64_t{c.n_ff} : c.n_ff};
-  if (kind == "ffn_down.weight") return std::vector<int64_t>{c.n_ff, embd};
+    return Dims{embd};
+  if (c.n_expert > 0) {
+    if (kind == "ffn_gate_inp.weight") return Dims{embd, experts};
+    if (kind == "ffn_gate_inp.bias") return Dims{experts};
+    if (kind == "ffn_gate_exps.weight" || kind == "ffn_up_exps.weight") return Dims{embd, expert_ff, experts};
+    if (kind == "ffn_down_exps.weight") return Dims{expert_ff, embd, experts};
+    if (kind == "ffn_gate_exps.bias" || kind == "ffn_up_exps.bias") return Dims{expert_ff, experts};
+    if (kind == "ffn_down_exps.bias") return Dims{embd, experts};
+    if (kind == "ffn_gate_shexp.weight" || kind == "ffn_up_shexp.weight") return Dims{embd, shared_ff};
+    if (kind == "ffn_down_shexp.weight") return Dims{shared_ff, embd};
+    if (kind == "ffn_gate_inp_shexp.weight") return Dims{embd, 1};
+    return std::nullopt;
+  }
+  if (kind == "ffn_gate.weight") return Dims{embd, c.n_ff};
+  if (kind == "ffn_up.weight") return Dims{embd, phi3 ? 2 * int64_t{c.n_ff} : c.n_ff};
+  if (kind == "ffn_down.weight") return Dims{c.n_ff, embd};
   return std::nullopt;
+}
+
+// What every layer must hold for the GGUF architecture to load (what
+// model.cpp binds), by kind: a checkpoint without one is refused by name
+// before anything is written.
+std::vector<std::string> required_layer_tensors(const HfModelConfig& c) {
+  const std::string& a = c.gguf_arch;
+  std::vector<std::string> kinds = {"attn_norm.weight", "attn_output.weight"};
+  auto add = [&kinds](std::initializer_list<const char*> more) { kinds.insert(kinds.end(), more.begin(), more.end()); };
+  if (a == "phi3")
+    add({"attn_qkv.weight"});
+  else
+    add({"attn_q.weight", "attn_k.weight", "attn_v.weight"});
+  if (c.attention_bias) add({"attn_q.bias", "attn_k.bias", "attn_v.bias"});
+  if (a == "qwen3" || a == "qwen3moe" || a == "gemma3") add({"attn_q_norm.weight", "attn_k_norm.weight"});
+  if (a == "gemma3")
+    add({"ffn_norm.weight", "post_attention_norm.weight", "post_ffw_norm.weight"});
+  else if (a == "gpt-oss")
+    add({"post_attention_norm.weight", "attn_output.bias", "attn_sinks.weight", "ffn_gate_inp.bias"});
+  else
+    add({"ffn_norm.weight"});
+  if (c.n_expert > 0) {
+    add({"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"});
+    if (c.n_ff_shared_expert > 0)
+      add({"ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight", "ffn_gate_inp_shexp.weight"});
+  } else if (a == "phi3") {
+    add({"ffn_up.weight", "ffn_down.weight"});
+  } else {
+    add({"ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"});
+  }
+  return kinds;
 }
 
 // token_embd and rope_freqs, then the blocks in order, then output_norm and output.
@@ -198,8 +245,10 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
   }
   w.set_uint32("general.file_type", file_type(options.matrix_type, mxfp4_experts));
   std::vector<bool> layer_seen(c.n_layer, false);
+  std::set<std::string> names;
   for (const PlannedTensor& t : planned) {
     if (t.gguf.layer >= 0) layer_seen[t.gguf.layer] = true;
+    names.insert(t.gguf.name);
     const auto want = expected_dims(t.gguf.name, c);
     if (want && *want != t.dims)
       return Status::corrupt(t.gguf.name + " is " + shape_text(t.dims) +
@@ -209,6 +258,18 @@ Result<std::unique_ptr<HfConversion>> HfConversion::plan(const std::string& dir,
     if (!layer_seen[layer])
       return Status::corrupt("config.json has " + std::to_string(c.n_layer) +
                              " layers, but the checkpoint has no tensors of layer " + std::to_string(layer));
+  const std::vector<std::string> required = required_layer_tensors(c);
+  for (int layer = 0; layer < c.n_layer; ++layer)
+    for (const std::string& kind : required)
+      if (!names.count("blk." + std::to_string(layer) + "." + kind))
+        return Status::corrupt("the checkpoint has no blk." + std::to_string(layer) + "." + kind + " (a tensor every " +
+                               c.gguf_arch + " layer needs)");
+  for (const char* global : {"token_embd.weight", "output_norm.weight"})
+    if (!names.count(global)) return Status::corrupt(std::string("the checkpoint has no ") + global);
+  if (!c.tied_embeddings && !names.count("output.weight"))
+    return Status::corrupt(
+        "config.json says the embeddings are not tied (tie_word_embeddings), but the checkpoint has no "
+        "lm_head.weight");
   std::sort(planned.begin(), planned.end(),
             [](const PlannedTensor& a, const PlannedTensor& b) { return file_order(a) < file_order(b); });
   // Tensors the config makes: llama3's rope_freqs, phi3's longrope factors.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 namespace omnibus {
 namespace {
@@ -117,8 +118,20 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::from_mapping(std::uniq
     return Status::corrupt("header length " + std::to_string(header_bytes) + " does not fit the file's " +
                            std::to_string(all.size()) + " bytes: not a safetensors file");
   const auto header_text = all.subspan(8, header_bytes);
-  const nlohmann::json header = nlohmann::json::parse(header_text.begin(), header_text.end(), nullptr, false);
+  // A name given twice would be read as its last entry (the reference
+  // reader refuses it): the parser's callback sees every key.
+  std::string repeated;
+  std::set<std::string> names;
+  const nlohmann::json::parser_callback_t on_key = [&](int depth, nlohmann::json::parse_event_t event,
+                                                       nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && !names.insert(parsed.get<std::string>()).second &&
+        repeated.empty())
+      repeated = parsed.get<std::string>();
+    return true;
+  };
+  const nlohmann::json header = nlohmann::json::parse(header_text.begin(), header_text.end(), on_key, false);
   if (header.is_discarded() || !header.is_object()) return Status::corrupt("the header is not a JSON object");
+  if (!repeated.empty()) return Status::corrupt("the header names tensor '" + repeated + "' twice");
   const std::span<const uint8_t> data = all.subspan(8 + header_bytes);
   auto out = std::unique_ptr<SafetensorsFile>(new SafetensorsFile());
   for (const auto& [name, entry] : header.items()) {
@@ -131,7 +144,9 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::from_mapping(std::uniq
             [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.bytes.data() < b.bytes.data(); });
   for (size_t i = 1; i < out->tensors_.size(); ++i) {
     const auto& prev = out->tensors_[i - 1];
-    if (prev.bytes.data() + prev.bytes.size() > out->tensors_[i].bytes.data())
+    // (An empty tensor overlaps nothing, wherever its offsets point.)
+    if (!prev.bytes.empty() && !out->tensors_[i].bytes.empty() &&
+        prev.bytes.data() + prev.bytes.size() > out->tensors_[i].bytes.data())
       return Status::corrupt("tensors '" + prev.name + "' and '" + out->tensors_[i].name + "' overlap");
   }
   out->file_ = std::move(file);

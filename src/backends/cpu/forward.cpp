@@ -43,6 +43,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
     router_exp_.resize(c.n_expert);
     moe_x_.resize(b * c.n_embd);
     moe_y_.resize(b * c.n_embd);
+    moe_gate_.resize(b * c.n_ff_expert);
     chosen_expert_.resize(b * k);
     chosen_weight_.resize(b * k);
     slot_row_.resize(b * k);
@@ -55,7 +56,7 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
   // can cost ~3 ms a MiB (the host backs it), which the first forward call
   // would otherwise pay inside its TTFT.
   for (AlignedBuffer<float>* buffer :
-       {&x_, &xn_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_, &router_logits_, &moe_x_, &moe_y_})
+       {&x_, &xn_, &q_, &k_, &v_, &attn_, &proj_, &gate_, &up_, &router_logits_, &moe_x_, &moe_y_, &moe_gate_})
     buffer->zero_fill();
   // Two sets of angles when window layers rotate with their own base.
   const size_t angle_sets = c.sliding_window > 0 ? 2 : 1;
@@ -93,7 +94,8 @@ ForwardPass::ForwardPass(std::shared_ptr<const Model> model, ThreadPool& pool, i
     thread_scratch_.resize(pool_.size());
     for (ThreadScratch& s : thread_scratch_) {
       s.rows.resize(static_cast<size_t>(decode_step_rows_max_) * std::max(c.n_embd, c.q_dim()));
-      s.matmul.reserve(decode_step_rows_max_, std::max({c.n_embd, c.q_dim(), c.n_ff}));
+      if (c.is_moe()) s.expert_rows.resize(static_cast<size_t>(decode_step_rows_max_) * c.n_embd);
+      s.matmul.reserve(decode_step_rows_max_, std::max({c.n_embd, c.q_dim(), c.n_ff, c.n_ff_expert}));
     }
   }
 }

@@ -121,8 +121,14 @@ class ForwardPass final : public ModelRunner {
   // from the router, grouped by expert; then proj_ = the weighted sum of
   // the chosen experts' MLPs of xn_.
   void route_rows(int layer, int n);
+  // route_rows after the router's logits: softmax, top-k, the rows by expert.
+  void choose_experts(int layer, int n);
   void run_experts(int layer, int n);
   void run_shared_expert(int layer, int n);
+  // Thread t of `count`'s part of route_rows and run_experts in a decode
+  // step run as one pool job (forward_moe.cpp): `normed` is the thread's
+  // copy of the n normed rows; each thread ends with its columns of proj_.
+  void moe_share(int layer, const float* normed, int n, int t, int count);
   static size_t position_runs(const BatchRow& row, int layer, PagedKvStore& kv, int64_t first, int64_t count,
                               KvRun* runs);
   void attend(int layer, std::span<const BatchRow> rows, PagedKvStore& kv);
@@ -166,6 +172,10 @@ class ForwardPass final : public ModelRunner {
   // expert_begin_[e] .. expert_begin_[e + 1]), and one expert's input and
   // output rows.
   AlignedBuffer<float> router_logits_, moe_x_, moe_y_;
+  // moe_share's second gate buffer: consecutive experts alternate, so one
+  // expert's gate/up need not wait for every thread to have read the
+  // previous one's gate rows.
+  AlignedBuffer<float> moe_gate_;
   std::vector<int32_t> chosen_expert_, slot_row_;
   std::vector<float> chosen_weight_, slot_weight_;
   std::vector<double> router_exp_;  // one row's exp(logit - max), n_expert
@@ -182,6 +192,7 @@ class ForwardPass final : public ModelRunner {
   // the attention output), and its int8 form for the matrix products.
   struct ThreadScratch {
     AlignedBuffer<float> rows;
+    AlignedBuffer<float> expert_rows;  // moe_share: the rows an expert takes, gathered
     MatmulScratch matmul;
   };
   std::vector<ThreadScratch> thread_scratch_;

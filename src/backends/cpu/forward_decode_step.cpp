@@ -19,6 +19,8 @@
 //   5. norm and quantize again, gate/up rows, SwiGLU on those same rows;
 //                                                          barrier
 //   6. the down projection's rows and their residual adds; barrier
+//   (a mixture of experts in place of 5 and 6: forward_moe.cpp's moe_share,
+//   the router's rows, the routing, and each chosen expert as 5 and 6)
 //   and last every thread norms the rows that want logits and computes its
 //   share of the vocabulary.
 //
@@ -58,7 +60,8 @@ bool decode_as_one_job_by_default() {
 bool ForwardPass::run_decode_step(std::span<const BatchRow> rows, PagedKvStore& kv, float* logits) {
   const int n = static_cast<int>(rows.size());
   if (n > decode_step_rows_max_ || !decode_as_one_job_) return false;
-  if (model_->config().is_moe()) return false;  // its experts run on the per-op path (forward_moe.cpp)
+  // A shared expert (qwen2moe) runs on the per-op path (forward_moe.cpp).
+  if (model_->config().spec->moe_shared_expert) return false;
   // Attention must take attend_chunks in every layer: plan each kind of
   // layer (global, window) once.
   const ModelConfig& c = model_->config();
@@ -145,9 +148,13 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
           rotate_output_back(mine, n);
           attn = mine;
           break;
-        case BlockStage::kAttnOutput: project_share(l.wo, attn, proj_.data(), ShareSplit::kEachTarget); break;
+        case BlockStage::kAttnOutput:
+          project_share(l.wo, attn, proj_.data(), ShareSplit::kEachTarget);
+          if (l.bo != nullptr)  // this thread's columns, which it projected
+            for (int i = 0; i < n; ++i) add_f32(l.bo + e0, proj_.data() + i * d + e0, e1 - e0);
+          break;
         case BlockStage::kDown: project_share(l.w_down, gate_.data(), proj_.data(), ShareSplit::kEachTarget); break;
-        case BlockStage::kMoe: break;  // not taken: run_decode_step leaves MoE models to the per-op path
+        case BlockStage::kMoe: moe_share(layer, mine, n, t, count); break;
         case BlockStage::kPostAttnNorm:
         case BlockStage::kPostFfnNorm:
           pool_.sync(t);  // the whole proj row

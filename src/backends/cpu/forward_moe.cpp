@@ -12,11 +12,15 @@ namespace omnibus {
 
 void ForwardPass::route_rows(int layer, int n) {
   ProfileScope scope(profiler_, ProfileOp::kMoeRouting);
+  matmul(kernels_, model_->weights().layers[layer].router, xn_.data(), n, router_logits_.data(), &pool_);
+  choose_experts(layer, n);
+}
+
+void ForwardPass::choose_experts(int layer, int n) {
   const ModelConfig& c = model_->config();
   const int n_expert = c.n_expert, k = c.n_expert_used;
   float* logits = router_logits_.data();
   const LayerWeights& l = model_->weights().layers[layer];
-  matmul(kernels_, l.router, xn_.data(), n, logits, &pool_);
   std::fill(expert_rows_.begin(), expert_rows_.end(), 0);
   for (int i = 0; i < n; ++i) {
     float* p = logits + int64_t{i} * n_expert;
@@ -100,6 +104,79 @@ void ForwardPass::run_experts(int layer, int n) {
                proj_.data() + int64_t{slot_row_[begin + s]} * d, d);
   }
   if (l.shared_expert_gate != nullptr) run_shared_expert(layer, n);
+}
+
+// As route_rows and run_experts, each thread computing its share of every
+// matrix product (matmul_share: the same values as matmul's) and the
+// element-wise work on the columns it computed, so the logits are
+// bit-identical to the per-op path's. Barriers: after the router (every
+// thread's experts' logits), after the routing (thread 0's), and one an
+// expert (its down projection reads every thread's gate rows). Models
+// with a shared expert stay on the per-op path (run_decode_step).
+void ForwardPass::moe_share(int layer, const float* normed, int n, int t, int count) {
+  const ModelConfig& c = model_->config();
+  const LayerWeights& l = model_->weights().layers[layer];
+  const int64_t d = c.n_embd, ff = c.n_ff_expert;
+  Profiler* profiler = t == 0 ? profiler_ : nullptr;
+  ThreadScratch& own = thread_scratch_[t];
+  {
+    ProfileScope scope(profiler, ProfileOp::kMoeRouting);
+    const MatmulTarget router{&l.router, router_logits_.data()};
+    matmul_share(kernels_, std::span(&router, 1), normed, n, t, count, ShareSplit::kAcrossTargets, &own.matmul);
+    pool_.sync(t);
+    if (t == 0) choose_experts(layer, n);
+    pool_.sync(t);
+  }
+  // This thread's output columns and gate/up rows (ShareSplit::kEachTarget's split).
+  const std::pair<int64_t, int64_t> columns = matmul_share_rows(d, t, count), rows = matmul_share_rows(ff, t, count);
+  const int64_t e0 = columns.first, e1 = columns.second, f0 = rows.first, f1 = rows.second;
+  for (int i = 0; i < n; ++i) std::fill(proj_.data() + i * d + e0, proj_.data() + i * d + e1, 0.0f);
+  bool second_gate = false;
+  for (int e = 0; e < c.n_expert; ++e) {
+    const int64_t begin = expert_begin_[e], m = expert_begin_[e + 1] - begin;
+    if (m == 0) continue;  // never read
+    // The expert's rows: all of them, in order, as they are; else gathered.
+    const float* x = normed;
+    if (m != n) {
+      for (int64_t s = 0; s < m; ++s)
+        std::memcpy(own.expert_rows.data() + s * d, normed + int64_t{slot_row_[begin + s]} * d, sizeof(float) * d);
+      x = own.expert_rows.data();
+    }
+    float* gate = second_gate ? moe_gate_.data() : gate_.data();
+    second_gate = !second_gate;
+    {
+      ProfileScope scope(profiler, ProfileOp::kFfnGateUp);
+      const MatmulTarget gate_up[] = {{&l.expert_gate[e], gate}, {&l.expert_up[e], up_.data()}};
+      matmul_share(kernels_, gate_up, x, m, t, count, ShareSplit::kEachTarget, &own.matmul);
+    }
+    {
+      ProfileScope scope(profiler, ProfileOp::kFfnActivation);
+      for (int64_t s = 0; s < m; ++s) {
+        float* g = gate + s * ff + f0;
+        float* u = up_.data() + s * ff + f0;
+        if (l.expert_gate_bias != nullptr) {
+          add_f32(l.expert_gate_bias + e * ff + f0, g, f1 - f0);
+          add_f32(l.expert_up_bias + e * ff + f0, u, f1 - f0);
+        }
+        if (c.spec->ffn_activation == FfnActivation::kSwigluOai)
+          swiglu_oai(g, u, f1 - f0);
+        else
+          swiglu(kernels_, g, u, f1 - f0);
+      }
+      pool_.sync(t);  // the down projection reads every thread's gate rows
+    }
+    {
+      ProfileScope scope(profiler, ProfileOp::kFfnDown);
+      const MatmulTarget down{&l.expert_down[e], moe_y_.data()};
+      matmul_share(kernels_, std::span(&down, 1), gate, m, t, count, ShareSplit::kEachTarget, &own.matmul);
+    }
+    ProfileScope scope(profiler, ProfileOp::kResidual);
+    for (int64_t s = 0; s < m; ++s) {
+      float* y = moe_y_.data() + s * d + e0;
+      if (l.expert_down_bias != nullptr) add_f32(l.expert_down_bias + e * d + e0, y, e1 - e0);
+      axpy_f32(kernels_, slot_weight_[begin + s], y, proj_.data() + int64_t{slot_row_[begin + s]} * d + e0, e1 - e0);
+    }
+  }
 }
 
 // The shared expert, after the routed ones: every row, scaled by the
