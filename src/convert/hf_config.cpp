@@ -188,6 +188,13 @@ Status parse_gemma3(const nlohmann::json& config, HfModelConfig& c) {
   return Status::ok();
 }
 
+// `merged` with config.json's values over it; a null value keeps the
+// default (as transformers reads a null).
+void overlay(nlohmann::json& merged, const nlohmann::json& config) {
+  for (const auto& [k, v] : config.items())
+    if (!v.is_null() || !merged.contains(k)) merged[k] = v;
+}
+
 // Gemma3TextConfig's defaults (transformers), which llama.cpp's converter
 // sees through AutoConfig where a config.json leaves a key out (Gemma 3's
 // multimodal configs leave most of the language model's out).
@@ -225,8 +232,7 @@ Result<nlohmann::json> gemma3_text_config(const nlohmann::json& config) {
       if (k != "text_config" && k != "vision_config") merged[k] = v;
     text = &*it;
   }
-  for (const auto& [k, v] : text->items())
-    if (!v.is_null() || !merged.contains(k)) merged[k] = v;  // null: transformers' default
+  overlay(merged, *text);
   merged["model_type"] = "gemma3_text";
   return merged;
 }
@@ -268,8 +274,7 @@ Result<nlohmann::json> gpt_oss_config(const nlohmann::json& config) {
   nlohmann::json merged = gpt_oss_defaults();
   const auto scaling = config.find("rope_scaling");
   if (scaling != config.end() && !scaling->is_null()) merged.erase("rope_parameters");  // transformers 4's form
-  for (const auto& [k, v] : config.items())
-    if (!v.is_null() || !merged.contains(k)) merged[k] = v;  // null: transformers' default
+  overlay(merged, config);
   return merged;
 }
 
