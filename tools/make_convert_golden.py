@@ -4,7 +4,7 @@ converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
 For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gptoss,
-gptoss_mxfp4, gemma3, gemma3mm, llama_spm, phi3_spm) it writes tests/golden/convert/ARCH/:
+gptoss_mxfp4, gemma3, gemma3mm, llama_spm, llama_hfspm, phi3_spm) it writes tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
   chat_template.jinja, tokenizer.model (gemma3, gemma3mm, llama_spm,
   phi3_spm), added_tokens.json (gemma3mm, phi3_spm), ...
@@ -35,6 +35,8 @@ gptoss_mxfp4, gemma3, gemma3mm, llama_spm, phi3_spm) it writes tests/golden/conv
                vision_tower.vision_model.*, multi_modal_projector.*) and
                eos_token_id [1, 6] at the top level,
                llama_spm f16: Llama 2 / Mistral 7B v0.1 style,
+               llama_hfspm: the same without its tokenizer.model
+               (tokenizer.json alone, as transformers 5 saves it),
                phi3_spm f32: Phi-3-mini-4k's layout: fused tensors,
                full rotation, no RoPE scaling (config.json as published:
                rope_scaling null, rope_theta at the top level), a
@@ -279,6 +281,26 @@ ARCHS = {
         dtype="float16", pre=None,
         spm=dict(add_dummy_prefix=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
         tokenizer_class="LlamaTokenizer", add_bos=True,
+        probes=["[INST] hi [/INST] ok</s>", "<s> x</s><unk>"],
+        template="{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] {{ m['content'] }} "
+                 "[/INST]{% else %} {{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}"),
+    # The same checkpoint saved without its tokenizer.model, as transformers 5 saves a SentencePiece tokenizer:
+    # tokenizer.json alone (BPE with byte fallback, a Metaspace pre-tokenizer). llama.cpp's converter then reads
+    # it through transformers (_set_vocab_llama_hf), scoring every token -1000 and writing 400 tokens for the 416
+    # rows; omnibus scores by merge rank and pads (src/convert/hf_spm_json.cpp). The reference ids are llama.cpp's
+    # from the tokenizer.model conversion (llama_cpp_ids); llama.cpp's own from this folder are kept beside them
+    # (llama_cpp_hf_ids), as are the keys omnibus writes otherwise on purpose (departures).
+    "llama_hfspm": dict(
+        config=dict(COMMON, vocab_size=SPM_MODEL_VOCAB, model_type="llama", tie_word_embeddings=False,
+                    rope_theta=10000.0),
+        dtype="float16", pre=None,
+        spm=dict(add_dummy_prefix=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
+        tokenizer_class="LlamaTokenizer", add_bos=True, drop_tokenizer_model=True,
+        departures={"tokenizer.ggml.tokens": "padded with [PADn] to the embedding's 416 rows (llama.cpp's 400 "
+                                              "tokens do not load)",
+                    "tokenizer.ggml.scores": "minus the rank of the merge making each token (llama.cpp: -1000 for "
+                                              "all, which merges leftmost first)",
+                    "tokenizer.ggml.token_type": "the pads' type"},
         probes=["[INST] hi [/INST] ok</s>", "<s> x</s><unk>"],
         template="{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] {{ m['content'] }} "
                  "[/INST]{% else %} {{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}"),
@@ -699,11 +721,19 @@ def make(arch, spec, llama_cpp, seed):
         if "spm" in spec:  # GGUF's llama tokenizer: what llama.cpp itself gives
             for probe in probes:
                 probe["llama_cpp_ids"] = llama_cpp_token_ids(llama_cpp, Path(work) / "llama.gguf", probe["text"])
+    if spec.get("drop_tokenizer_model"):  # tokenizer.json alone: llama.cpp's conversion of that
+        (folder / "tokenizer.model").unlink()
+        with tempfile.TemporaryDirectory() as work:
+            converted = llama_cpp_convert(llama_cpp, folder, spec["pre"], Path(work))
+            for probe in probes:
+                probe["llama_cpp_hf_ids"] = llama_cpp_token_ids(llama_cpp, Path(work) / "llama.gguf", probe["text"])
     vocab = spec["config"].get("text_config", spec["config"])["vocab_size"]
     golden = {"vocab": vocab, "source_dtype": spec["dtype"], "probes": probes, "sequences": sequences,
               "logits_file": "logits.f16", "llama_cpp_convert": converted}
     if reference_note:
         golden["reference_note"] = reference_note
+    if spec.get("departures"):
+        golden["departures"] = spec["departures"]
     if spec.get("mxfp4"):
         golden["int8_activation_error"] = int8_activation_error(model, [s["tokens"] for s in sequences], logits)
     (folder / "golden.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

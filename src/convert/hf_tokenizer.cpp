@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "convert/hf_tokenizer_internal.h"
 #include "convert/sentencepiece_model.h"
 #include "gguf/gguf_parser.h"
 #include "tokenizer/spm.h"
@@ -13,6 +14,9 @@
 #include "tokenizer/vocab.h"
 
 namespace omnibus {
+
+using namespace hf_tokenizer_internal;  // NOLINT(google-build-using-namespace): this file's own helpers
+
 namespace {
 
 // The Split regexes of the pre-tokenizers we run (tokenizer/pretokenizer.cpp),
@@ -44,6 +48,10 @@ bool is_byte_level(const nlohmann::json& p, bool use_regex) {
   return p.is_object() && p.value("type", "") == "ByteLevel" && p.value("use_regex", true) == use_regex &&
          !p.value("add_prefix_space", false);
 }
+
+}  // namespace
+
+namespace hf_tokenizer_internal {
 
 // A short description of a JSON value for an error message: its "type"
 // (and a Sequence's members' types, one level down), never a dump or a
@@ -102,6 +110,10 @@ Status check_vocabulary(const VocabData& vocab, bool sentencepiece) {
   return Status::ok();
 }
 
+}  // namespace hf_tokenizer_internal
+
+namespace {
+
 constexpr int kSentencePieceBpe = 2;  // TrainerSpec.model_type
 
 // Whether llama.cpp's converter reads tokenizer.model before tokenizer.json
@@ -113,12 +125,20 @@ bool prefers_sentencepiece(const std::string& gguf_arch, const nlohmann::json& t
   return gguf_arch == "llama" || gguf_arch == "gemma3";
 }
 
+}  // namespace
+
+namespace hf_tokenizer_internal {
+
 Result<std::string> merge_text(const nlohmann::json& m) {
   if (m.is_string()) return m.get<std::string>();
   if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
     return m[0].get<std::string>() + " " + m[1].get<std::string>();
   return Status::corrupt("tokenizer.json has a merge that is neither \"a b\" nor [\"a\", \"b\"]: " + describe(m));
 }
+
+}  // namespace hf_tokenizer_internal
+
+namespace {
 
 Result<std::string> recognise_pre_tokenizer_unchecked(const nlohmann::json& pre) {
   if (is_byte_level(pre, true)) return std::string("gpt2");
@@ -152,7 +172,7 @@ Result<std::string> recognise_pre_tokenizer(const nlohmann::json& pre) {
   }
 }
 
-namespace {
+namespace hf_tokenizer_internal {
 
 // What llama.cpp's SpecialVocab writes beside any vocabulary: the special
 // token ids, whether BOS/EOS are added, the chat template. `n` tokens.
@@ -245,6 +265,41 @@ Status add_special_token_keys(const HfFolder& files, int64_t n, GgufWriter& w) {
   return Status::ok();
 }
 
+// A finished llama-tokenizer (SentencePiece) vocabulary: checked, written,
+// then the special token keys.
+Status write_llama_vocabulary(const HfFolder& files, std::vector<std::string> tokens, std::vector<float> scores,
+                              std::vector<int32_t> types, bool prepends_space, GgufWriter& w) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (static_cast<uint64_t>(n) * 3 > kGgufMaxMetadataElements)
+    return Status::unsupported("a vocabulary of " + std::to_string(n) + " tokens is more than GGUF readers take (" +
+                               std::to_string(kGgufMaxMetadataElements) + " array elements in all)");
+  VocabData vocab;
+  vocab.model = "llama";
+  vocab.pre = "default";
+  vocab.tokens = std::move(tokens);
+  vocab.scores = std::move(scores);
+  vocab.token_types = std::move(types);
+  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab, /*sentencepiece=*/true));
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string("tokenizer.ggml.pre", "default");
+  w.set_string_array("tokenizer.ggml.tokens", vocab.tokens);
+  w.set_float32_array("tokenizer.ggml.scores", vocab.scores);
+  w.set_int32_array("tokenizer.ggml.token_type", vocab.token_types);
+  // A model trained without the leading space (add_dummy_prefix false) is
+  // run without it, unless tokenizer_config.json says (add_prefix_space,
+  // written by the caller as llama.cpp writes it); llama.cpp's converter
+  // leaves the key out, and GGUF's llama tokenizer then adds the space the
+  // model never saw.
+  const nlohmann::json& config = files.tokenizer_config;
+  const bool said = config.contains("add_prefix_space") && config["add_prefix_space"].is_boolean();
+  if (!prepends_space && !said) w.set_bool("tokenizer.ggml.add_space_prefix", false);
+  return add_special_token_keys(files, n, w);
+}
+
+}  // namespace hf_tokenizer_internal
+
+namespace {
+
 // tokenizer.json's byte-level BPE (llama.cpp's _set_vocab_gpt2).
 Status add_bpe_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
   const nlohmann::json& tok = files.tokenizer;
@@ -256,8 +311,8 @@ Status add_bpe_keys(const HfFolder& files, int vocab_size, GgufWriter& w) {
                                "; byte-level BPE converts");
   if (model.contains("byte_fallback") && model["byte_fallback"].is_boolean() && model["byte_fallback"].get<bool>())
     return Status::unsupported(
-        "tokenizer.json is a BPE with byte fallback (SentencePiece style); byte-level BPE "
-        "converts");
+        "tokenizer.json is a BPE with byte fallback (SentencePiece style), which converts without its "
+        "tokenizer.model for llama/mistral only; byte-level BPE converts");
   OMNIBUS_ASSIGN_OR_RETURN(
       const std::string pre,
       recognise_pre_tokenizer(tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : nlohmann::json()));
@@ -415,31 +470,7 @@ Status add_sentencepiece_keys(const HfFolder& files, int vocab_size, bool phi3_r
     }
   }
 
-  if (tokens.size() * 3 > kGgufMaxMetadataElements)
-    return Status::unsupported("a vocabulary of " + std::to_string(tokens.size()) +
-                               " tokens is more than GGUF readers take (" + std::to_string(kGgufMaxMetadataElements) +
-                               " array elements in all)");
-  VocabData vocab;
-  vocab.model = "llama";
-  vocab.pre = "default";
-  vocab.tokens = tokens;
-  vocab.scores = scores;
-  vocab.token_types = types;
-  OMNIBUS_RETURN_IF_ERROR(check_vocabulary(vocab, /*sentencepiece=*/true));
-  w.set_string("tokenizer.ggml.model", "llama");
-  w.set_string("tokenizer.ggml.pre", "default");
-  w.set_string_array("tokenizer.ggml.tokens", tokens);
-  w.set_float32_array("tokenizer.ggml.scores", scores);
-  w.set_int32_array("tokenizer.ggml.token_type", types);
-  // A model trained without the leading space (add_dummy_prefix false) is
-  // run without it, unless tokenizer_config.json says (add_prefix_space,
-  // written by the caller as llama.cpp writes it); llama.cpp's converter
-  // leaves the key out, and GGUF's llama tokenizer then adds the space the
-  // model never saw.
-  const nlohmann::json& config = files.tokenizer_config;
-  const bool said = config.contains("add_prefix_space") && config["add_prefix_space"].is_boolean();
-  if (!spm.add_dummy_prefix && !said) w.set_bool("tokenizer.ggml.add_space_prefix", false);
-  return add_special_token_keys(files, n, w);
+  return write_llama_vocabulary(files, std::move(tokens), std::move(scores), std::move(types), spm.add_dummy_prefix, w);
 }
 
 }  // namespace
@@ -456,6 +487,10 @@ Status add_tokenizer_keys(const HfFolder& files, const std::string& gguf_arch, i
       if (gguf_arch == "gemma3") w.set_bool("tokenizer.ggml.add_space_prefix", false);
       return Status::ok();
     }
+    // A SentencePiece BPE without its tokenizer.model (llama.cpp's
+    // LlamaModel falls back to tokenizer.json likewise).
+    if (gguf_arch == "llama" && is_sentencepiece_json(files.tokenizer))
+      return add_sentencepiece_json_keys(files, vocab_size, w);
     return add_bpe_keys(files, vocab_size, w);
   } catch (const nlohmann::json::exception& e) {
     return Status::corrupt(std::string("a tokenizer file (tokenizer.json, tokenizer_config.json, added_tokens.json) "

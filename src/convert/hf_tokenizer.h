@@ -3,8 +3,9 @@
 // token ids config.json names) as the
 // GGUF tokenizer keys llama.cpp's converter writes: byte-level BPE from
 // tokenizer.json (Llama 3, Qwen2/3, SmolLM2, GPT-2 style), or a
-// SentencePiece BPE from tokenizer.model (Llama 2, Mistral, Gemma); a
-// SentencePiece-style tokenizer.json without its tokenizer.model is refused.
+// SentencePiece BPE from tokenizer.model (Llama 2, Mistral, Gemma), or for
+// llama/mistral from a SentencePiece-style tokenizer.json without it
+// (hf_spm_json.cpp).
 //
 // tokenizer.ggml.pre is recognised from tokenizer.json's pre_tokenizer itself
 // (the Split regex, or GPT-2's and SmolLM's byte-level settings), where
