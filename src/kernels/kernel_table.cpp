@@ -50,6 +50,15 @@ constexpr KernelTable kScalar{
     .attention_fallback = nullptr,
 };
 
+// A copy of table `t` under another ISA's name and CPU check (the tables
+// that differ from their base in a kernel or two).
+constexpr KernelTable with(KernelTable t, Isa isa, const char* name, bool (*runs_on)(const CpuFeatures&)) {
+  t.isa = isa;
+  t.name = name;
+  t.runs_on = runs_on;
+  return t;
+}
+
 #if !defined(OMNIBUS_NO_AVX2_BUILD)
 
 // The AVX2+FMA+F16C kernels every SIMD table starts from.
@@ -77,13 +86,6 @@ constexpr KernelTable kAvx2{
     .attention_lanes = 8,
     .attention_fallback = &kScalar,
 };
-
-constexpr KernelTable with(KernelTable t, Isa isa, const char* name, bool (*runs_on)(const CpuFeatures&)) {
-  t.isa = isa;
-  t.name = name;
-  t.runs_on = runs_on;
-  return t;
-}
 
 #if !defined(OMNIBUS_NO_AVXVNNI_BUILD)
 constexpr KernelTable avxvnni_table() {
@@ -165,10 +167,7 @@ bool neondot_cpu(const CpuFeatures& c) { return c.neon_dotprod; }
 // With the dot-product extension: the row-layout int8 matmuls by sdot (the
 // same integers, so the neon table's bits); the rest is neon's.
 constexpr KernelTable neondot_table() {
-  KernelTable t = kNeon;
-  t.isa = Isa::kNeonDotprod;
-  t.name = "neon-dotprod";
-  t.runs_on = neondot_cpu;
+  KernelTable t = with(kNeon, Isa::kNeonDotprod, "neon-dotprod", neondot_cpu);
   t.rows_q8 = md::rows_neondot_q8;
   return t;
 }
@@ -179,10 +178,7 @@ bool neoni8mm_cpu(const CpuFeatures& c) { return c.neon_dotprod && c.neon_i8mm; 
 // With the int8 matrix multiply as well: batches of four x rows by smmla
 // (the same integers again); single rows by sdot, as neon-dotprod's.
 constexpr KernelTable neoni8mm_table() {
-  KernelTable t = kNeonDotprod;
-  t.isa = Isa::kNeonI8mm;
-  t.name = "neon-i8mm";
-  t.runs_on = neoni8mm_cpu;
+  KernelTable t = with(kNeonDotprod, Isa::kNeonI8mm, "neon-i8mm", neoni8mm_cpu);
   t.rows_q8 = md::rows_neoni8mm_q8;
   return t;
 }
