@@ -95,11 +95,18 @@ TEST(SafetensorsFileTest, RefusesHostileFilesWithAnError) {
                                     8);
   EXPECT_EQ(twice.code(), StatusCode::kCorrupt);
   EXPECT_NE(twice.to_string().find("'a' twice"), std::string::npos) << twice.to_string();
-  // An empty tensor where the next one starts overlaps nothing.
+  // An empty tensor where the next one starts overlaps nothing, and hides
+  // no overlap of the tensors around it.
   EXPECT_TRUE(parse_status(R"({"e": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},)"
                            R"( "b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})",
                            4)
                   .is_ok());
+  EXPECT_EQ(parse_status(R"({"a": {"dtype": "F32", "shape": [25], "data_offsets": [0, 100]},)"
+                         R"( "e": {"dtype": "F32", "shape": [0], "data_offsets": [50, 50]},)"
+                         R"( "b": {"dtype": "F32", "shape": [25], "data_offsets": [60, 160]}})",
+                         160)
+                .code(),
+            StatusCode::kCorrupt);
 }
 
 HfModelConfig llama_config() {

@@ -15,7 +15,8 @@ DType float_dtype(SafetensorsDType t);
 // Bytes a converted element takes: F32 4, F16 and BF16 2.
 inline size_t float_dtype_bytes(DType t) { return t == DType::kF32 ? 4 : 2; }
 
-// Each element of `src` (of float type `from`) plus `shift` as `to`: the
+// Each element of `src` (of float type `from`: F32, F16 or BF16; U8
+// sources never reach here) plus `shift` as `to`: the
 // same bits where the types agree and nothing is added, else through
 // float32 with round-to-nearest-even (the tensor layer's codecs; numpy's
 // astype and torch's to() round the same way, so llama.cpp's converter

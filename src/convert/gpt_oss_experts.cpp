@@ -1,5 +1,6 @@
 #include "convert/gpt_oss_experts.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "convert/element_convert.h"
@@ -24,17 +25,28 @@ struct FloatView {
   int64_t expert_stride, row_stride, column_stride, offset;
 };
 
+// A block of output rows at a time, gathered column by column (a column's
+// rows lie next to each other in the source: stored transposed), so the
+// reads walk the source in order instead of striding across it per element;
+// then the block's rows, contiguous in the output, converted in one call.
 void fill_floats(const FloatView& v, DType to, std::span<uint8_t> out) {
+  constexpr int64_t kRowBlock = 64;
   const size_t in_bytes = safetensors_dtype_bytes(v.source->dtype), out_bytes = float_dtype_bytes(to);
-  std::vector<uint8_t> row(v.columns * in_bytes);
+  std::vector<uint8_t> block(static_cast<size_t>(std::min(kRowBlock, v.rows) * v.columns) * in_bytes);
   const uint8_t* src = v.source->bytes.data();
   for (int64_t e = 0; e < v.experts; ++e)
-    for (int64_t r = 0; r < v.rows; ++r) {
-      const int64_t first = e * v.expert_stride + r * v.row_stride + v.offset;
-      for (int64_t col = 0; col < v.columns; ++col)
-        std::memcpy(row.data() + col * in_bytes, src + (first + col * v.column_stride) * in_bytes, in_bytes);
-      const int64_t at = (e * v.rows + r) * v.columns;
-      convert_elements(row, v.source->dtype, out.subspan(at * out_bytes, v.columns * out_bytes), to);
+    for (int64_t r0 = 0; r0 < v.rows; r0 += kRowBlock) {
+      const int64_t rows = std::min(kRowBlock, v.rows - r0);
+      for (int64_t col = 0; col < v.columns; ++col) {
+        const int64_t first = e * v.expert_stride + r0 * v.row_stride + col * v.column_stride + v.offset;
+        for (int64_t r = 0; r < rows; ++r)
+          std::memcpy(block.data() + (r * v.columns + col) * in_bytes, src + (first + r * v.row_stride) * in_bytes,
+                      in_bytes);
+      }
+      const size_t elements = static_cast<size_t>(rows * v.columns);
+      convert_elements(
+          std::span<const uint8_t>(block.data(), elements * in_bytes), v.source->dtype,
+          out.subspan(static_cast<size_t>((e * v.rows + r0) * v.columns) * out_bytes, elements * out_bytes), to);
     }
 }
 

@@ -102,7 +102,8 @@ class GptOssExpertsTest : public ::testing::Test {
 // in the even columns; down_proj [experts, ff, hidden]; both transposed
 // against GGUF's rows.
 TEST_F(GptOssExpertsTest, FloatExpertsAreSplitAndTransposed) {
-  const int64_t E = 2, H = 3, I = 2;
+  const int64_t E = 2, H = 3, I = 70;  // gate/up: two blocks of rows (fill_floats gathers 64 at a time)
+  config_.n_ff = config_.n_ff_expert = I;
   add(counting_f32("gate_up_proj", {E, H, 2 * I}));
   add(counting_f32("gate_up_proj_bias", {E, 2 * I}));
   add(counting_f32("down_proj", {E, I, H}));
@@ -135,13 +136,15 @@ TEST_F(GptOssExpertsTest, FloatExpertsAreSplitAndTransposed) {
 }
 
 TEST(Mxfp4RepackTest, EvenElementsLowNibbleToGgmlHalves) {
-  // Element i of the block holds code i % 16: byte k has 2k low, 2k + 1 high.
+  // Byte k holds element 2k (code k) low and element 2k + 1 (code 15 - k)
+  // high: element i's code is i / 2 for even i, 15 - i / 2 for odd.
   uint8_t hf[16], ggml[16];
-  for (int k = 0; k < 16; ++k) hf[k] = static_cast<uint8_t>((2 * k) % 16 | ((2 * k + 1) % 16) << 4);
+  for (int k = 0; k < 16; ++k) hf[k] = static_cast<uint8_t>(k | (15 - k) << 4);
+  auto code = [](int i) { return i % 2 == 0 ? i / 2 : 15 - i / 2; };
   repack_mxfp4_nibbles(hf, ggml);
   for (int j = 0; j < 16; ++j) {
-    EXPECT_EQ(ggml[j] & 0x0F, j % 16) << j;       // element j
-    EXPECT_EQ(ggml[j] >> 4, (j + 16) % 16) << j;  // element j + 16
+    EXPECT_EQ(ggml[j] & 0x0F, code(j)) << j;     // element j
+    EXPECT_EQ(ggml[j] >> 4, code(j + 16)) << j;  // element j + 16
   }
 }
 

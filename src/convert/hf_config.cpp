@@ -420,6 +420,9 @@ Status parse_rope(const nlohmann::json& config, HfModelConfig& c) {
     // derives as llama.cpp does, and refuses where config.json sets them.
     OMNIBUS_ASSIGN_OR_RETURN(c.yarn_beta_fast, positive_number(*rope, "beta_fast", 0.0));
     OMNIBUS_ASSIGN_OR_RETURN(c.yarn_beta_slow, positive_number(*rope, "beta_slow", 0.0));
+    // transformers' truncate (false in gpt-oss's config) is not among them:
+    // GGUF has no key for it and both engines floor and ceil the correction
+    // range (ggml_rope_yarn_corr_dims), as transformers does with it true.
     for (const char* key : {"attention_factor", "attn_factor", "extrapolation_factor", "mscale", "mscale_all_dim"})
       if (rope->contains(key) && !(*rope)[key].is_null())
         return Status::unsupported(std::string("YaRN's ") + key + " in config.json (omnibus derives it)");

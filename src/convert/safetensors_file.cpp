@@ -18,7 +18,8 @@ Result<SafetensorsDType> parse_dtype(const std::string& name, const std::string&
   if (name == "F16") return SafetensorsDType::kF16;
   if (name == "BF16") return SafetensorsDType::kBF16;
   if (name == "U8") return SafetensorsDType::kU8;
-  return Status::unsupported(where + " has dtype " + name + "; F32, F16, BF16 and U8 convert");
+  return Status::unsupported(where + " has dtype " + name +
+                             "; F32, F16 and BF16 are read (and U8, of which gpt-oss's MXFP4 blocks convert)");
 }
 
 // A non-negative integer that fits in int64, or an error naming `what`.
@@ -142,12 +143,14 @@ Result<std::unique_ptr<SafetensorsFile>> SafetensorsFile::from_mapping(std::uniq
   }
   std::sort(out->tensors_.begin(), out->tensors_.end(),
             [](const SafetensorsTensor& a, const SafetensorsTensor& b) { return a.bytes.data() < b.bytes.data(); });
-  for (size_t i = 1; i < out->tensors_.size(); ++i) {
-    const auto& prev = out->tensors_[i - 1];
-    // (An empty tensor overlaps nothing, wherever its offsets point.)
-    if (!prev.bytes.empty() && !out->tensors_[i].bytes.empty() &&
-        prev.bytes.data() + prev.bytes.size() > out->tensors_[i].bytes.data())
-      return Status::corrupt("tensors '" + prev.name + "' and '" + out->tensors_[i].name + "' overlap");
+  // Each tensor against the last non-empty one before it (an empty tensor
+  // overlaps nothing, wherever its offsets point, and hides nothing).
+  const SafetensorsTensor* prev = nullptr;
+  for (const SafetensorsTensor& t : out->tensors_) {
+    if (t.bytes.empty()) continue;
+    if (prev != nullptr && prev->bytes.data() + prev->bytes.size() > t.bytes.data())
+      return Status::corrupt("tensors '" + prev->name + "' and '" + t.name + "' overlap");
+    prev = &t;
   }
   out->file_ = std::move(file);
   return out;

@@ -114,7 +114,8 @@ void ForwardPass::decode_step_share(const DecodeStep& step, int t, int count) {
     const float* attn = attn_.data();      // the attention output wo reads
     const float* residual = proj_.data();  // what the residual add reads
     for (const BlockStage stage : spec.stages) {
-      ProfileScope scope(profiler, profile_op(stage));
+      // (moe_share times its own parts.)
+      ProfileScope scope(stage == BlockStage::kMoe ? nullptr : profiler, profile_op(stage));
       switch (stage) {
         // Every thread norms all rows into its own copy (the same bytes on
         // each) and quantizes them itself inside matmul_share.
