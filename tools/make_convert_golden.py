@@ -4,7 +4,7 @@ converter make of them, for tests/convert_golden_test.cpp (which holds
 `omnibus convert` to both).
 
 For each architecture ARCH (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gptoss,
-gptoss_mxfp4, gemma3, gemma3mm, llama_spm, llama_hfspm, phi3_spm) it writes tests/golden/convert/ARCH/:
+gptoss_mxfp4, gemma3, gemma3mm, llama_spm, mistral, llama_hfspm, phi3_spm) it writes tests/golden/convert/ARCH/:
   config.json, model.safetensors, tokenizer.json, tokenizer_config.json,
   chat_template.jinja, tokenizer.model (gemma3, gemma3mm, llama_spm,
   phi3_spm), added_tokens.json (gemma3mm, phi3_spm), ...
@@ -35,7 +35,9 @@ gptoss_mxfp4, gemma3, gemma3mm, llama_spm, llama_hfspm, phi3_spm) it writes test
                vision_tower.vision_model.*, multi_modal_projector.*) and
                eos_token_id [1, 6] at the top level,
                llama_spm f16: Llama 2 / Mistral 7B v0.1 style,
-               llama_hfspm: the same without its tokenizer.model
+               mistral bf16: Mistral 7B v0.1's layout, every layer
+               a window of 16 positions,
+               llama_hfspm: the same as llama_spm without its tokenizer.model
                (tokenizer.json alone, as transformers 5 saves it),
                phi3_spm f32: Phi-3-mini-4k's layout: fused tensors,
                full rotation, no RoPE scaling (config.json as published:
@@ -281,6 +283,20 @@ ARCHS = {
         dtype="float16", pre=None,
         spm=dict(add_dummy_prefix=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
         tokenizer_class="LlamaTokenizer", add_bos=True,
+        probes=["[INST] hi [/INST] ok</s>", "<s> x</s><unk>"],
+        template="{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] {{ m['content'] }} "
+                 "[/INST]{% else %} {{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}"),
+    # Mistral 7B v0.1's layout: model_type mistral (llama in GGUF), every layer a sliding window (16 positions here,
+    # shorter than the sequences), its SentencePiece tokenizer. llama.cpp's converter writes no window (and its
+    # llama runs every layer over the whole context); omnibus writes llama.attention.sliding_window and runs it, as
+    # transformers does (departures).
+    "mistral": dict(
+        config=dict(COMMON, vocab_size=SPM_MODEL_VOCAB, model_type="mistral", tie_word_embeddings=False,
+                    rope_theta=10000.0, sliding_window=16),
+        dtype="bfloat16", pre=None,
+        spm=dict(add_dummy_prefix=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
+        tokenizer_class="LlamaTokenizer", add_bos=True,
+        departures={"llama.attention.sliding_window": "written (llama.cpp's converter leaves Mistral's window out)"},
         probes=["[INST] hi [/INST] ok</s>", "<s> x</s><unk>"],
         template="{% for m in messages %}{% if m['role'] == 'user' %}{{ bos_token }}[INST] {{ m['content'] }} "
                  "[/INST]{% else %} {{ m['content'] }}{{ eos_token }}{% endif %}{% endfor %}"),

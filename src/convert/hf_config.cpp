@@ -22,7 +22,9 @@ struct Convertible {
 
 constexpr Convertible kConvertible[] = {
     {"llama", "llama", true, false},
-    {"mistral", "llama", true, false},  // llama.cpp's converter too: its window is not written
+    // Mistral: llama in GGUF; its window (7B v0.1) written, where llama.cpp's
+    // converter leaves it out and runs every layer over the whole context.
+    {"mistral", "llama", true, false},
     {"qwen2", "qwen2", false, true},
     {"qwen3", "qwen3", false, false},
     {"qwen2_moe", "qwen2moe", false, true, true, false},
@@ -502,6 +504,9 @@ Result<HfModelConfig> parse_hf_config_unchecked(const nlohmann::json& raw) {
   OMNIBUS_ASSIGN_OR_RETURN(c.rms_norm_eps, positive_number(config, "rms_norm_eps", 1e-6));
   OMNIBUS_ASSIGN_OR_RETURN(c.tied_embeddings, optional_bool(config, "tie_word_embeddings"));
   if (c.gguf_arch == "phi3") OMNIBUS_RETURN_IF_ERROR(parse_phi3(config, c));
+  if (c.model_type == "mistral" && config.contains("sliding_window") && !config["sliding_window"].is_null()) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, positive_int(config, "sliding_window", 1 << 24));
+  }
   if (c.gguf_arch == "gemma3") OMNIBUS_RETURN_IF_ERROR(parse_gemma3(config, c));
   if (c.gguf_arch == "gpt-oss") OMNIBUS_RETURN_IF_ERROR(parse_gpt_oss(config, c));
   // A quantized checkpoint converts only as published gpt-oss is (MXFP4
@@ -560,7 +565,8 @@ void add_model_keys(const HfModelConfig& c, GgufWriter& w) {
     w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
     if (!c.rope_factors_long.empty()) w.set_float32(a + ".rope.scaling.attn_factor", float(c.rope_attn_factor));
   }
-  if (c.gguf_arch == "gpt-oss") w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
+  if (c.gguf_arch == "gpt-oss" || (c.gguf_arch == "llama" && c.sliding_window > 0))
+    w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
   if (c.gguf_arch == "gemma3") {
     w.set_uint32(a + ".attention.sliding_window", c.sliding_window);
     w.set_float32(a + ".rope.freq_base_swa", float(c.window_rope_theta));

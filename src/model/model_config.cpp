@@ -140,6 +140,16 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
       c.window_rope.freq_base = static_cast<float>(base);
     }
   }
+  // A llama file with a window (Mistral 7B v0.1, converted by omnibus):
+  // every layer sees the last sliding_window positions, with the model's
+  // RoPE, as transformers runs it. (llama.cpp's converter does not write the
+  // key and its llama runs every layer over the whole context: the two
+  // agree within the window.)
+  if (c.architecture == "llama" && f.find(a + ".attention.sliding_window") != nullptr) {
+    OMNIBUS_ASSIGN_OR_RETURN(c.sliding_window, read_positive(f, a + ".attention.sliding_window", 1 << 24));
+    c.window_period = c.n_layer + 1;  // no full layer
+    c.window_rope = c.rope;
+  }
   if (c.spec->moe) {
     OMNIBUS_ASSIGN_OR_RETURN(c.n_expert, read_positive(f, a + ".expert_count", 4096));
     OMNIBUS_ASSIGN_OR_RETURN(c.n_expert_used, read_positive(f, a + ".expert_used_count", c.n_expert));
