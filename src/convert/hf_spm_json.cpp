@@ -26,6 +26,7 @@
 
 #include "convert/hf_tokenizer_internal.h"
 #include "tokenizer/spm.h"
+#include "tokenizer/token_attributes.h"
 
 namespace omnibus::hf_tokenizer_internal {
 namespace {
@@ -84,11 +85,6 @@ Result<std::map<std::string, float>> merge_scores(const nlohmann::json& merges) 
   return scores;
 }
 
-bool is_byte_token(const std::string& t) {
-  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); };
-  return t.size() == 6 && t.starts_with("<0x") && t.back() == '>' && hex(t[3]) && hex(t[4]);
-}
-
 }  // namespace
 
 bool is_sentencepiece_json(const nlohmann::json& tok) {
@@ -129,7 +125,8 @@ Status add_sentencepiece_json_keys(const HfFolder& files, int vocab_size, GgufWr
     tokens[id] = text;
     const auto score = merged.find(text);
     scores[id] = score != merged.end() ? score->second : unmerged;
-    types[id] = static_cast<int32_t>(is_byte_token(text) ? TokenType::kByte : TokenType::kNormal);
+    types[id] =
+        static_cast<int32_t>(tokenizer_internal::byte_token_value(text) >= 0 ? TokenType::kByte : TokenType::kNormal);
   }
   std::vector<bool> added_here(n, false);
   if (tok.contains("added_tokens") && tok["added_tokens"].is_array()) {
