@@ -20,5 +20,6 @@ CommandRunner add_bench_command(CLI::App& app);
 CommandRunner add_roofline_command(CLI::App& app);
 CommandRunner add_advise_command(CLI::App& app);
 CommandRunner add_convert_command(CLI::App& app);
+CommandRunner add_grammar_bench_command(CLI::App& app);
 
 }  // namespace omnibus::cli

@@ -1,5 +1,5 @@
 // omnibus: an LLM inference engine. Subcommands: run, chat, inspect,
-// tokenize, perplexity, serve, bench, roofline, advise, convert. Stdout carries
+// tokenize, perplexity, serve, bench, roofline, advise, convert, grammar-bench. Stdout carries
 // program output only; logs, progress and stats go to stderr.
 #include <CLI/CLI.hpp>
 
@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(omnibus::cli::add_roofline_command);
   add(omnibus::cli::add_advise_command);
   add(omnibus::cli::add_convert_command);
+  add(omnibus::cli::add_grammar_bench_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

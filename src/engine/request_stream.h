@@ -12,12 +12,14 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/mutex.h"
 #include "engine/speculation.h"
+#include "grammar/grammar.h"
 #include "sampling/logprobs.h"  // TokenLogprob
 #include "sampling/sampling_params.h"
 
@@ -41,6 +43,10 @@ struct EngineRequest {
   // Speculative decoding for this sequence; unset: the engine's
   // (ServingEngineOptions::speculation).
   std::optional<SpeculationOptions> speculation;
+  // Constrained decoding: every sampled token keeps the output a prefix of a
+  // sentence of this grammar, and an end token comes only once the output is
+  // a whole one (grammar/token_mask.h). Null: unconstrained.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // One sequence's decode steps and guesses (engine/speculation.h).

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <utility>
 
 #include "base/log.h"
 #include "base/timer.h"
+#include "engine/grammar_vocabulary.h"
 #include "engine/kv_pool_plan.h"
 #include "engine/text_stream.h"
+#include "grammar/token_mask.h"
 #include "sampling/sampler.h"
 
 namespace omnibus {
@@ -25,6 +28,7 @@ struct ServingEngine::Active {
   std::shared_ptr<RequestStream> stream;
   Sampler sampler;
   std::optional<TextStream> text;  // none without a tokenizer: token ids only
+  std::optional<GrammarMatcher> grammar;  // request.grammar's state, when it has one
   SpeculationOptions speculation;  // the request's, else the engine's
   SpeculationCounts counts;
   SeqId id = 0;
@@ -45,6 +49,35 @@ struct ServingEngine::Active {
 namespace {
 
 constexpr auto kIdlePoll = std::chrono::milliseconds(20);
+
+// Sets the logit of every token the grammar does not allow next to -inf; the
+// end tokens keep theirs only when the output is already a whole sentence.
+// False when nothing at all is left to sample.
+bool mask_disallowed_tokens(GrammarMatcher& grammar, std::span<float> logits, std::span<const int32_t> ends) {
+  const std::span<const uint64_t> allowed = grammar.allowed_tokens();
+  const bool keep_ends = grammar.can_end();
+  float end_logits[8];
+  const size_t kept_ends = keep_ends ? std::min<size_t>(ends.size(), 8) : 0;
+  for (size_t e = 0; e < kept_ends; ++e) {
+    const auto id = static_cast<size_t>(ends[e]);
+    end_logits[e] = id < logits.size() ? logits[id] : -INFINITY;
+  }
+  bool any = kept_ends > 0;
+  const size_t n = logits.size();
+  for (size_t word = 0; word * 64 < n; ++word) {
+    const size_t begin = word * 64, end = std::min(n, begin + 64);
+    const uint64_t bits = word < allowed.size() ? allowed[word] : 0;
+    any = any || bits != 0;
+    if (bits == ~uint64_t{0}) continue;
+    for (size_t i = begin; i < end; ++i)
+      if (((bits >> (i - begin)) & 1) == 0) logits[i] = -INFINITY;
+  }
+  for (size_t e = 0; e < kept_ends; ++e) {
+    const auto id = static_cast<size_t>(ends[e]);
+    if (id < logits.size()) logits[id] = end_logits[e];
+  }
+  return any;
+}
 constexpr double kAdmissionTargetShare = 0.85;  // of the TPOT objective
 
 }  // namespace
@@ -177,6 +210,8 @@ Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest reque
   if (request.speculation) OMNIBUS_RETURN_IF_ERROR(validate_speculation_options(*request.speculation));
   if (!tokenizer_ && !request.stop.empty())
     return Status::invalid_argument("stop strings need a tokenizer; this engine has none");
+  if (!tokenizer_ && request.grammar)
+    return Status::invalid_argument("a grammar needs a tokenizer; this engine has none");
   if (prompt_len >= context_length_)
     return Status::invalid_argument("the prompt has " + std::to_string(prompt_len) +
                                     " tokens; the context holds " + std::to_string(context_length_) +
@@ -191,6 +226,7 @@ Result<std::shared_ptr<RequestStream>> ServingEngine::submit(EngineRequest reque
                                     " (raise --kv-cache-mib or lower max_tokens)");
 
   auto active = std::make_unique<Active>(std::move(request), tokenizer_.get(), vocab, options_.speculation);
+  if (active->request.grammar) active->grammar.emplace(active->request.grammar, token_trie());
   active->submit_time = now_seconds();
   std::shared_ptr<RequestStream> stream = active->stream;
   {
@@ -222,6 +258,11 @@ bool ServingEngine::idle() const {
 
 void ServingEngine::wait_idle() {
   while (!idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+std::shared_ptr<const TokenTrie> ServingEngine::token_trie() const {
+  std::call_once(token_trie_once_, [&] { token_trie_ = make_token_trie(*tokenizer_, model_->config().vocab_size); });
+  return token_trie_;
 }
 
 void ServingEngine::take_submissions() {
@@ -366,16 +407,28 @@ void ServingEngine::propose_drafts() {
 bool ServingEngine::sample_and_emit(Active& a, SeqId seq_id, std::span<float> logits,
                                     std::span<const int32_t> generated, double now,
                                     std::vector<SampledToken>& sampled) {
-  const int32_t token = profile_call(forward_->profiler(), ProfileOp::kSampling,
-                                     [&] { return a.sampler.sample(logits, a.request.prompt, generated); });
+  const std::optional<std::vector<int32_t>>& own_ends = a.request.end_of_generation;
+  const std::span<const int32_t> ends = own_ends                ? std::span<const int32_t>(*own_ends)
+                                        : tokenizer_ != nullptr ? tokenizer_->end_of_generation_ids()
+                                                                : std::span<const int32_t>();
+  const bool grammar_open = !a.grammar || profile_call(forward_->profiler(), ProfileOp::kSampling, [&] {
+    return mask_disallowed_tokens(*a.grammar, logits, ends);
+  });
+  int32_t token = grammar_open ? profile_call(forward_->profiler(), ProfileOp::kSampling,
+                                              [&] { return a.sampler.sample(logits, a.request.prompt, generated); })
+                               : -1;
   if (a.first_token < 0) a.first_token = now;
   if (a.last_token >= 0) metrics_->observe_itl(now - a.last_token);
   a.last_token = now;
   bool stop = false;
-  const std::optional<std::vector<int32_t>>& own_ends = a.request.end_of_generation;
-  const bool is_end = own_ends ? std::find(own_ends->begin(), own_ends->end(), token) != own_ends->end()
-                               : tokenizer_ && tokenizer_->is_end_of_generation(token);
-  if (is_end && !a.request.ignore_eos) {
+  const bool is_end = token >= 0 && (own_ends ? std::find(own_ends->begin(), own_ends->end(), token) != own_ends->end()
+                                              : tokenizer_ && tokenizer_->is_end_of_generation(token));
+  // A grammar's end is the end even with ignore_eos. A token it refuses
+  // comes only from a row with nothing allowed left (every logit -inf or
+  // NaN): the output ends there, as at an end token.
+  const bool grammar_end = a.grammar && (is_end ? a.grammar->can_end() : !a.grammar->accept_token(token));
+  if (grammar_end && !is_end) token = ends.empty() ? std::max(token, 0) : ends.front();
+  if ((is_end && !a.request.ignore_eos) || grammar_end) {
     stop = true;  // the end token itself has no text and is not counted
   } else {
     ++a.completion_tokens;

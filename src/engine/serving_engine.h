@@ -45,6 +45,8 @@
 
 namespace omnibus {
 
+class TokenTrie;
+
 struct ServingEngineOptions {
   SchedulerConfig scheduler;
   int32_t kv_block_size = 16;
@@ -156,6 +158,11 @@ class ServingEngine final : public InferenceService {
   int64_t window_blocks_ = 0;
   int64_t kv_block_bytes_ = 0;         // one block of the full layers (every layer without a window group)
   int64_t kv_window_block_bytes_ = 0;  // one block of the window layers
+  // The vocabulary's texts as a trie for grammar masks, built by the first
+  // constrained request (any thread).
+  std::shared_ptr<const TokenTrie> token_trie() const;
+  mutable std::once_flag token_trie_once_;
+  mutable std::shared_ptr<const TokenTrie> token_trie_;
   // This engine's side of a KV handover, computed at first use (any thread).
   const KvTransferShape& transfer_shape() const;
   mutable std::once_flag transfer_shape_once_;

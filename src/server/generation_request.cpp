@@ -156,6 +156,7 @@ std::vector<EngineRequest> make_engine_requests(const PreparedGeneration& genera
       r.ignore_eos = o.ignore_eos;
       r.sampling.seed = o.sampling.seed + static_cast<uint64_t>(i);
       r.stop = o.stop;
+      r.grammar = o.grammar;  // one parsed grammar for all the choices
       r.render_special_text = generation.harmony;
       r.request_id = total == 1 ? request_id : fmt::format("{}/{}", request_id, out.size());
       out.push_back(std::move(r));

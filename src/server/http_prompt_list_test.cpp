@@ -111,7 +111,7 @@ TEST(HttpPromptListTest, UnsupportedFieldsAre400NamingTheField) {
   ServerHarness h;
   const Json messages = {{{"role", "user"}, {"content", "Hi"}}};
   const std::vector<std::pair<std::string, Json>> refused = {
-      {"response_format", {{"type", "json_object"}}},
+      {"guided_regex", "a+"},
       {"tools", Json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})},
       {"tool_choice", "required"},
       {"suffix", "tail"},

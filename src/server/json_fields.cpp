@@ -22,42 +22,9 @@ std::string strip_exception_tag(const char* what) {
   return std::string(msg);
 }
 
-}  // namespace
-
-ApiResult<Json> parse_json_object(std::string_view body, int max_depth, size_t max_bytes) {
-  if (body.size() > max_bytes) {
-    ApiError e = ApiError::invalid("", fmt::format("request body is {} bytes; the limit is {}", body.size(), max_bytes),
-                                   "body_too_large");
-    e.http_status = 413;
-    return e;
-  }
-  auto on_event = [max_depth](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        depth >= max_depth) {
-      throw TooDeep{};
-    }
-    return true;
-  };
-  Json doc;
-  try {
-    doc = Json::parse(body.begin(), body.end(), on_event);
-  } catch (const TooDeep&) {
-    return ApiError::invalid("", fmt::format("request body nests arrays/objects deeper than {} levels", max_depth),
-                             "too_deep");
-  } catch (const Json::exception& ex) {
-    return ApiError::invalid("", "request body is not valid JSON: " + strip_exception_tag(ex.what()), "invalid_json");
-  } catch (const std::exception& ex) {
-    return ApiError::invalid("", std::string("request body could not be parsed: ") + ex.what(), "invalid_json");
-  }
-  if (!doc.is_object()) {
-    return ApiError::invalid("", fmt::format("request body must be a JSON object, got {}", json_type_name(doc)),
-                             "invalid_type");
-  }
-  return doc;
-}
-
-const char* json_type_name(const Json& value) {
-  switch (value.type()) {
+// Json and OrderedJson share their value_t.
+const char* type_name_of(Json::value_t type) {
+  switch (type) {
     case Json::value_t::string: return "string";
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned: return "integer";
@@ -69,6 +36,52 @@ const char* json_type_name(const Json& value) {
     default: return "unsupported value";
   }
 }
+
+template <class J>
+ApiResult<J> parse_object_as(std::string_view body, int max_depth, size_t max_bytes, std::string_view what) {
+  if (body.size() > max_bytes) {
+    ApiError e = ApiError::invalid("", fmt::format("{} is {} bytes; the limit is {}", what, body.size(), max_bytes),
+                                   "body_too_large");
+    e.http_status = 413;
+    return e;
+  }
+  auto on_event = [max_depth](int depth, typename J::parse_event_t event, J&) {
+    if ((event == J::parse_event_t::object_start || event == J::parse_event_t::array_start) && depth >= max_depth) {
+      throw TooDeep{};
+    }
+    return true;
+  };
+  J doc;
+  try {
+    doc = J::parse(body.begin(), body.end(), on_event);
+  } catch (const TooDeep&) {
+    return ApiError::invalid("", fmt::format("{} nests arrays/objects deeper than {} levels", what, max_depth),
+                             "too_deep");
+  } catch (const typename J::exception& ex) {
+    return ApiError::invalid("", fmt::format("{} is not valid JSON: {}", what, strip_exception_tag(ex.what())),
+                             "invalid_json");
+  } catch (const std::exception& ex) {
+    return ApiError::invalid("", fmt::format("{} could not be parsed: {}", what, ex.what()), "invalid_json");
+  }
+  if (!doc.is_object()) {
+    return ApiError::invalid("", fmt::format("{} must be a JSON object, got {}", what, type_name_of(doc.type())),
+                             "invalid_type");
+  }
+  return doc;
+}
+
+}  // namespace
+
+ApiResult<Json> parse_json_object(std::string_view body, int max_depth, size_t max_bytes) {
+  return parse_object_as<Json>(body, max_depth, max_bytes, "request body");
+}
+
+ApiResult<OrderedJson> parse_ordered_json_object(std::string_view text, int max_depth, size_t max_bytes,
+                                                 std::string_view what) {
+  return parse_object_as<OrderedJson>(text, max_depth, max_bytes, what);
+}
+
+const char* json_type_name(const Json& value) { return type_name_of(value.type()); }
 
 ApiError wrong_type(const std::string& param, const char* expected, const Json& got) {
   return ApiError::invalid(param, fmt::format("'{}' must be {}, got {}", param, expected, json_type_name(got)),

@@ -24,6 +24,9 @@
 namespace omnibus::server {
 
 using Json = nlohmann::json;
+// Keeps an object's keys in the order written (Json sorts them): for JSON
+// Schemas, whose property order is the order a model writes them in.
+using OrderedJson = nlohmann::ordered_json;
 using MaybeError = std::optional<ApiError>;
 
 // Parses a request body that must be one JSON object. Nesting deeper than
@@ -31,6 +34,10 @@ using MaybeError = std::optional<ApiError>;
 // and a refused document is never built), so a body of 100,000 '[' cannot
 // exhaust the stack. Never throws.
 ApiResult<Json> parse_json_object(std::string_view body, int max_depth, size_t max_bytes);
+// The same keeping keys in order, for a JSON text that is not the body
+// (`what` names it in errors, e.g. "'guided_json'").
+ApiResult<OrderedJson> parse_ordered_json_object(std::string_view text, int max_depth, size_t max_bytes,
+                                                 std::string_view what = "request body");
 
 // "string", "integer", "number", "boolean", "array", "object", "null".
 const char* json_type_name(const Json& value);

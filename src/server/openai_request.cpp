@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "server/json_fields.h"
+#include "server/structured_output.h"
 #include "server/unsupported_fields.h"
 #include "tokenizer/chat_harmony.h"
 
@@ -337,6 +338,8 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, con
     OMNIBUS_API_RETURN_IF_ERROR(parse_options(doc.value(), limits, /*is_chat=*/false, req.options));
     OMNIBUS_API_RETURN_IF_ERROR(check_choice_count(req.prompts.size(), req.options.n, limits));
     OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_fields(doc.value(), /*is_chat=*/false, req.options.n));
+    // Last: the costliest check (a schema converted, a grammar parsed).
+    OMNIBUS_API_RETURN_IF_ERROR(parse_output_constraint(body, doc.value(), limits, req.options.grammar));
     return req;
   } catch (const std::exception& ex) {
     return unexpected(ex.what());
@@ -352,6 +355,7 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ApiLimits
     OMNIBUS_API_RETURN_IF_ERROR(parse_template_kwargs(doc.value(), req));
     OMNIBUS_API_RETURN_IF_ERROR(parse_options(doc.value(), limits, /*is_chat=*/true, req.options));
     OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_fields(doc.value(), /*is_chat=*/true, req.options.n));
+    OMNIBUS_API_RETURN_IF_ERROR(parse_output_constraint(body, doc.value(), limits, req.options.grammar));
     return req;
   } catch (const std::exception& ex) {
     return unexpected(ex.what());

@@ -9,10 +9,11 @@
 // as it would against api.openai.com; SamplingParams' own defaults (the CLI
 // ones) are overwritten here.
 //
-// Fields that change the answer and are not implemented (response_format,
-// tools, ...) are refused with a 400 naming them (unsupported_fields.h);
-// fields that only tune or annotate (user, metadata, ...) and unknown ones
-// are ignored.
+// Fields that constrain the output (response_format, grammar, guided_json,
+// ...) become one parsed grammar (structured_output.h). Fields that change
+// the answer and are not implemented (tools, ...) are refused with a 400
+// naming them (unsupported_fields.h); fields that only tune or annotate
+// (user, metadata, ...) and unknown ones are ignored.
 //
 // Checks that need the model (token ids in the vocabulary, prompt + max_tokens
 // within the context) are in validate_against_model(), run once the prompt is
@@ -21,12 +22,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
 
@@ -44,6 +47,9 @@ struct ApiLimits {
   // prompts together (prompts x n). The default is --max-seqs' default, so
   // the choices of one request can all run at once.
   int32_t max_choices = 64;
+  // Largest GBNF text a request's output constraint may be, given or made
+  // from a schema (structured_output.h).
+  size_t max_grammar_bytes = size_t{1} << 20;
 };
 
 // What both endpoints share: how much to generate, when to stop, how to
@@ -63,6 +69,10 @@ struct GenerationOptions {
   // then meaningless until it does).
   std::optional<uint64_t> seed;
   SamplingParams sampling;
+  // Structured output (response_format, grammar, ...): what every choice's
+  // text must be a sentence of, parsed once and shared by all the choices
+  // (immutable). Null: unconstrained.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // The prompt of a completion: either text to tokenize or token ids as given.

@@ -14,9 +14,6 @@ bool is_none(const Json& v) { return v.is_string() && v.get<std::string>() == "n
 bool is_zero(const Json& v) { return v.is_number() && v.get<double>() == 0.0; }
 bool is_one(const Json& v) { return v.is_number() && v.get<double>() == 1.0; }
 bool never(const Json&) { return false; }
-bool text_format(const Json& v) {
-  return v.is_object() && v.size() == 1 && v.contains("type") && v.at("type") == "text";
-}
 bool text_modality(const Json& v) { return v.is_array() && v.size() == 1 && v[0] == "text"; }
 
 struct RefusedField {
@@ -29,9 +26,6 @@ struct RefusedField {
 // unknown one would be, and no less misleading.
 constexpr RefusedField kRefused[] = {
     // OpenAI.
-    {"response_format", text_format,
-     "structured output (JSON mode, JSON schema) is not implemented; only "
-     "{\"type\": \"text\"} is accepted"},
     {"tools", is_empty, "tool calling is not implemented"},
     {"tool_choice", is_none, "tool calling is not implemented; only \"none\" is accepted"},
     {"functions", is_empty, "function calling is not implemented"},
@@ -47,13 +41,13 @@ constexpr RefusedField kRefused[] = {
     {"include_stop_str_in_output", is_false, "stop strings are always left out of the text"},
     {"skip_special_tokens", is_true, "special tokens are always left out of the text"},
     {"use_beam_search", is_false, "beam search is not implemented"},
-    {"guided_json", never, "guided decoding is not implemented"},
-    {"guided_regex", never, "guided decoding is not implemented"},
-    {"guided_choice", never, "guided decoding is not implemented"},
-    {"guided_grammar", never, "guided decoding is not implemented"},
-    {"structured_outputs", never, "structured output is not implemented"},
-    {"grammar", is_empty_string, "grammar-constrained sampling is not implemented"},
-    {"json_schema", never, "structured output is not implemented"},
+    // Structured output's other forms (structured_output.h takes
+    // response_format, grammar, json_schema, guided_json, guided_grammar
+    // and guided_choice).
+    {"guided_regex", never, "regular-expression guided decoding is not implemented"},
+    {"structured_outputs", never,
+     "vLLM's structured_outputs object is not implemented; use response_format, guided_json, guided_choice or "
+     "grammar"},
     {"allowed_token_ids", never, "restricting the vocabulary is not implemented; use 'logit_bias'"},
     {"bad_words", is_empty, "banned words are not implemented; use 'logit_bias'"},
     {"prompt_logprobs", never, "the prompt's logprobs are not computed"},

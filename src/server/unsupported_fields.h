@@ -4,8 +4,9 @@
 // would return a 200 with an answer the client did not ask for (free text
 // instead of JSON, no tool call, ...), so each gets a 400 naming the field,
 // code "unsupported_parameter". A field set to its neutral value (null,
-// false, an empty list, response_format {"type": "text"}, tool_choice
-// "none", ...) is accepted: it asks for nothing the server does not do.
+// false, an empty list, tool_choice "none", ...) is accepted: it asks for
+// nothing the server does not do. The structured-output fields
+// (response_format, grammar, guided_json, ...) are structured_output.h's.
 //
 // Fields that only tune or annotate (user, metadata, store, service_tier,
 // prediction, ...) are not checked here: they are ignored. docs/serving.md

@@ -2,8 +2,10 @@
 of prompts gets one choice set per prompt with `index` in prompt order (as
 OpenAI does), streaming and not, each prompt's choices what it gets alone;
 fields that would change the answer and are not implemented are a 400 that
-names them; fields that only tune or annotate are accepted and change
-nothing; completions `logprobs` is 0-5 as docs/serving.md says."""
+names them (structured output's fields are implemented: accepted here,
+tested in test_structured_output.py); fields that only tune or annotate are
+accepted and change nothing; completions `logprobs` is 0-5 as
+docs/serving.md says."""
 import openai
 import pytest
 
@@ -79,8 +81,6 @@ def test_too_many_choices_and_a_bad_prompt_are_400(server):
 # ---- refused fields ----------------------------------------------------------
 
 REFUSED = [
-    ("response_format", {"type": "json_object"}),
-    ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}),
     ("tools", [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]),
     ("tool_choice", "required"),
     ("tool_choice", "auto"),
@@ -92,7 +92,8 @@ REFUSED = [
     ("modalities", ["text", "audio"]),
     ("reasoning_effort", "high"),
     ("min_tokens", 4),
-    ("guided_json", {"type": "object"}),
+    ("guided_regex", "[a-z]+"),
+    ("structured_outputs", {"json": {"type": "object"}}),
     ("n_predict", 4),
 ]
 
@@ -107,15 +108,18 @@ def test_fields_that_change_the_answer_are_refused(server, path, field, value):
     assert "not supported" in err["message"], err
 
 
-def test_openai_client_sees_refused_tools_and_json_mode(client):
+def test_openai_client_sees_refused_tools_and_accepted_json_mode(client):
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model=MODEL_ID, messages=MSGS, max_tokens=2, tools=tools)
     assert e.value.status_code == 400 and "tools" in str(e.value)
-    with pytest.raises(openai.BadRequestError) as e:
-        client.chat.completions.create(model=MODEL_ID, messages=MSGS, max_tokens=2,
-                                       response_format={"type": "json_object"})
-    assert "response_format" in str(e.value)
+    # JSON mode and JSON schemas are implemented: accepted, the output an
+    # object from its first character (cut here by max_tokens).
+    for response_format in ({"type": "json_object"},
+                            {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}):
+        r = client.chat.completions.create(model=MODEL_ID, messages=MSGS, max_tokens=2,
+                                           response_format=response_format)
+        assert u.chat_text(r).startswith("{"), (response_format, r)
     history = [{"role": "user", "content": "Weather?"},
                {"role": "assistant", "content": None, "tool_calls": [
                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
