@@ -33,7 +33,8 @@ struct GrammarBenchOptions {
   ModelOptions model;
   std::string schemas = "bench/data/json_schemas.jsonl";
   std::string json_out;
-  int limit = 0;  // schemas; 0: all
+  int limit = 0;    // schemas; 0: all
+  int slowest = 0;  // list this many of the slowest masks
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -54,11 +55,31 @@ struct Tally {
   std::vector<double> compile_seconds;
   std::vector<double> mask_seconds;
   std::vector<double> first_mask_seconds;  // a matcher's first mask: no cache yet
+  // The work behind the times, the same on any machine.
+  size_t masks_computed = 0;
+  size_t nodes_visited = 0;
+  size_t transitions_computed = 0;
+  struct SlowMask {
+    double seconds;
+    std::string where;  // schema id and the text before the mask
+  };
+  std::vector<SlowMask> slowest;  // kept sorted, slowest first
+  size_t keep_slowest = 0;
+  void note(double seconds, const std::string& schema_id, const std::string& before) {
+    if (keep_slowest == 0 || (slowest.size() == keep_slowest && seconds <= slowest.back().seconds)) return;
+    std::string where = schema_id;
+    where.append(": ...").append(before.substr(before.size() > 60 ? before.size() - 60 : 0));
+    slowest.push_back({seconds, std::move(where)});
+    std::sort(slowest.begin(), slowest.end(),
+              [](const SlowMask& a, const SlowMask& b) { return a.seconds > b.seconds; });
+    if (slowest.size() > keep_slowest) slowest.pop_back();
+  }
 };
 
 void run_instance(const std::shared_ptr<const Grammar>& grammar, const std::shared_ptr<const TokenTrie>& trie,
-                  const Tokenizer& tokenizer, const std::string& text, Tally& tally) {
+                  const Tokenizer& tokenizer, const std::string& schema_id, const std::string& text, Tally& tally) {
   GrammarMatcher matcher(grammar, trie);
+  std::string before;
   ++tally.instances;
   bool whole = true;
   bool first = true;
@@ -67,14 +88,19 @@ void run_instance(const std::shared_ptr<const Grammar>& grammar, const std::shar
     const std::span<const uint64_t> mask = matcher.allowed_tokens();
     const double took = seconds_since(start);
     (first ? tally.first_mask_seconds : tally.mask_seconds).push_back(took);
+    tally.note(took, schema_id, before);
     first = false;
     const auto id = static_cast<size_t>(token);
     if (((mask[id / 64] >> (id % 64)) & 1) == 0 || !matcher.accept_token(token)) {
       whole = false;
       break;
     }
+    if (tally.keep_slowest > 0) before += trie->token_text(token);
   }
   if (whole && matcher.can_end()) ++tally.instances_whole;
+  tally.masks_computed += matcher.masks_computed();
+  tally.nodes_visited += matcher.nodes_visited();
+  tally.transitions_computed += matcher.transitions_computed();
 }
 
 int grammar_bench(const GrammarBenchOptions& o) {
@@ -89,6 +115,7 @@ int grammar_bench(const GrammarBenchOptions& o) {
   std::ifstream in(o.schemas);
   if (!in) return fail(Status::io_error("cannot read " + o.schemas));
   Tally tally;
+  tally.keep_slowest = static_cast<size_t>(std::max(o.slowest, 0));
   std::string line;
   while (std::getline(in, line) && (o.limit <= 0 || tally.schemas < o.limit)) {
     const nlohmann::ordered_json entry = nlohmann::ordered_json::parse(line, nullptr, false);
@@ -109,7 +136,8 @@ int grammar_bench(const GrammarBenchOptions& o) {
     tally.compile_seconds.push_back(seconds_since(start));
     ++tally.compiled;
     for (const auto& instance : entry.value("instances", nlohmann::ordered_json::array()))
-      if (instance.is_string()) run_instance(grammar, trie, tokenizer, instance.get<std::string>(), tally);
+      if (instance.is_string())
+        run_instance(grammar, trie, tokenizer, entry.value("id", ""), instance.get<std::string>(), tally);
   }
 
   const bench::Distribution mask = bench::summarize(tally.mask_seconds);
@@ -128,9 +156,17 @@ int grammar_bench(const GrammarBenchOptions& o) {
   row("first mask of a request", first_mask, 1e6, "us");
   row("compile (p90 below)", compile, 1e3, "ms");
   fmt::print("compile p90 {:.2f} ms (bar: 10 ms); mask mean bar 50 us, p99 bar 1 ms\n", compile.p90 * 1e3);
+  const double per_mask = 1.0 / static_cast<double>(std::max<size_t>(tally.masks_computed, 1));
+  fmt::print("masks computed {} (the rest from the cache): {:.0f} trie nodes and {:.1f} transitions each\n",
+             tally.masks_computed, static_cast<double>(tally.nodes_visited) * per_mask,
+             static_cast<double>(tally.transitions_computed) * per_mask);
   if (!tally.refusals.empty()) {
     fmt::print("refused, by reason:\n");
     for (const auto& [reason, count] : tally.refusals) fmt::print("  {:>4}  {}\n", count, reason);
+  }
+  if (!tally.slowest.empty()) {
+    fmt::print("slowest masks (schema: the text before):\n");
+    for (const Tally::SlowMask& m : tally.slowest) fmt::print("  {:>9.1f} us  {}\n", m.seconds * 1e6, m.where);
   }
   if (!o.json_out.empty()) {
     nlohmann::json j = {{"model", o.model.model_path},
@@ -144,6 +180,9 @@ int grammar_bench(const GrammarBenchOptions& o) {
                         {"mask_us", distribution_json(mask, 1e6)},
                         {"first_mask_us", distribution_json(first_mask, 1e6)},
                         {"compile_ms", distribution_json(compile, 1e3)},
+                        {"masks_computed", tally.masks_computed},
+                        {"trie_nodes_visited", tally.nodes_visited},
+                        {"transitions_computed", tally.transitions_computed},
                         {"refusals", tally.refusals}};
     std::ofstream out(o.json_out);
     out << j.dump(2) << "\n";
@@ -162,6 +201,7 @@ CommandRunner add_grammar_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--json", o->json_out, "Also write the results as JSON to this file");
   cmd->add_option("--limit", o->limit, "Only the first N schemas");
+  cmd->add_option("--slowest", o->slowest, "List the N slowest masks with where they came");
   return [o] { return grammar_bench(*o); };
 }
 

@@ -64,6 +64,7 @@ class Grammar {
   // Whether class `cls` matches some code point in [lo, hi].
   bool class_intersects(uint32_t cls, uint32_t lo, uint32_t hi) const;
   std::span<const CodePointRange> class_ranges(uint32_t cls) const { return classes_[cls]; }
+  size_t class_count() const { return classes_.size(); }
 
  private:
   friend class GbnfParser;

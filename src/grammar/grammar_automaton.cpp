@@ -51,6 +51,12 @@ size_t GrammarAutomaton::VectorHash::operator()(const std::vector<int32_t>& v) c
 }
 
 GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+  class_ascii_.resize(grammar_->class_count());
+  for (size_t cls = 0; cls < class_ascii_.size(); ++cls) {
+    for (const CodePointRange& r : grammar_->class_ranges(static_cast<uint32_t>(cls))) {
+      for (uint32_t b = r.lo; b <= r.hi && b < 128; ++b) class_ascii_[cls][b / 64] |= uint64_t{1} << (b % 64);
+    }
+  }
   start_ = start_state();
 }
 
@@ -132,11 +138,13 @@ int32_t GrammarAutomaton::intern_state(int32_t set) {
   states_.push_back({set, finished, stacks.size() > (finished ? 1u : 0u)});
   ascii_.resize(ascii_.size() + 128, kUnknown);
   code_points_.emplace_back();
+  successors_.emplace_back();
   return it->second;
 }
 
 int32_t GrammarAutomaton::advance_set(int32_t set, uint32_t cp) {
   const Grammar& g = *grammar_;
+  ++transitions_computed_;
   scratch_.clear();
   expanded_.clear();
   expansions_ = 0;
@@ -153,8 +161,45 @@ int32_t GrammarAutomaton::advance_set(int32_t set, uint32_t cp) {
 }
 
 int32_t GrammarAutomaton::compute_ascii(int32_t state, uint8_t c) {
-  const int32_t to = advance_set(states_[static_cast<size_t>(state)].set, c);
-  ascii_[static_cast<size_t>(state) * 128 + c] = to;  // advance_set may have grown the table: index again
+  const Grammar& g = *grammar_;
+  const int32_t set = states_[static_cast<size_t>(state)].set;
+  // The distinct classes on top of the state's stacks; a byte's signature
+  // is which of them take it, and the stacks it advances follow from that.
+  std::vector<uint32_t> classes;
+  for (int32_t id : sets_[static_cast<size_t>(set)]) {
+    if (id == kFinished) continue;
+    const uint32_t cls = g.at(nodes_[static_cast<size_t>(id)].position).index;
+    if (std::find(classes.begin(), classes.end(), cls) == classes.end()) classes.push_back(cls);
+  }
+  const size_t row = static_cast<size_t>(state) * 128;
+  auto remember = [&](int32_t to, uint64_t low, uint64_t high) {
+    std::vector<ByteGroup>& groups = successors_[static_cast<size_t>(state)].groups;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const ByteGroup& g) { return g.to == to; });
+    if (it == groups.end()) it = groups.insert(groups.end(), ByteGroup{to, {0, 0}});
+    it->bytes[0] |= low;
+    it->bytes[1] |= high;
+  };
+  if (classes.size() > 64) {  // too many for a signature: this byte alone
+    const int32_t to = advance_set(set, c);
+    ascii_[row + c] = to;  // advance_set may have grown the table: index again
+    remember(to, c < 64 ? uint64_t{1} << c : 0, c >= 64 ? uint64_t{1} << (c - 64) : 0);
+    return to;
+  }
+  std::array<uint64_t, 128> signature{};
+  for (size_t j = 0; j < classes.size(); ++j) {
+    for (int b = 0; b < 128; ++b)
+      if ((class_ascii_[classes[j]][b / 64] >> (b % 64)) & 1) signature[static_cast<size_t>(b)] |= uint64_t{1} << j;
+  }
+  // Only c's group: another group's successor may be costly and never asked for.
+  const uint64_t sig = signature[c];
+  const int32_t to = sig == 0 ? kDead : advance_set(set, c);
+  uint64_t group[2] = {0, 0};
+  for (size_t b = 0; b < 128; ++b) {
+    if (signature[b] != sig) continue;
+    ascii_[row + b] = to;  // advance_set may have grown the table: index again
+    group[b / 64] |= uint64_t{1} << (b % 64);
+  }
+  remember(to, group[0], group[1]);
   return to;
 }
 
@@ -199,6 +244,51 @@ bool GrammarAutomaton::can_match_range(int32_t state, uint32_t lo, uint32_t hi) 
     if (g.class_intersects(g.at(nodes_[static_cast<size_t>(id)].position).index, lo, hi)) return true;
   }
   return false;
+}
+
+int32_t GrammarAutomaton::common_successor(int32_t state, const uint64_t (&bytes)[2], bool non_ascii) {
+  const auto s = static_cast<size_t>(state);
+  int32_t to = kUnknown;
+  if ((bytes[0] | bytes[1]) != 0) {
+    const int first = bytes[0] != 0 ? __builtin_ctzll(bytes[0]) : 64 + __builtin_ctzll(bytes[1]);
+    to = next_ascii(state, static_cast<uint8_t>(first));
+    if (to == kDead) return kDead;
+    for (;;) {
+      // The bytes known to lead to `to`, and known to lead elsewhere.
+      uint64_t same[2] = {0, 0}, other[2] = {0, 0};
+      for (const ByteGroup& g : successors_[s].groups) {
+        uint64_t(&into)[2] = g.to == to ? same : other;
+        into[0] |= g.bytes[0];
+        into[1] |= g.bytes[1];
+      }
+      if ((bytes[0] & other[0]) != 0 || (bytes[1] & other[1]) != 0) return kDead;
+      const uint64_t rest[2] = {bytes[0] & ~same[0], bytes[1] & ~same[1]};
+      if ((rest[0] | rest[1]) == 0) break;
+      // Not yet known: compute one (and its whole group) and look again.
+      next_ascii(state, static_cast<uint8_t>(rest[0] != 0 ? __builtin_ctzll(rest[0]) : 64 + __builtin_ctzll(rest[1])));
+    }
+  }
+  if (non_ascii) {
+    const int32_t beyond = non_ascii_successor(state);
+    if (beyond == kDead || (to != kUnknown && beyond != to)) return kDead;
+    to = beyond;
+  }
+  return to == kUnknown ? kDead : to;
+}
+
+int32_t GrammarAutomaton::non_ascii_successor(int32_t state) {
+  const auto s = static_cast<size_t>(state);
+  if (successors_[s].non_ascii == kUnknown) {
+    if (!code_points_[s]) build_code_point_table(state);
+    int32_t common = kUnknown;
+    // Each interval's first code point stands for the interval.
+    for (size_t i = 0; common != kDead && i < code_points_[s]->starts.size(); ++i) {
+      const int32_t to = next_code_point(state, code_points_[s]->starts[i]);
+      common = to == kDead || (common != kUnknown && to != common) ? kDead : to;
+    }
+    successors_[s].non_ascii = common == kUnknown ? kDead : common;
+  }
+  return successors_[s].non_ascii;
 }
 
 bool GrammarAutomaton::advance_byte(GrammarPosition& at, uint8_t byte) {
@@ -253,6 +343,7 @@ GrammarPosition GrammarAutomaton::restart_from(GrammarPosition keep) {
   state_of_set_.clear();
   ascii_.clear();
   code_points_.clear();
+  successors_.clear();
   std::vector<int32_t> stacks;
   if (finished) stacks.push_back(kFinished);
   for (const std::vector<uint32_t>& chain : chains) {

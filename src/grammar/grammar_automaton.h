@@ -25,6 +25,7 @@
 // the one state its owner still needs (restart_from). Not thread-safe.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -70,6 +71,14 @@ class GrammarAutomaton {
   // Whether some code point in [lo, hi] can come next in `state`.
   bool can_match_range(int32_t state, uint32_t lo, uint32_t hi) const;
 
+  // The one state that every ASCII byte of `bytes` (a 128-bit set: bit b
+  // of word b / 64) leads to from `state`, and with `non_ascii` every code
+  // point from U+0080 up too; kDead when they part ways or die. Inside a
+  // JSON string it is the state itself for almost every character (the
+  // next state along, in a string of bounded length), which lets the token
+  // walk allow whole subtrees of the vocabulary at once (token_mask.cpp).
+  int32_t common_successor(int32_t state, const uint64_t (&bytes)[2], bool non_ascii);
+
   // Moves `at` past `bytes`; false (with `at` left anywhere) when a byte is
   // refused.
   bool advance(GrammarPosition& at, std::string_view bytes);
@@ -83,6 +92,7 @@ class GrammarAutomaton {
   }
 
   size_t state_count() const { return states_.size(); }
+  size_t transitions_computed() const { return transitions_computed_; }
   bool over_budget() const { return states_.size() > kMaxStates; }
   // Forgets every state but `keep`'s, which gets a new id; states handed out
   // before are invalid after.
@@ -104,6 +114,18 @@ class GrammarAutomaton {
     std::vector<uint32_t> starts;
     std::vector<int32_t> next;  // kUnknown until asked
   };
+  // A state's ASCII transitions known so far, grouped by where they lead
+  // (a handful of groups: letters, a quote, a backslash, ...), and the
+  // state every code point past ASCII leads to (kUnknown: not yet asked;
+  // kDead: they part ways or die).
+  struct ByteGroup {
+    int32_t to;
+    uint64_t bytes[2];
+  };
+  struct Successors {
+    std::vector<ByteGroup> groups;
+    int32_t non_ascii = kUnknown;
+  };
   struct VectorHash {
     size_t operator()(const std::vector<int32_t>& v) const;
   };
@@ -117,7 +139,11 @@ class GrammarAutomaton {
   int32_t intern_state(int32_t set);
   // The state after code point `cp`, computed; kDead when none.
   int32_t advance_set(int32_t set, uint32_t cp);
+  // Computes c's entry and those of every byte the same classes take
+  // (they lead to the same state): one advance_set for, say, all the
+  // letters inside a string.
   int32_t compute_ascii(int32_t state, uint8_t c);
+  int32_t non_ascii_successor(int32_t state);
   void build_code_point_table(int32_t state);
   int32_t start_state();
 
@@ -130,12 +156,15 @@ class GrammarAutomaton {
   std::unordered_map<int32_t, int32_t> state_of_set_;
   std::vector<int32_t> ascii_;                                // 128 per state
   std::vector<std::unique_ptr<CodePointTable>> code_points_;  // per state, built on first use
+  std::vector<Successors> successors_;                        // per state
+  std::vector<std::array<uint64_t, 2>> class_ascii_;          // per class: the ASCII bytes it takes
   std::vector<int32_t> scratch_;
   std::unordered_set<uint64_t> expanded_;              // (rule, frame) pairs expanded in this step
   std::vector<std::pair<uint32_t, int32_t>> pending_;  // expand()'s work list
   int64_t expansions_ = 0;                             // in this step
   bool overflowed_ = false;                            // past kMaxExpansions in this step
   int32_t start_ = kDead;
+  size_t transitions_computed_ = 0;  // advance_set calls, over the automaton's life
 };
 
 // UTF-8 helpers shared with the token walk (token_mask.cpp).

@@ -56,6 +56,14 @@ void expect_mask_matches_brute_force(GrammarMatcher& matcher, const TokenTrie& t
   }
 }
 
+std::vector<int32_t> allowed_ids(GrammarMatcher& matcher, const TokenTrie& trie) {
+  const std::span<const uint64_t> mask = matcher.allowed_tokens();
+  std::vector<int32_t> allowed;
+  for (int32_t id = 0; id < trie.vocab_size(); ++id)
+    if ((mask[static_cast<size_t>(id) / 64] >> (id % 64)) & 1) allowed.push_back(id);
+  return allowed;
+}
+
 TEST(TokenMaskTest, MaskIsExactlyTheTokensThatParse) {
   auto grammar = grammar_of(kJsonGrammar);
   auto trie = std::make_shared<const TokenTrie>(test_vocabulary());
@@ -84,14 +92,94 @@ TEST(TokenMaskTest, RandomWalksAgreeWithTheAutomaton) {
     std::string prefix;
     for (int step = 0; step < 40 && matcher.can_continue(); ++step) {
       expect_mask_matches_brute_force(matcher, *trie, grammar, prefix);
-      const std::span<const uint64_t> mask = matcher.allowed_tokens();
-      std::vector<int32_t> allowed;
-      for (int32_t id = 0; id < trie->vocab_size(); ++id)
-        if ((mask[static_cast<size_t>(id) / 64] >> (id % 64)) & 1) allowed.push_back(id);
+      const std::vector<int32_t> allowed = allowed_ids(matcher, *trie);
       ASSERT_FALSE(allowed.empty()) << prefix;
       const int32_t pick = allowed[rng() % allowed.size()];
       ASSERT_TRUE(matcher.accept_token(pick));
       prefix += trie->token_text(pick);
+    }
+  }
+}
+
+// A vocabulary big enough for subtrees the walk allows whole: random
+// tokens of letters, JSON punctuation, escapes, whole non-ASCII characters
+// and pieces of them (byte-level BPE cuts characters), so some subtrees
+// loop inside a string and some hold a quote, an escape or a broken
+// character below.
+std::vector<std::string> random_vocabulary(uint32_t seed, size_t size) {
+  const std::vector<std::string> pieces = {"a",
+                                           "b",
+                                           "e",
+                                           "n",
+                                           "x",
+                                           "0",
+                                           "7",
+                                           " ",
+                                           "\"",
+                                           ",",
+                                           ":",
+                                           "{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           "\\",
+                                           "\n",
+                                           "\t",
+                                           "u",
+                                           "\xC3\xA9",
+                                           "\xC3",
+                                           "\xA9",
+                                           "\xE4\xB8\xAD",
+                                           "\xE4",
+                                           "\xB8",
+                                           "\xF0\x9F\x98\x80",
+                                           "\xFF",
+                                           "\x01",
+                                           "-",
+                                           ".",
+                                           "ab",
+                                           "name"};
+  std::mt19937 rng(seed);
+  std::vector<std::string> v = {""};  // and a special token
+  for (size_t i = 0; i < size; ++i) {
+    std::string token;
+    const size_t parts = 1 + rng() % 5;
+    // Mostly letters, so that big subtrees hold only string characters.
+    for (size_t p = 0; p < parts; ++p) token += pieces[rng() % 4 == 0 ? rng() % pieces.size() : rng() % 5];
+    v.push_back(token);
+  }
+  return v;
+}
+
+TEST(TokenMaskTest, WholeSubtreeShortcutAgreesWithTheAutomaton) {
+  // Strings whose characters loop (JSON), strings that count (a bounded
+  // length: no state loops) and a class that takes only some non-ASCII
+  // characters (non-ASCII bytes below must not be allowed whole).
+  const std::vector<std::string> grammars = {
+      kJsonGrammar,
+      "root ::= \"{\\\"k\\\": \\\"\" [a-z0-9 ]{0,6} \"\\\"}\"\n",
+      "root ::= \"[\" ( \"\\\"\" [a-z\\u00e9 ]* \"\\\"\" ) (\",\" [0-9]+)* \"]\"\n",
+  };
+  auto trie = std::make_shared<const TokenTrie>(random_vocabulary(11, 3000));
+  std::mt19937 rng(5);
+  for (const std::string& text : grammars) {
+    auto grammar = grammar_of(text);
+    for (int walk = 0; walk < 6; ++walk) {
+      GrammarMatcher matcher(grammar, trie);
+      std::string prefix;
+      for (int step = 0; step < 16 && matcher.can_continue(); ++step) {
+        expect_mask_matches_brute_force(matcher, *trie, grammar, prefix);
+        const std::vector<int32_t> allowed = allowed_ids(matcher, *trie);
+        if (allowed.empty()) break;  // the random vocabulary may lack the one closing piece
+        // Leave strings now and then: prefer a token with a quote in it.
+        std::vector<int32_t> quoting;
+        for (int32_t id : allowed)
+          if (trie->token_text(id).find('"') != std::string::npos) quoting.push_back(id);
+        const std::vector<int32_t>& from = !quoting.empty() && rng() % 3 == 0 ? quoting : allowed;
+        const int32_t pick = from[rng() % from.size()];
+        ASSERT_TRUE(matcher.accept_token(pick));
+        prefix += trie->token_text(pick);
+      }
     }
   }
 }
