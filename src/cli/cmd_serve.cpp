@@ -8,12 +8,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/log.h"
 #include "base/timer.h"
@@ -42,6 +43,7 @@ struct ServeOptions {
   std::string chat_template;
   std::string reasoning_format = "auto";
   std::string alias;
+  std::vector<std::string> cors_origins;  // --cors-origin, as given (HttpServerOptions::cors once parsed)
   double drain_timeout_s = 30;
   bool no_machine_probe = false;
   // The HTTP transport's deadlines, in seconds (HttpServerOptions has them in ms).
@@ -91,6 +93,9 @@ int serve(ServeOptions& o) {
   auto policy = parse_batching_policy(o.batching);
   if (!policy.is_ok()) return fail(policy.status());
   o.engine.scheduler.policy = *policy;
+  auto cors = server::CorsPolicy::parse(o.cors_origins);
+  if (!cors.is_ok()) return fail(cors.status());
+  o.http.cors = std::move(cors).value();
   o.engine.kv_cache_bytes = o.kv_cache_mib << 20;
   o.http.max_kv_import_bytes = static_cast<size_t>(o.kv_import_max_mib) << 20;
   o.http.header_timeout = to_ms(o.header_timeout_s);
@@ -172,6 +177,12 @@ CommandRunner add_serve_command(CLI::App& app) {
   cmd->add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->http.port, "Port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->http.api_key, "Require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--cors-origin", o->cors_origins,
+                  "Let browser pages from ORIGIN call the server (CORS): scheme://host[:port] or '*'; repeat it or "
+                  "separate origins by commas")
+      ->type_name("ORIGIN")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);  // one value per --cors-origin, repeatable
   cmd->add_option("--alias", o->alias, "Model id to list and accept (default: the file name without .gguf)");
   cmd->add_option("-c,--ctx-size", o->engine.context_length, "Most tokens per sequence (0: the model's training context)")
       ->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

@@ -68,6 +68,7 @@ ChoiceOutput ChoiceState::apply(const StreamEvent& event) {
     finish_reason_ = event.finish_reason.empty() ? "error" : event.finish_reason;
     error_ = event.error;
     completion_tokens_ = event.completion_tokens;
+    cached_tokens_ = event.cached_tokens;
     delta.finish_reason = openai_finish_reason(finish_reason_);
   }
   return delta;

@@ -51,6 +51,9 @@ class ChoiceState {
   int64_t completion_tokens() const { return finished_ ? completion_tokens_ : tokens_seen_; }
   // True once an event carried a generated token.
   bool has_tokens() const { return has_tokens_; }
+  // Once finished: the prompt tokens the engine took from its prefix cache
+  // instead of computing them; 0 before.
+  int64_t cached_tokens() const { return cached_tokens_; }
 
   // The whole choice: echo + generated text, every token's logprobs (when
   // asked for) and the OpenAI finish_reason.
@@ -76,6 +79,7 @@ class ChoiceState {
   std::string error_;
   int64_t completion_tokens_ = 0;
   int64_t tokens_seen_ = 0;
+  int64_t cached_tokens_ = 0;
 };
 
 // The OpenAI finish_reason for an engine reason: "stop" and "length" pass

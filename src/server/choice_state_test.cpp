@@ -37,11 +37,14 @@ TEST(ChoiceStateTest, DeltasAndTheWholeChoiceWithEcho) {
   last.finished = true;
   last.finish_reason = "length";
   last.completion_tokens = 3;  // the engine's count wins (e.g. a stop string's token)
+  last.cached_tokens = 16;
+  EXPECT_EQ(c.cached_tokens(), 0);
   ChoiceOutput d2 = c.apply(last);
   EXPECT_EQ(d2.finish_reason, "length");
   EXPECT_EQ((*d2.logprobs)[0].text_offset, 10);
   EXPECT_TRUE(c.finished());
   EXPECT_EQ(c.completion_tokens(), 3);
+  EXPECT_EQ(c.cached_tokens(), 16);
 
   // Anything after the finished event is ignored.
   ChoiceOutput late = c.apply(token_event(*tok, "!", -1.0f));

@@ -77,6 +77,9 @@ class FakeInferenceService final : public InferenceService {
   // system message alone is ~300 of these byte tokens).
   void set_context_length(int64_t tokens) { context_length_ = tokens; }
   void set_tick(std::chrono::milliseconds tick) { tick_ms_.store(static_cast<int>(tick.count())); }
+  // Every finished sequence reports this many prompt tokens (at most its
+  // prompt) as served from the prefix cache.
+  void set_cached_tokens(int64_t tokens) { cached_tokens_.store(tokens); }
 
   // --- what happened -------------------------------------------------------
   std::vector<EngineRequest> submitted() const {
@@ -134,11 +137,12 @@ class FakeInferenceService final : public InferenceService {
     return s.text.size() > hold ? s.text.size() - hold : 0;
   }
 
-  static void finish(Sequence& s, const std::string& reason, StreamEvent e) {
+  void finish(Sequence& s, const std::string& reason, StreamEvent e) const {
     e.finished = true;
     e.finish_reason = reason;
     if (reason == "error") e.error = "scripted failure";
     e.prompt_tokens = static_cast<int64_t>(s.request.prompt.size());
+    e.cached_tokens = std::min(cached_tokens_.load(), e.prompt_tokens);
     e.completion_tokens = s.produced;
     s.stream->push(std::move(e));
   }
@@ -232,6 +236,7 @@ class FakeInferenceService final : public InferenceService {
   std::atomic<bool> ready_{true};
   std::atomic<int> tick_ms_{2};
   std::atomic<int> rejected_{0};
+  std::atomic<int64_t> cached_tokens_{0};
 };
 
 }  // namespace omnibus::server::testing

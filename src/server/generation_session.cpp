@@ -21,15 +21,15 @@ GenerationSession::GenerationSession(const PreparedGeneration& generation, Respo
       include_usage_(generation.options.include_usage),
       logprobs_(generation.options.sampling.wants_logprobs()),
       prompt_tokens_(generation.prompt_tokens()),
+      choices_per_prompt_(static_cast<size_t>(std::max<int32_t>(1, generation.options.n))),
       meta_(std::move(meta)),
       streams_(std::move(streams)),
       arrival_(arrival) {
   meta_.include_usage = include_usage_;
   // Prompt p's choice i is choice p * n + i, and so is its stream.
-  const int32_t n = std::max<int32_t>(1, generation.options.n);
-  choices_.reserve(generation.prompts.size() * static_cast<size_t>(n));
+  choices_.reserve(generation.prompts.size() * choices_per_prompt_);
   for (const PreparedPrompt& prompt : generation.prompts) {
-    for (int32_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < choices_per_prompt_; ++i) {
       const auto index = static_cast<int32_t>(choices_.size());
       choices_.emplace_back(index, tokenizer, logprobs_, generation.echo ? prompt.echo_text : std::string(),
                             generation.split_reasoning, generation.opens_thought, generation.harmony);
@@ -58,6 +58,19 @@ int64_t GenerationSession::completion_tokens() const {
   for (const ChoiceState& c : choices_) total += c.completion_tokens();
   return total;
 }
+
+int64_t GenerationSession::cached_tokens() const {
+  int64_t total = 0;
+  for (size_t first = 0; first < choices_.size(); first += choices_per_prompt_) {
+    const size_t end = std::min(choices_.size(), first + choices_per_prompt_);
+    int64_t fewest = choices_[first].cached_tokens();
+    for (size_t i = first + 1; i < end; ++i) fewest = std::min(fewest, choices_[i].cached_tokens());
+    total += fewest;
+  }
+  return total;
+}
+
+Usage GenerationSession::usage() const { return Usage{prompt_tokens(), completion_tokens(), cached_tokens()}; }
 
 bool GenerationSession::failed() const {
   if (stream_failed_) return true;
@@ -113,6 +126,16 @@ std::string GenerationSession::chunk_for(const ChoiceOutput& delta) const {
   return chat_ ? build_chat_chunk(meta_, delta, /*role_chunk=*/false) : build_completion_chunk(meta_, delta);
 }
 
+std::string GenerationSession::finish_chunk_for(const ChoiceState& choice) const {
+  ChoiceOutput last;
+  last.index = choice.index();
+  last.finish_reason = openai_finish_reason(choice.finish_reason());
+  // Completions keep their logprobs arrays (empty) in every chunk when
+  // asked for; chat's last chunk has "logprobs": null, as OpenAI's.
+  if (logprobs_ && !chat_) last.logprobs.emplace();
+  return chunk_for(last);
+}
+
 bool GenerationSession::write_preamble(const Writer& write) {
   for (const ChoiceState& c : choices_) {
     ChoiceOutput first;
@@ -124,11 +147,7 @@ bool GenerationSession::write_preamble(const Writer& write) {
       if (!first.text.empty() && !write(format_sse(chunk_for(first)))) return false;
     }
     if (c.finished()) {  // max_tokens 0: nothing will come
-      ChoiceOutput last;
-      last.index = c.index();
-      last.finish_reason = openai_finish_reason(c.finish_reason());
-      if (logprobs_) last.logprobs.emplace();
-      if (!write(format_sse(chunk_for(last)))) return false;
+      if (!write(format_sse(finish_chunk_for(c)))) return false;
     }
   }
   return true;
@@ -136,8 +155,7 @@ bool GenerationSession::write_preamble(const Writer& write) {
 
 bool GenerationSession::finish_stream(const Writer& write) {
   if (include_usage_) {
-    Usage usage{prompt_tokens(), completion_tokens()};
-    if (!write(format_sse(build_usage_chunk(meta_, usage, chat_)))) return false;
+    if (!write(format_sse(build_usage_chunk(meta_, usage(), chat_)))) return false;
   }
   if (!write(sse_done())) return false;
   done_ = true;
@@ -167,9 +185,12 @@ bool GenerationSession::pump(const Writer& write, milliseconds wait) {
       done_ = write(format_sse_error(*error)) && write(sse_done());
       return done_;
     }
+    // The finish_reason goes in a chunk of its own, after the last text.
+    delta.finish_reason.clear();
     const bool has_logprobs = delta.logprobs && !delta.logprobs->empty();
-    if (delta.text.empty() && delta.reasoning.empty() && delta.finish_reason.empty() && !has_logprobs) continue;
-    if (!write(format_sse(chunk_for(delta)))) {
+    const bool has_content = !delta.text.empty() || !delta.reasoning.empty() || has_logprobs;
+    if ((has_content && !write(format_sse(chunk_for(delta)))) ||
+        (choice.finished() && !write(format_sse(finish_chunk_for(choice))))) {
       cancel_all();
       return false;
     }
@@ -211,8 +232,7 @@ ApiResult<std::string> GenerationSession::response_body() const {
   std::vector<ChoiceOutput> outputs;
   outputs.reserve(choices_.size());
   for (const ChoiceState& c : choices_) outputs.push_back(c.full_output());
-  const Usage usage{prompt_tokens(), completion_tokens()};
-  return chat_ ? build_chat_response(meta_, outputs, usage) : build_completion_response(meta_, outputs, usage);
+  return chat_ ? build_chat_response(meta_, outputs, usage()) : build_completion_response(meta_, outputs, usage());
 }
 
 }  // namespace omnibus::server

@@ -6,9 +6,11 @@
 //
 // Streaming, in order: a role chunk per choice (chat) or the echoed prompt
 // per choice (completions with echo); then a chunk per event with new text
-// or logprobs, with the choice's index; the finish_reason on the event that
-// ends a choice; once every choice ended, the usage chunk
-// (stream_options.include_usage) and "data: [DONE]". A choice that ends in
+// or logprobs, with the choice's index and finish_reason null; when a
+// choice ends, a chunk of its own with the finish_reason and nothing else
+// (chat: "delta": {}; completions: "text": ""), as OpenAI sends it; once
+// every choice ended, the usage chunk (stream_options.include_usage) and
+// "data: [DONE]". A choice that ends in
 // "error" (or "cancelled" that the server did not ask for) sends an error
 // event, cancels the other choices and ends the stream with [DONE].
 //
@@ -70,6 +72,10 @@ class GenerationSession {
   // For the request's log line and metrics.
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t completion_tokens() const;
+  // Of prompt_tokens(), those the engine served from its prefix cache: per
+  // prompt, the fewest any of its choices got (each prompt counts once, as
+  // in prompt_tokens()).
+  int64_t cached_tokens() const;
   double ttft_ms() const { return ttft_ms_; }  // < 0: no token yet
   // The stream ended with an error event (streaming) or a choice failed.
   bool failed() const;
@@ -82,6 +88,9 @@ class GenerationSession {
   void collect(std::chrono::milliseconds wait, std::vector<Arrived>& out);
   bool write_preamble(const Writer& write);
   std::string chunk_for(const ChoiceOutput& delta) const;
+  // The last chunk of a finished choice: its finish_reason alone.
+  std::string finish_chunk_for(const ChoiceState& choice) const;
+  Usage usage() const;
   bool finish_stream(const Writer& write);
   // The error a choice that did not end normally gives; nullopt when fine.
   std::optional<ApiError> choice_error(const ChoiceState& choice) const;
@@ -92,6 +101,7 @@ class GenerationSession {
   bool include_usage_;
   bool logprobs_;
   int64_t prompt_tokens_;  // all prompts together
+  size_t choices_per_prompt_;  // n
   ResponseMeta meta_;
   std::vector<std::shared_ptr<RequestStream>> streams_;
   std::vector<ChoiceState> choices_;

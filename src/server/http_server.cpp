@@ -123,16 +123,22 @@ HttpServer::Impl::Impl(InferenceService& service_in, HttpServerOptions options_i
 }
 
 void HttpServer::Impl::install_routes() {
-  const auto add = [this](const char* method, const char* path, RouteHandler handler, bool prefix = false) {
-    routes.push_back(Route{method, path, prefix, std::move(handler)});
+  const auto add = [this](const char* method, const char* path, RouteHandler handler, bool prefix = false,
+                          bool unversioned = false) {
+    routes.push_back(Route{method, path, prefix, unversioned, std::move(handler)});
   };
-  add("POST", "/v1/completions",
-      [this](RequestLog& log, const Request& req, Response& res) { handle_generation(log, req, res, false); });
-  add("POST", "/v1/chat/completions",
-      [this](RequestLog& log, const Request& req, Response& res) { handle_generation(log, req, res, true); });
-  add("GET", "/v1/models", [this](RequestLog&, const Request& req, Response& res) { handle_models(req, res); });
-  add("GET", "/v1/models/",
-      [this](RequestLog& log, const Request& req, Response& res) { handle_model(log, req, res); }, true);
+  // OpenAI's routes, also without "/v1" (as vLLM and llama-server serve them).
+  const auto add_openai = [&add](const char* method, const char* path, RouteHandler handler, bool prefix = false) {
+    add(method, path, std::move(handler), prefix, /*unversioned=*/true);
+  };
+  add_openai("POST", "/v1/completions",
+             [this](RequestLog& log, const Request& req, Response& res) { handle_generation(log, req, res, false); });
+  add_openai("POST", "/v1/chat/completions",
+             [this](RequestLog& log, const Request& req, Response& res) { handle_generation(log, req, res, true); });
+  add_openai("GET", "/v1/models", [this](RequestLog&, const Request& req, Response& res) { handle_models(req, res); });
+  add_openai(
+      "GET", "/v1/models/", [this](RequestLog& log, const Request& req, Response& res) { handle_model(log, req, res); },
+      true);
   add("GET", kHealthPath, [this](RequestLog&, const Request&, Response& res) { handle_health(res); });
   add("GET", "/metrics", [this](RequestLog&, const Request&, Response& res) { handle_metrics(res); });
   add("POST", "/tokenize", [this](RequestLog&, const Request& req, Response& res) { handle_tokenize(req, res, false); });
@@ -146,11 +152,25 @@ void HttpServer::Impl::install_routes() {
 
 size_t HttpServer::Impl::body_limit() const { return body_limit_of(options); }
 
+namespace {
+
+constexpr std::string_view kVersionPrefix = "/v1";
+
+// `path` is `route` (exactly, or `route` + more when `prefix`).
+bool path_matches(std::string_view path, std::string_view route, bool prefix) {
+  return prefix ? path.size() > route.size() && path.starts_with(route) : path == route;
+}
+
+}  // namespace
+
 const HttpServer::Impl::Route* HttpServer::Impl::find_route(const std::string& path) const {
   for (const Route& r : routes) {
-    const bool match =
-        r.prefix ? path.size() > r.path.size() && path.compare(0, r.path.size(), r.path) == 0 : path == r.path;
-    if (match) return &r;
+    const std::string_view route_path = r.path;
+    if (path_matches(path, route_path, r.prefix)) return &r;
+    if (r.unversioned && route_path.starts_with(kVersionPrefix) &&
+        path_matches(path, route_path.substr(kVersionPrefix.size()), r.prefix)) {
+      return &r;
+    }
   }
   return nullptr;
 }
@@ -163,9 +183,15 @@ void HttpServer::Impl::respond(const Request& req, Response& res, std::function<
   log.entropy = mix64(salt ^ request_counter.fetch_add(1, std::memory_order_relaxed));
   log.id = make_response_id("req", log.entropy);
   metrics.add_in_flight(1);
+  const std::string origin = req.get_header_value("Origin");
+  const bool preflight =
+      options.cors.is_preflight(req.method, origin, req.get_header_value("Access-Control-Request-Method"));
   try {
     const Route* route = find_route(req.path);
-    if (req.path != kHealthPath && !api_key.allows(req.get_header_value("Authorization"))) {
+    if (preflight) {
+      // Before the key: browsers send none on a preflight.
+      answer_preflight(req, res);
+    } else if (req.path != kHealthPath && !api_key.allows(req.get_header_value("Authorization"))) {
       // First, whatever the method or path: a caller without the key
       // learns nothing about which routes exist. Load balancers probe
       // /health without credentials.
@@ -175,7 +201,8 @@ void HttpServer::Impl::respond(const Request& req, Response& res, std::function<
                                  fmt::format("no route for {} {}", req.method, log_safe(req.path, 200)), "not_found"));
     } else if (route->method != req.method && !(req.method == "HEAD" && route->method == "GET")) {
       send_error(res, http_error(405, "invalid_request_error",
-                                 fmt::format("{} is not allowed on {}", req.method, route->path), "method_not_allowed"));
+                                 fmt::format("{} is not allowed on {}", req.method, log_safe(req.path, 200)),
+                                 "method_not_allowed"));
       res.set_header("Allow", route->method);
     } else if (!service.loaded() && req.path != kHealthPath && req.path != "/metrics") {
       // Every other route needs the tokenizer or the model.
@@ -192,6 +219,7 @@ void HttpServer::Impl::respond(const Request& req, Response& res, std::function<
     answer_internal_error(res, log);
   }
   res.set_header("X-Request-Id", log.id);
+  if (!preflight) add_cors_headers(res, origin);  // a stream's too: its head is written after this
   if (!log.streaming) {
     log.status = res.status < 0 ? 200 : res.status;
     finish(log);
@@ -212,6 +240,7 @@ void HttpServer::Impl::handle_connection(std::unique_ptr<Connection> connection,
   busy_workers.fetch_add(1);
   if (stopping.load()) {
     send_error(res, service_unavailable("the server is shutting down"));
+    add_cors_headers(res, req.get_header_value("Origin"));
     res.set_header("Connection", "close");
     log_unrouted(req.method, req.path, res.status);
   } else {
@@ -257,10 +286,14 @@ std::optional<std::string> HttpServer::Impl::check_head(const ParsedHttpRequest&
   // With --kv-import the body limit is raised for /v1/kv/import alone:
   // any other large body is refused from its headers, before it is read
   // (a chunked body, whose size is unknown up front, gets the raised limit).
-  // Without the key, a body is not worth reading (nor a 100 Continue).
-  if (head.path != kHealthPath && !api_key.allows(std::string(head.header("Authorization")))) {
+  // Without the key, a body is not worth reading (nor a 100 Continue). A
+  // CORS preflight needs no key (respond() answers it).
+  const bool preflight =
+      options.cors.is_preflight(head.method, head.header("Origin"), head.header("Access-Control-Request-Method"));
+  if (!preflight && head.path != kHealthPath && !api_key.allows(std::string(head.header("Authorization")))) {
     Response res;
     send_error(res, unauthorized());
+    add_cors_headers(res, head.header("Origin"));  // so that a browser's script can read the 401
     log_unrouted(head.method, head.path, res.status);
     return serialize_closing_response(res);
   }
@@ -272,6 +305,7 @@ std::optional<std::string> HttpServer::Impl::check_head(const ParsedHttpRequest&
   if (head.path == "/v1/kv/import" && head.method == "POST") return std::nullopt;
   Response res;
   send_error(res, body_too_large(options.limits.max_body_bytes));
+  add_cors_headers(res, head.header("Origin"));
   log_unrouted(head.method, head.path, res.status);
   return serialize_closing_response(res);
 }
@@ -293,9 +327,22 @@ std::string HttpServer::Impl::refusal(int status, const std::string& message, co
   }
   Response res;
   send_error(res, e);
+  if (head != nullptr) add_cors_headers(res, head->header("Origin"));
   log_unrouted(head != nullptr ? head->method : std::string("-"), head != nullptr ? head->path : std::string("-"),
                res.status);
   return serialize_closing_response(res);
+}
+
+void HttpServer::Impl::answer_preflight(const Request& req, Response& res) {
+  res.status = 204;
+  for (auto& [name, value] : options.cors.preflight_headers(req.get_header_value("Origin"),
+                                                            req.get_header_value("Access-Control-Request-Headers"))) {
+    res.set_header(name, value);
+  }
+}
+
+void HttpServer::Impl::add_cors_headers(Response& res, std::string_view origin) const {
+  for (auto& [name, value] : options.cors.response_headers(origin)) res.set_header(name, value);
 }
 
 void HttpServer::Impl::answer_internal_error(Response& res, RequestLog& log) {
@@ -338,26 +385,40 @@ void HttpServer::Impl::log_unrouted(const std::string& method, const std::string
   finish(log);
 }
 
+namespace {
+
+// One entry of /v1/models: OpenAI's fields, and the context length under
+// the names other servers use (vLLM's max_model_len; context_length).
+Json model_entry(const ServiceInfo& info, int64_t created) {
+  return Json{{"id", info.model_id},
+              {"object", "model"},
+              {"created", created},
+              {"owned_by", "omnibus"},
+              {"context_length", info.context_length},
+              {"max_model_len", info.context_length}};
+}
+
+}  // namespace
+
 void HttpServer::Impl::handle_models(const Request&, Response& res) {
-  const ServiceInfo info = service.info();
-  Json model{{"id", info.model_id}, {"object", "model"}, {"created", started_unix}, {"owned_by", "omnibus"},
-             {"max_model_len", info.context_length}};
   res.status = 200;
-  res.set_content(dump(Json{{"object", "list"}, {"data", Json::array({model})}}), kJson);
+  res.set_content(dump(Json{{"object", "list"}, {"data", Json::array({model_entry(service.info(), started_unix)})}}),
+                  kJson);
 }
 
 void HttpServer::Impl::handle_model(RequestLog&, const Request& req, Response& res) {
   const ServiceInfo info = service.info();
-  const std::string prefix = "/v1/models/";
-  const std::string requested = req.path.size() > prefix.size() ? req.path.substr(prefix.size()) : std::string();
+  // The route is "/v1/models/" or "/models/" + the id: the id starts after
+  // the first "/models/" (it may hold one itself).
+  constexpr std::string_view kModelsPrefix = "/models/";
+  const size_t at = req.path.find(kModelsPrefix);
+  const std::string requested = at == std::string::npos ? std::string() : req.path.substr(at + kModelsPrefix.size());
   if (requested.empty()) return handle_models(req, res);
   if (std::optional<ApiError> e = check_model_name(requested, info.model_id, options.model_aliases)) {
     return send_error(res, *e);
   }
   res.status = 200;
-  res.set_content(dump(Json{{"id", info.model_id}, {"object", "model"}, {"created", started_unix},
-                            {"owned_by", "omnibus"}, {"max_model_len", info.context_length}}),
-                  kJson);
+  res.set_content(dump(model_entry(info, started_unix)), kJson);
 }
 
 void HttpServer::Impl::handle_health(Response& res) {

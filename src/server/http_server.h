@@ -2,6 +2,8 @@
 //
 //   POST /v1/completions, POST /v1/chat/completions   (JSON or SSE streaming)
 //   GET  /v1/models, GET /v1/models/{id}               (the one model)
+//        (these four also without "/v1": /completions, /chat/completions,
+//        /models, /models/{id}, for clients whose base URL lacks it)
 //   GET  /health      200 {"status":"ok"} when the service is ready, else 503
 //                     (loading or draining; every route but /health and
 //                     /metrics is 503 until the service is loaded())
@@ -14,7 +16,9 @@
 // connections 503). With an API key set, every request but those to
 // /health needs "Authorization: Bearer <key>" (401 otherwise, whatever the
 // method or path, before anything else is said), compared in constant
-// time. 429 and 503 carry Retry-After.
+// time. 429 and 503 carry Retry-After. With CORS on (`cors`), browsers'
+// preflights are answered 204 without the key, and responses carry the
+// CORS headers (server/cors.h).
 //
 // The "model" field of a request may be empty, the model id, one of
 // `model_aliases`, or a path ending in one of those (".gguf" optional);
@@ -38,6 +42,7 @@
 
 #include "base/status.h"
 #include "engine/inference_service.h"
+#include "server/cors.h"
 #include "server/openai_request.h"
 
 namespace omnibus::server {
@@ -46,6 +51,7 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (see port())
   std::string api_key;  // empty: no authentication
+  CorsPolicy cors;      // off by default: no CORS headers, OPTIONS as any other method
   ApiLimits limits;
   // Worker threads; must exceed the number of concurrent streams expected.
   int http_threads = 128;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/inference_service.h"
@@ -55,10 +56,17 @@ struct HttpServer::Impl {
     std::string method;
     std::string path;     // exact, or a prefix when `prefix`
     bool prefix = false;  // "/v1/models/" + an id
+    // Also answers at `path` without its leading "/v1" (OpenAI clients
+    // given a base URL without it send "/chat/completions").
+    bool unversioned = false;
     RouteHandler handler;
   };
   void install_routes();
   const Route* find_route(const std::string& path) const;
+  // A CORS preflight: 204 with the CORS headers; needs no API key.
+  void answer_preflight(const httplib::Request& req, httplib::Response& res);
+  // The CORS headers of a response to a request from `origin` (none when CORS is off).
+  void add_cors_headers(httplib::Response& res, std::string_view origin) const;
   // A whole request from the connection loop, on a worker thread: routed,
   // answered, and the connection handed back for keep-alive or closed.
   void handle_connection(std::unique_ptr<Connection> connection, ParsedHttpRequest parsed);

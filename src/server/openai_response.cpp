@@ -62,7 +62,8 @@ Json chat_logprobs(const std::optional<std::vector<GeneratedTokenLogprobs>>& lps
 Json usage_json(const Usage& u) {
   return Json{{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
-              {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+              {"total_tokens", u.prompt_tokens + u.completion_tokens},
+              {"prompt_tokens_details", Json{{"cached_tokens", u.cached_tokens}}}};
 }
 
 Json envelope(const ResponseMeta& meta, const char* object) {

@@ -50,6 +50,9 @@ struct ChoiceOutput {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Of prompt_tokens, those served from the prefix cache (written as
+  // usage.prompt_tokens_details.cached_tokens, as OpenAI does).
+  int64_t cached_tokens = 0;
 };
 
 // What every response and chunk of one request carries.
@@ -75,7 +78,9 @@ std::string build_chat_response(const ResponseMeta& meta, std::span<const Choice
 // carries new text in choices[0].text; a chat chunk's delta is {"role":
 // "assistant"} for the first chunk of a choice (role_chunk true) and
 // {"content": text} after (and {"reasoning_content": thoughts} while a
-// reasoning model thinks), with {} when only finish_reason is sent.
+// reasoning model thinks), with {} when only finish_reason is sent. As
+// OpenAI does, a choice's finish_reason comes alone in its last chunk
+// (text "" or delta {}), after the chunks with its text (GenerationSession).
 std::string build_completion_chunk(const ResponseMeta& meta, const ChoiceOutput& delta);
 std::string build_chat_chunk(const ResponseMeta& meta, const ChoiceOutput& delta, bool role_chunk);
 // Final chunk for include_usage: "choices": [] and the usage totals.

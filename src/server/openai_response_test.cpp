@@ -56,6 +56,7 @@ TEST(CompletionResponse, ShapeAndLogprobs) {
   EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
   EXPECT_EQ(j["usage"]["completion_tokens"], 3);
   EXPECT_EQ(j["usage"]["total_tokens"], 8);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"], Json({{"cached_tokens", 0}}));
 }
 
 TEST(ChatResponse, ShapeAndLogprobs) {
@@ -111,10 +112,11 @@ TEST(StreamChunks, CompletionAndChat) {
   EXPECT_TRUE(last["choices"][0]["delta"].empty());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
 
-  Json usage = Json::parse(build_usage_chunk(meta(true), Usage{4, 9}, true));
+  Json usage = Json::parse(build_usage_chunk(meta(true), Usage{4, 9, 2}, true));
   EXPECT_EQ(usage["object"], "chat.completion.chunk");
   EXPECT_TRUE(usage["choices"].is_array() && usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["total_tokens"], 13);
+  EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
 }
 
 TEST(Sse, FramingAndErrors) {

@@ -36,6 +36,7 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 100: return "Continue";
     case 200: return "OK";
+    case 204: return "No Content";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -120,7 +121,12 @@ std::string response_head(const httplib::Response& res, bool chunked, bool& keep
     if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding")) continue;
     head += fmt::format("{}: {}\r\n", name, header_safe(value));
   }
-  head += chunked ? "Transfer-Encoding: chunked\r\n" : fmt::format("Content-Length: {}\r\n", res.body.size());
+  // A 204 (a CORS preflight's answer) has no body and must not say its length.
+  if (chunked) {
+    head += "Transfer-Encoding: chunked\r\n";
+  } else if (status != 204) {
+    head += fmt::format("Content-Length: {}\r\n", res.body.size());
+  }
   head += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return head;
 }

@@ -48,6 +48,9 @@ def test_decode_server_continues_from_the_exported_prompt(server_factory):
 
     got = completion(decode, BODY)
     assert got["choices"][0]["message"]["content"] == want["choices"][0]["message"]["content"]
+    # The same counts, but here the handed-over blocks were cached.
+    assert got["usage"].pop("prompt_tokens_details") == {"cached_tokens": tokens}
+    assert want["usage"].pop("prompt_tokens_details") == {"cached_tokens": 0}
     assert got["usage"] == want["usage"]
     samples = u.metrics(decode.base_url)
     assert u.metric(samples, "omnibus_prefix_cache_hit_tokens_total") == tokens
