@@ -370,15 +370,8 @@ class SchemaConverter {
       pattern = s["pattern"].get<std::string>();
     }
     if (pattern) {
-      Result<RegexGbnf> regex = regex_to_gbnf(*pattern);
+      Result<RegexGbnf> regex = regex_to_gbnf(*pattern, min.value_or(0), max);
       if (!regex.is_ok()) return error(path, regex.status().message());
-      // A pattern's language cannot be cut by length in the grammar; accept
-      // only lengths the pattern already implies.
-      const bool min_implied = !min || regex->min_length >= *min;
-      const bool max_implied = !max || (regex->max_length && *regex->max_length <= *max);
-      if (!min_implied || !max_implied) {
-        return error(path, "minLength/maxLength with a pattern or format that does not imply them is unsupported");
-      }
       return join_nonempty({quote, regex->expression.empty() ? "" : "(" + regex->expression + ")", quote}, " ");
     }
     if (!min && !max) return string_rule();

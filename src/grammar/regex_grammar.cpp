@@ -701,13 +701,57 @@ Result<Piece> emit(const Node& n) {
   return Status::internal("regex: anchor left in the pattern");
 }
 
+// Narrows `root` to strings of min..max code points: nothing to do when its
+// bounds imply them; else the one repetition of a fixed-length part among
+// fixed-length parts takes the bounds (see the header).
+Status fit_length(Node& root, uint64_t min, std::optional<uint64_t> max) {
+  const uint64_t lo = min_length(root), hi = max_length(root);
+  if (lo >= min && (!max || (hi != kUnbounded && hi <= *max))) return Status::ok();
+  const Status unsupported = Status::invalid_argument(
+      "minLength/maxLength with a pattern or format that does not imply them is unsupported (only a pattern of "
+      "fixed-length parts and one repeated fixed-length part can be cut to a length)");
+  std::vector<Node*> parts;
+  if (root.kind == Node::Kind::kSeq) {
+    for (Node& k : root.kids) parts.push_back(&k);
+  } else {
+    parts.push_back(&root);
+  }
+  uint64_t fixed = 0;
+  Node* repeat = nullptr;
+  for (Node* part : parts) {
+    const uint64_t part_min = min_length(*part);
+    if (part_min == max_length(*part)) {
+      fixed = saturating_add(fixed, part_min);
+      continue;
+    }
+    if (repeat != nullptr || part->kind != Node::Kind::kRepeat) return unsupported;
+    const Node& child = part->kids[0];
+    if (min_length(child) == 0 || min_length(child) != max_length(child)) return unsupported;
+    repeat = part;
+  }
+  const Status empty = Status::invalid_argument("no string matches the pattern within minLength/maxLength");
+  if (repeat == nullptr) return empty;  // one length, outside the bounds
+  const uint64_t width = min_length(repeat->kids[0]);
+  uint64_t count_min = repeat->min, count_max = repeat->max;
+  if (min > fixed) count_min = std::max(count_min, (min - fixed + width - 1) / width);
+  if (max) count_max = *max < fixed ? 0 : std::min(count_max, (*max - fixed) / width);
+  if ((max && *max < fixed) || count_min > count_max) return empty;
+  repeat->min = count_min;
+  repeat->max = count_max;
+  return Status::ok();
+}
+
 }  // namespace
 
-Result<RegexGbnf> regex_to_gbnf(std::string_view pattern) {
+Result<RegexGbnf> regex_to_gbnf(std::string_view pattern) { return regex_to_gbnf(pattern, 0, std::nullopt); }
+
+Result<RegexGbnf> regex_to_gbnf(std::string_view pattern, uint64_t min_length_bound,
+                                std::optional<uint64_t> max_length_bound) {
   std::u32string code_points;
   if (!decode_utf8(pattern, code_points)) return Status::invalid_argument("regex: pattern is not valid UTF-8");
   OMNIBUS_ASSIGN_OR_RETURN(Node parsed, RegexParser(std::move(code_points)).parse());
   OMNIBUS_ASSIGN_OR_RETURN(Node root, apply_anchors(std::move(parsed)));
+  if (Status s = fit_length(root, min_length_bound, max_length_bound); !s) return s;
   if (expanded_size(root) > kMaxExpandedSize) {
     return Status::invalid_argument("regex: repetition counts expand the pattern past " +
                                     std::to_string(kMaxExpandedSize) + " characters");

@@ -47,6 +47,14 @@ struct RegexGbnf {
 // 4"). Pure function; thread-safe.
 Result<RegexGbnf> regex_to_gbnf(std::string_view pattern);
 
+// The same for the strings of `pattern` that are `min_length` to
+// `max_length` code points long (JSON Schema's minLength/maxLength beside a
+// pattern or format), exactly. Where the pattern's own bounds imply them,
+// as above; otherwise only a pattern that is a sequence of fixed-length
+// parts and one repetition of a fixed-length part (^[a-z][a-z0-9-]*$) can
+// be cut, by narrowing that repetition; anything else is refused.
+Result<RegexGbnf> regex_to_gbnf(std::string_view pattern, uint64_t min_length, std::optional<uint64_t> max_length);
+
 // A GBNF string literal that matches `text` (UTF-8) exactly: "..." with
 // ", \ and control characters escaped.
 std::string gbnf_literal(std::string_view text);

@@ -139,6 +139,48 @@ TEST(RegexGrammarTest, AgreesWithStdRegexOnRandomStrings) {
   }
 }
 
+// minLength/maxLength beside a pattern: the grammar must accept exactly the
+// matching strings of an allowed length, every string up to 6 characters
+// over a small alphabet checked.
+TEST(RegexGrammarTest, LengthBoundsCutTheOneRepetition) {
+  struct Case {
+    std::string pattern;
+    uint64_t min;
+    std::optional<uint64_t> max;
+  };
+  const std::vector<Case> cases = {
+      {"^[ab][ab1-]*$", 2, 4}, {"^a+$", 0, 3},         {"^(?:ab)*$", 3, 6},     {"^[ab]{1,5}$", 3, std::nullopt},
+      {"^-[ab]?-$", 0, 2},     {"^a(?:b|1)+-$", 4, 5}, {"^[ab]+\\d{2}$", 0, 4},
+  };
+  const std::string alphabet = "ab1-";
+  for (const Case& c : cases) {
+    Result<RegexGbnf> r = regex_to_gbnf(c.pattern, c.min, c.max);
+    ASSERT_TRUE(r.is_ok()) << c.pattern << ": " << r.status().to_string();
+    Result<Grammar> g = parse_gbnf("root ::= " + (r->expression.empty() ? "\"\"" : r->expression) + "\n");
+    ASSERT_TRUE(g.is_ok()) << c.pattern << " -> " << r->expression;
+    const std::regex re(c.pattern, std::regex::ECMAScript);
+    int matched = 0;
+    std::vector<std::string> level = {""};
+    for (size_t length = 0; length <= 6; ++length) {
+      std::vector<std::string> next;
+      for (const std::string& s : level) {
+        const bool expected = std::regex_search(s, re) && length >= c.min && (!c.max || length <= *c.max);
+        matched += expected;
+        EXPECT_EQ(grammar_accepts(*g, s), expected) << c.pattern << " on '" << s << "'";
+        for (char ch : alphabet) next.push_back(s + ch);
+      }
+      level = std::move(next);
+    }
+    EXPECT_GT(matched, 0) << c.pattern;
+  }
+  // Two parts that vary, an unanchored pattern, an alternation: refused.
+  for (const char* pattern : {"^a+b+$", "abc", "^(?:a|bb)$"})
+    EXPECT_NE(regex_to_gbnf(pattern, 2, 2).status().message().find("minLength/maxLength"), std::string::npos)
+        << pattern;
+  EXPECT_NE(regex_to_gbnf("^a{2}$", 3, 4).status().message().find("no string"), std::string::npos);
+  EXPECT_NE(regex_to_gbnf("^ab[ab]*$", 0, 1).status().message().find("no string"), std::string::npos);
+}
+
 TEST(RegexGrammarTest, RefusesWhatItCannotExpress) {
   EXPECT_NE(refusal("(a)\\1").find("backreference"), std::string::npos);
   EXPECT_NE(refusal("a(?=b)").find("lookaround"), std::string::npos);
