@@ -270,6 +270,14 @@ TEST(JsonSchemaGrammarTest, StringConstraints) {
        {R"("a.b+c@example.com")", R"("x@localhost")"},
        {R"("a..b@example.com")", R"("@example.com")", R"("a@-example.com")", R"("a@b@c")"}},
       {R"({"type": "string", "format": "ipv4"})", {R"("192.168.0.255")"}, {R"("256.1.1.1")", R"("01.1.1.1")"}},
+      {R"({"type": "string", "format": "uri"})",
+       {R"("https://example.com/a/b?x=1&y=%20#top")", R"("mailto:a@b.c")", R"("urn:isbn:0451450523")",
+        R"("http://u:p@h:8080/")", R"("file:///etc/hosts")", R"("x:")"},
+       {R"("example.com/a")", R"("http://a b/")", R"("1http://x")", R"("http://h:8a/")", R"("http://h/%zz")",
+        R"("/relative")"}},
+      {R"({"type": "string", "format": "uri-reference"})",
+       {R"("../a/b?q")", R"("#frag")", R"("")", R"("//host/p")", R"("a:b")", R"("a/b:c")"},
+       {R"("a b")", R"("%g0")", R"("http://h:x/")"}},
   });
 }
 
@@ -615,7 +623,7 @@ TEST(JsonSchemaGrammarTest, RefusesWhatItCannotExpress) {
       {R"({"type": "array", "items": {"type": "integer"}, "uniqueItems": true})", "uniqueItems"},
       {"false", "schema false matches nothing"},
       {R"({"type": "strin"})", "unknown type \"strin\""},
-      {R"({"type": "string", "format": "uri"})", "unsupported format 'uri'"},
+      {R"({"type": "string", "format": "iri"})", "unsupported format 'iri'"},
       {R"({"type": "string", "pattern": "(a)\\1"})", "backreference"},
       {R"({"type": "string", "pattern": "^[a-z]+[0-9]+$", "maxLength": 5})", "minLength/maxLength"},
       {R"({"type": "string", "minLength": 3, "maxLength": 2})", "minLength is greater than maxLength"},

@@ -28,6 +28,24 @@ std::optional<std::string> format_pattern(std::string_view format) {
   if (format == "email") return "^" + kAtom + R"((?:\.)" + kAtom + ")*@" + kHost + "$";
   if (format == "hostname") return "^" + kHost + "$";
   if (format == "ipv4") return "^(?:" + kOctet + R"(\.){3})" + kOctet + "$";
+  // RFC 3986 (appendix A), without IP-literal hosts ("[::1]"): a subset,
+  // so every string it allows is a URI.
+  static const std::string kPct = "%[0-9A-Fa-f]{2}";
+  static const std::string kUnreservedOrSub = R"([A-Za-z0-9\-._~!$&'()*+,;=])";
+  static const std::string kPchar = "(?:" + kUnreservedOrSub + "|[:@]|" + kPct + ")";
+  static const std::string kAuthority =
+      "(?:(?:" + kUnreservedOrSub + "|:|" + kPct + ")*@)?(?:" + kUnreservedOrSub + "|" + kPct + ")*(?::[0-9]*)?";
+  static const std::string kSegments = "(?:/" + kPchar + "*)*";
+  static const std::string kAfterPath = "(?:\\?(?:" + kPchar + "|[/?])*)?(?:#(?:" + kPchar + "|[/?])*)?";
+  static const std::string kHierPart =
+      "(?://" + kAuthority + kSegments + "|/(?:" + kPchar + "+" + kSegments + ")?|" + kPchar + "+" + kSegments + ")?";
+  static const std::string kUri = "[A-Za-z][A-Za-z0-9+.\\-]*:" + kHierPart + kAfterPath;
+  // A relative reference's first segment has no ':' (it would read as a scheme).
+  static const std::string kRelative = "(?://" + kAuthority + kSegments + "|/(?:" + kPchar + "+" + kSegments +
+                                       ")?|(?:" + kUnreservedOrSub + "|@|" + kPct + ")+" + kSegments + ")?" +
+                                       kAfterPath;
+  if (format == "uri") return "^" + kUri + "$";
+  if (format == "uri-reference") return "^(?:" + kUri + "|" + kRelative + ")$";
   return std::nullopt;
 }
 
