@@ -53,6 +53,20 @@ ChoiceOutput ChoiceState::apply(const StreamEvent& event) {
   } else {
     delta.text = event.text;
   }
+  if (tool_splitter_) {
+    ToolCallPiece piece = tool_splitter_->feed(delta.text);
+    if (event.finished) {
+      // Content after a call in the last piece goes after it (there is no
+      // later chunk to put it in).
+      ToolCallPiece rest = tool_splitter_->finish();
+      piece.content += rest.content;
+      for (ToolCall& c : rest.calls) piece.calls.push_back(std::move(c));
+    }
+    delta.text = std::move(piece.content);
+    delta.first_tool_call = static_cast<int32_t>(tool_calls_.size());
+    tool_calls_.insert(tool_calls_.end(), piece.calls.begin(), piece.calls.end());
+    delta.tool_calls = std::move(piece.calls);
+  }
   text_ += delta.text;
   if (!event.tokens.empty()) has_tokens_ = true;
   tokens_seen_ += static_cast<int64_t>(event.tokens.size());
@@ -69,9 +83,18 @@ ChoiceOutput ChoiceState::apply(const StreamEvent& event) {
     error_ = event.error;
     completion_tokens_ = event.completion_tokens;
     cached_tokens_ = event.cached_tokens;
-    delta.finish_reason = openai_finish_reason(finish_reason_);
+    delta.finish_reason = client_finish_reason();
   }
   return delta;
+}
+
+void ChoiceState::read_tool_calls(std::vector<std::string> tool_names, uint64_t id_seed) {
+  tool_splitter_.emplace(std::move(tool_names), id_seed);
+}
+
+std::string ChoiceState::client_finish_reason() const {
+  std::string reason = openai_finish_reason(finish_reason_);
+  return reason == "stop" && !tool_calls_.empty() ? "tool_calls" : reason;
 }
 
 void ChoiceState::finish_without_generating() {
@@ -85,7 +108,8 @@ ChoiceOutput ChoiceState::full_output() const {
   out.index = index_;
   out.text = text_;
   out.reasoning = reasoning_;
-  out.finish_reason = openai_finish_reason(finish_reason_);
+  out.finish_reason = client_finish_reason();
+  out.tool_calls = tool_calls_;
   if (logprobs_) out.logprobs = all_logprobs_;
   return out;
 }

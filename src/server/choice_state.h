@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "server/harmony_splitter.h"
 #include "server/openai_response.h"
 #include "server/reasoning_splitter.h"
+#include "server/tool_call_splitter.h"
 #include "tokenizer/tokenizer.h"
 
 namespace omnibus::server {
@@ -39,6 +41,10 @@ class ChoiceState {
   // Events after the finished one are ignored (empty delta).
   ChoiceOutput apply(const StreamEvent& event);
 
+  // Reads the answer's content for calls to these tools (ToolCallSplitter;
+  // `id_seed` makes the call ids). Before the first apply().
+  void read_tool_calls(std::vector<std::string> tool_names, uint64_t id_seed);
+
   // Ends the choice without generating (max_tokens 0): reason "length".
   void finish_without_generating();
 
@@ -46,6 +52,9 @@ class ChoiceState {
   bool finished() const { return finished_; }
   // The engine's reason: "stop", "length", "cancelled", "error"; "" while running.
   const std::string& finish_reason() const { return finish_reason_; }
+  // The finish_reason the client sees: openai_finish_reason's, and
+  // "tool_calls" for a choice that stopped after making calls.
+  std::string client_finish_reason() const;
   const std::string& error() const { return error_; }
   // The engine's count once finished; until then, the tokens seen so far.
   int64_t completion_tokens() const { return finished_ ? completion_tokens_ : tokens_seen_; }
@@ -71,6 +80,8 @@ class ChoiceState {
   bool harmony_;
   ReasoningSplitter splitter_;
   HarmonySplitter harmony_splitter_;
+  std::optional<ToolCallSplitter> tool_splitter_;
+  std::vector<ToolCall> tool_calls_;
   std::vector<GeneratedTokenLogprobs> all_logprobs_;
   int64_t next_offset_ = 0;  // text_offset of the next token
   bool finished_ = false;

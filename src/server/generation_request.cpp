@@ -104,25 +104,56 @@ ApiResult<PreparedGeneration> prepare_completion(CompletionRequest request, cons
   return finish_preparing(std::move(g), service, fallback_seed);
 }
 
+namespace {
+
+// The family must have a tool format for tools to be offered or earlier
+// calls to be written; otherwise the request is refused, never answered
+// as if there were no tools.
+MaybeError check_tool_format(const ChatRequest& request, ChatTemplateKind kind) {
+  if (chat_template_has_tools(kind)) return std::nullopt;
+  const std::string why = std::string("this model's chat template (") + chat_template_name(kind) +
+                          ") has no tool format; tools are implemented for the ChatML family (Qwen2.5, Hermes, "
+                          "SmolLM2)";
+  if (request.tools.active()) return unsupported_field("tools", why);
+  for (size_t i = 0; i < request.messages.size(); ++i) {
+    if (!request.messages[i].tool_calls.empty())
+      return unsupported_field(fmt::format("messages[{}].tool_calls", i), why);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceService& service,
                                            uint64_t fallback_seed) {
+  const ChatFormat& format = service.chat_format();
+  OMNIBUS_API_RETURN_IF_ERROR(check_tool_format(request, format.kind));
   std::vector<omnibus::ChatMessage> messages;
   messages.reserve(request.messages.size());
   for (ChatMessage& m : request.messages) {
     // "developer" is OpenAI's newer name for the system message; templates
     // only know "system".
     std::string role = m.role == "developer" ? "system" : std::move(m.role);
-    messages.push_back(omnibus::ChatMessage{std::move(role), std::move(m.content), std::move(m.reasoning_content)});
+    messages.push_back(omnibus::ChatMessage{std::move(role), std::move(m.content), std::move(m.reasoning_content),
+                                            std::move(m.tool_calls)});
   }
-  const ChatFormat& format = service.chat_format();
   if (!request.reasoning_effort.empty() && format.kind != ChatTemplateKind::kHarmony) {
     return unsupported_field("reasoning_effort", std::string("this model's chat template (") +
                                                      chat_template_name(format.kind) +
                                                      ") has no reasoning effort; gpt-oss's has");
   }
-  const std::string text =
-      render_chat(format, messages, /*add_generation_prompt=*/true,
-                  {.enable_thinking = request.enable_thinking, .reasoning_effort = request.reasoning_effort});
+  std::vector<std::string> tools_json;
+  std::vector<std::string> tool_names;
+  if (request.tools.active()) {
+    for (const ToolDefinition& t : request.tools.tools) {
+      tools_json.push_back(t.template_json);
+      tool_names.push_back(t.name);
+    }
+  }
+  const std::string text = render_chat(format, messages, /*add_generation_prompt=*/true,
+                                       {.enable_thinking = request.enable_thinking,
+                                        .reasoning_effort = request.reasoning_effort,
+                                        .tools_json = std::move(tools_json)});
   if (auto e = check_text_can_fit(text.size(), service.tokenizer().max_bytes_per_token(), service.info().context_length,
                                   "messages")) {
     return *e;
@@ -137,6 +168,7 @@ ApiResult<PreparedGeneration> prepare_chat(ChatRequest request, const InferenceS
   g.split_reasoning =
       format.extract_reasoning && (request.enable_thinking || g.harmony || chat_template_opens_thought(format.kind));
   g.opens_thought = g.split_reasoning && chat_template_opens_thought(format.kind);
+  g.tool_names = std::move(tool_names);
   g.options = std::move(request.options);
   g.prompts.push_back({service.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/true), {}});
   return finish_preparing(std::move(g), service, fallback_seed);

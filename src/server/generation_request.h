@@ -45,6 +45,9 @@ struct PreparedGeneration {
   // text (its channel markers), and a split takes the analysis channel as
   // the thoughts (HarmonySplitter).
   bool harmony = false;
+  // Chat with tools offered: the tools' names; each choice's answer is read
+  // for calls to them (ToolCallSplitter). Empty: no tools.
+  std::vector<std::string> tool_names;
 
   // All prompts' tokens together (usage.prompt_tokens counts each prompt once,
   // whatever n).

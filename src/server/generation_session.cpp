@@ -1,6 +1,7 @@
 #include "server/generation_session.h"
 
 #include <algorithm>
+#include <random>
 #include <utility>
 
 namespace omnibus::server {
@@ -28,11 +29,15 @@ GenerationSession::GenerationSession(const PreparedGeneration& generation, Respo
   meta_.include_usage = include_usage_;
   // Prompt p's choice i is choice p * n + i, and so is its stream.
   choices_.reserve(generation.prompts.size() * choices_per_prompt_);
+  // Call ids must not repeat across requests: seeded at random.
+  const uint64_t id_seed =
+      generation.tool_names.empty() ? 0 : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   for (const PreparedPrompt& prompt : generation.prompts) {
     for (size_t i = 0; i < choices_per_prompt_; ++i) {
       const auto index = static_cast<int32_t>(choices_.size());
       choices_.emplace_back(index, tokenizer, logprobs_, generation.echo ? prompt.echo_text : std::string(),
                             generation.split_reasoning, generation.opens_thought, generation.harmony);
+      if (!generation.tool_names.empty()) choices_.back().read_tool_calls(generation.tool_names, id_seed + index);
       if (static_cast<size_t>(index) >= streams_.size()) choices_.back().finish_without_generating();
     }
   }
@@ -129,7 +134,7 @@ std::string GenerationSession::chunk_for(const ChoiceOutput& delta) const {
 std::string GenerationSession::finish_chunk_for(const ChoiceState& choice) const {
   ChoiceOutput last;
   last.index = choice.index();
-  last.finish_reason = openai_finish_reason(choice.finish_reason());
+  last.finish_reason = choice.client_finish_reason();
   // Completions keep their logprobs arrays (empty) in every chunk when
   // asked for; chat's last chunk has "logprobs": null, as OpenAI's.
   if (logprobs_ && !chat_) last.logprobs.emplace();
@@ -188,7 +193,8 @@ bool GenerationSession::pump(const Writer& write, milliseconds wait) {
     // The finish_reason goes in a chunk of its own, after the last text.
     delta.finish_reason.clear();
     const bool has_logprobs = delta.logprobs && !delta.logprobs->empty();
-    const bool has_content = !delta.text.empty() || !delta.reasoning.empty() || has_logprobs;
+    const bool has_content =
+        !delta.text.empty() || !delta.reasoning.empty() || !delta.tool_calls.empty() || has_logprobs;
     if ((has_content && !write(format_sse(chunk_for(delta)))) ||
         (choice.finished() && !write(format_sse(finish_chunk_for(choice))))) {
       cancel_all();

@@ -249,7 +249,51 @@ MaybeError parse_content(const Json& msg, const std::string& param, const std::s
   return std::nullopt;
 }
 
-MaybeError parse_messages(const Json& obj, std::vector<ChatMessage>& out) {
+// An assistant message's tool_calls: [{"id", "type": "function", "function":
+// {"name", "arguments"}}], arguments a JSON object as a string (OpenAI's
+// form) or as an object. The template writes them back as the model would.
+MaybeError parse_tool_calls(const Json& m, const std::string& param, const ApiLimits& limits,
+                            std::vector<omnibus::ChatToolCall>& out) {
+  const Json& calls = m.at("tool_calls");
+  if (!calls.is_array()) return wrong_type(param, "an array of tool calls", calls);
+  for (size_t j = 0; j < calls.size(); ++j) {
+    const std::string cparam = fmt::format("{}[{}]", param, j);
+    const Json& call = calls[j];
+    if (!call.is_object()) return wrong_type(cparam, "an object", call);
+    if (has_field(call, "type") && call.at("type") != "function") {
+      return ApiError::invalid(cparam + ".type", fmt::format("'{}.type' must be \"function\"", cparam),
+                               "unsupported_value");
+    }
+    if (!has_field(call, "function") || !call.at("function").is_object()) {
+      return ApiError::invalid(cparam + ".function", fmt::format("'{}.function' must be an object", cparam),
+                               "missing_required_parameter");
+    }
+    const Json& function = call.at("function");
+    omnibus::ChatToolCall parsed;
+    if (!has_field(function, "name") || !function.at("name").is_string() || function.at("name").empty()) {
+      return ApiError::invalid(cparam + ".function.name",
+                               fmt::format("'{}.function.name' must be a non-empty string", cparam),
+                               "missing_required_parameter");
+    }
+    parsed.name = function.at("name").get<std::string>();
+    const std::string aparam = cparam + ".function.arguments";
+    const Json arguments = has_field(function, "arguments") ? function.at("arguments") : Json("{}");
+    if (arguments.is_string()) {
+      ApiResult<OrderedJson> value = parse_ordered_json_object(
+          arguments.get_ref<const std::string&>(), limits.max_json_depth, limits.max_body_bytes, "'" + aparam + "'");
+      if (!value) return ApiError::invalid(aparam, value.error().message, value.error().code);
+      parsed.arguments_json = python_json_dumps(value.value());
+    } else if (arguments.is_object()) {
+      parsed.arguments_json = python_json_dumps(OrderedJson::parse(arguments.dump()));
+    } else {
+      return wrong_type(aparam, "a string holding a JSON object", arguments);
+    }
+    out.push_back(std::move(parsed));
+  }
+  return std::nullopt;
+}
+
+MaybeError parse_messages(const Json& obj, const ApiLimits& limits, std::vector<ChatMessage>& out) {
   if (!has_field(obj, "messages")) {
     return ApiError::invalid("messages", "'messages' is required", "missing_required_parameter");
   }
@@ -281,6 +325,19 @@ MaybeError parse_messages(const Json& obj, std::vector<ChatMessage>& out) {
       msg.reasoning_content = r.get<std::string>();
     }
     OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_message_fields(m, param));
+    const bool no_calls = !has_field(m, "tool_calls") || (m.at("tool_calls").is_array() && m.at("tool_calls").empty());
+    if (!no_calls) {
+      if (msg.role != "assistant") {
+        return ApiError::invalid(param + ".tool_calls",
+                                 fmt::format("'{}.tool_calls' is only for assistant messages", param));
+      }
+      OMNIBUS_API_RETURN_IF_ERROR(parse_tool_calls(m, param + ".tool_calls", limits, msg.tool_calls));
+    }
+    if (msg.role == "tool" && has_field(m, "tool_call_id")) {
+      if (!m.at("tool_call_id").is_string())
+        return wrong_type(param + ".tool_call_id", "a string", m.at("tool_call_id"));
+      msg.tool_call_id = m.at("tool_call_id").get<std::string>();
+    }
     out.push_back(std::move(msg));
   }
   return std::nullopt;
@@ -351,11 +408,20 @@ ApiResult<ChatRequest> parse_chat_request(std::string_view body, const ApiLimits
     ApiResult<Json> doc = parse_json_object(body, limits.max_json_depth, limits.max_body_bytes);
     if (!doc) return doc.error();
     ChatRequest req;
-    OMNIBUS_API_RETURN_IF_ERROR(parse_messages(doc.value(), req.messages));
+    OMNIBUS_API_RETURN_IF_ERROR(parse_messages(doc.value(), limits, req.messages));
     OMNIBUS_API_RETURN_IF_ERROR(parse_template_kwargs(doc.value(), req));
     OMNIBUS_API_RETURN_IF_ERROR(parse_options(doc.value(), limits, /*is_chat=*/true, req.options));
     OMNIBUS_API_RETURN_IF_ERROR(check_unsupported_fields(doc.value(), /*is_chat=*/true, req.options.n));
+    OMNIBUS_API_RETURN_IF_ERROR(parse_tool_request(body, doc.value(), limits, req.tools));
     OMNIBUS_API_RETURN_IF_ERROR(parse_output_constraint(body, doc.value(), limits, req.options.grammar));
+    if (req.tools.forced()) {
+      if (req.options.grammar) {
+        return ApiError::invalid("tool_choice",
+                                 "'tool_choice' forces a tool call, which constrains the output, and "
+                                 "so does another field (response_format, grammar, ...); send only one");
+      }
+      OMNIBUS_API_RETURN_IF_ERROR(tool_call_grammar(req.tools, limits, req.options.grammar));
+    }
     return req;
   } catch (const std::exception& ex) {
     return unexpected(ex.what());

@@ -11,7 +11,7 @@
 //
 // Fields that constrain the output (response_format, grammar, guided_json,
 // ...) become one parsed grammar (structured_output.h). Fields that change
-// the answer and are not implemented (tools, ...) are refused with a 400
+// the answer and are not implemented (functions, ...) are refused with a 400
 // naming them (unsupported_fields.h); fields that only tune or annotate
 // (user, metadata, ...) and unknown ones are ignored.
 //
@@ -32,6 +32,8 @@
 #include "grammar/grammar.h"
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
+#include "server/tool_request.h"
+#include "tokenizer/chat_template.h"
 
 namespace omnibus::server {
 
@@ -96,6 +98,10 @@ struct ChatMessage {
   // An assistant turn's thoughts, sent apart from its content (as this
   // server, llama-server and vLLM return them); null or absent: none.
   std::optional<std::string> reasoning_content;
+  // An assistant turn's tool calls (their arguments as the template writes
+  // them), and a tool message's tool_call_id (which no template writes).
+  std::vector<omnibus::ChatToolCall> tool_calls;
+  std::string tool_call_id;
 };
 
 struct ChatRequest {
@@ -108,6 +114,8 @@ struct ChatRequest {
   // llama-server takes it): "low", "medium" or "high"; "" when not sent.
   // Only gpt-oss's template reads it (prepare_chat refuses it otherwise).
   std::string reasoning_effort;
+  // tools, tool_choice, parallel_tool_calls (tool_request.h).
+  ToolRequest tools;
 };
 
 ApiResult<CompletionRequest> parse_completion_request(std::string_view body, const ApiLimits& limits);

@@ -211,10 +211,6 @@ TEST(CompletionRequest, LogprobsRangeIsZeroToFive) {
 // (Structured output's fields are accepted: structured_output_test.cpp.)
 TEST(UnsupportedFields, AreRefusedWithTheirName) {
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {"tools", R"([{"type":"function","function":{"name":"f"}}])"},
-      {"tool_choice", R"("auto")"},
-      {"tool_choice", R"("required")"},
-      {"tool_choice", R"({"type":"function","function":{"name":"f"}})"},
       {"functions", R"([{"name":"f"}])"},
       {"function_call", R"("auto")"},
       {"suffix", R"("tail")"},
@@ -254,6 +250,13 @@ TEST(UnsupportedFields, AreRefusedWithTheirName) {
     }
   }
   EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":"Hi"}],"echo":true})"), "echo");
+  // Tool calling is chat's (tool_request_test.cpp); completions refuse it.
+  for (const char* field : {R"("tools":[{"type":"function","function":{"name":"f"}}])", R"("tool_choice":"auto")",
+                            R"("tool_choice":"required")"}) {
+    const std::optional<ApiError> e = error_of(false, std::string(R"({"prompt":"a",)") + field + "}");
+    ASSERT_TRUE(e) << field;
+    EXPECT_EQ(e->code, "unsupported_parameter") << field;
+  }
   EXPECT_EQ(completion_error_param(R"({"prompt":"a","n":3,"best_of":2})"), "best_of");  // fewer than n
 }
 
@@ -273,12 +276,14 @@ TEST(UnsupportedFields, NeutralValuesAndTuningFieldsAreAccepted) {
   EXPECT_TRUE(chat) << chat.error().message;
 }
 
-// A message's tool calls would be dropped from the conversation the model
-// sees: refused too. Its `name` is ignored (the templates have no place for it).
-TEST(UnsupportedFields, MessageToolCallsAreRefused) {
+// A message's legacy function_call would be dropped from the conversation
+// the model sees: refused. Its tool_calls are written by the template
+// (tool_request_test.cpp); its `name` is ignored (the templates have no
+// place for it).
+TEST(UnsupportedFields, MessageFunctionCallIsRefused) {
   EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"assistant","content":null,
       "tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}]})"),
-            "messages[0].tool_calls");
+            "<ok>");
   EXPECT_EQ(chat_error_param(R"({"messages":[{"role":"user","content":"a"},
       {"role":"assistant","function_call":{"name":"f","arguments":"{}"}}]})"),
             "messages[1].function_call");

@@ -83,6 +83,20 @@ uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// OpenAI's tool call objects; `first_index` set: with the "index" a
+// streamed delta carries.
+Json tool_calls_json(const std::vector<ToolCall>& calls, std::optional<int32_t> first_index) {
+  Json list = Json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    Json call{{"id", calls[k].id},
+              {"type", "function"},
+              {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}};
+    if (first_index) call["index"] = *first_index + static_cast<int32_t>(k);
+    list.push_back(std::move(call));
+  }
+  return list;
+}
+
 }  // namespace
 
 std::string make_response_id(const std::string& prefix, uint64_t entropy) {
@@ -105,6 +119,10 @@ std::string build_chat_response(const ResponseMeta& meta, std::span<const Choice
   for (const ChoiceOutput& c : choices) {
     Json message{{"role", "assistant"}, {"content", c.text}, {"refusal", nullptr}};
     if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+    if (!c.tool_calls.empty()) {
+      if (c.text.empty()) message["content"] = nullptr;
+      message["tool_calls"] = tool_calls_json(c.tool_calls, std::nullopt);
+    }
     list.push_back(Json{{"index", c.index},
                         {"message", std::move(message)},
                         {"logprobs", chat_logprobs(c.logprobs)},
@@ -131,6 +149,7 @@ std::string build_chat_chunk(const ResponseMeta& meta, const ChoiceOutput& delta
   }
   if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
   if (!delta.text.empty()) d["content"] = delta.text;
+  if (!delta.tool_calls.empty()) d["tool_calls"] = tool_calls_json(delta.tool_calls, delta.first_tool_call);
   j["choices"] = Json::array({Json{{"index", delta.index},
                                    {"delta", std::move(d)},
                                    {"logprobs", chat_logprobs(delta.logprobs)},

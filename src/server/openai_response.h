@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/tool_call_splitter.h"
 
 namespace omnibus::server {
 
@@ -38,13 +39,19 @@ struct GeneratedTokenLogprobs {
 struct ChoiceOutput {
   int32_t index = 0;
   std::string text;
-  // "stop", "length" or empty (still running, in a chunk). Empty → null.
+  // "stop", "length", "tool_calls" or empty (still running, in a chunk). Empty → null.
   std::string finish_reason;
   // Absent → "logprobs": null.
   std::optional<std::vector<GeneratedTokenLogprobs>> logprobs;
   // A reasoning model's thoughts (chat: message.reasoning_content, or
   // delta.reasoning_content in a chunk); left out when empty.
   std::string reasoning;
+  // Chat with tools: the calls the model made (message.tool_calls; in a
+  // chunk, the calls completed since the last one, written as tool_calls
+  // deltas). A response with calls and no other text has content null.
+  std::vector<ToolCall> tool_calls = {};
+  // In a chunk: the index (among the choice's calls) of tool_calls[0].
+  int32_t first_tool_call = 0;
 };
 
 struct Usage {

@@ -26,8 +26,6 @@ struct RefusedField {
 // unknown one would be, and no less misleading.
 constexpr RefusedField kRefused[] = {
     // OpenAI.
-    {"tools", is_empty, "tool calling is not implemented"},
-    {"tool_choice", is_none, "tool calling is not implemented; only \"none\" is accepted"},
     {"functions", is_empty, "function calling is not implemented"},
     {"function_call", is_none, "function calling is not implemented; only \"none\" is accepted"},
     {"suffix", is_empty_string, "insertion (text after the completion) is not implemented"},
@@ -78,6 +76,12 @@ std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat,
   if (!is_chat && has_field(body, "chat_template_kwargs") && !is_empty(body.at("chat_template_kwargs"))) {
     return unsupported_field("chat_template_kwargs", "a completion's prompt goes through no chat template");
   }
+  if (!is_chat && has_field(body, "tools") && !is_empty(body.at("tools"))) {
+    return unsupported_field("tools", "tool calling is for /v1/chat/completions");
+  }
+  if (!is_chat && has_field(body, "tool_choice") && !is_none(body.at("tool_choice"))) {
+    return unsupported_field("tool_choice", "tool calling is for /v1/chat/completions; only \"none\" is accepted");
+  }
   if (!is_chat && has_field(body, "reasoning_effort")) {
     return unsupported_field("reasoning_effort", "a completion's prompt goes through no chat template");
   }
@@ -101,9 +105,6 @@ std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat,
 }
 
 std::optional<ApiError> check_unsupported_message_fields(const Json& message, const std::string& param) {
-  if (has_field(message, "tool_calls") && !is_empty(message.at("tool_calls"))) {
-    return unsupported_field(param + ".tool_calls", "tool calling is not implemented");
-  }
   if (has_field(message, "function_call")) {
     return unsupported_field(param + ".function_call", "function calling is not implemented");
   }

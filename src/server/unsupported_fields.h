@@ -32,7 +32,7 @@ std::optional<ApiError> check_unsupported_fields(const Json& body, bool is_chat,
 // (code "unsupported_parameter"): `param` names it, `what` says why.
 ApiError unsupported_field(const std::string& param, const std::string& what);
 
-// The first refused field of one chat message (tool_calls, function_call,
+// The first refused field of one chat message (function_call,
 // audio); `param` names the message, e.g. "messages[2]".
 std::optional<ApiError> check_unsupported_message_fields(const Json& message, const std::string& param);
 

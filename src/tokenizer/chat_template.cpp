@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "tokenizer/chat_harmony.h"
+#include "tokenizer/chat_template_tools.h"
 #include "tokenizer/utf8.h"
 
 namespace omnibus {
@@ -40,7 +41,9 @@ std::string strip(const std::string& s) {
 }
 
 std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                          const std::string& default_system) {
+                          const std::string& default_system, const ChatRenderOptions& options) {
+  if (tokenizer_internal::chatml_needs_tools(messages, options))
+    return tokenizer_internal::render_chatml_tools(messages, add_generation_prompt, default_system, options);
   std::string out;
   auto turn = [&out](const std::string& role, const std::string& content) {
     append(&out, {"<|im_start|>", role, "\n", content, "<|im_end|>\n"});
@@ -350,6 +353,8 @@ bool chat_template_reasons(ChatTemplateKind kind) {
          kind == ChatTemplateKind::kHarmony;
 }
 
+bool chat_template_has_tools(ChatTemplateKind kind) { return kind == ChatTemplateKind::kChatML; }
+
 bool chat_template_opens_thought(ChatTemplateKind kind) { return kind == ChatTemplateKind::kQwen3Thinking; }
 
 std::string default_system_message(std::string_view src) {
@@ -396,7 +401,7 @@ std::string render_chat(ChatTemplateKind kind, const std::vector<ChatMessage>& m
                         const std::string& bos_text, const std::string& eos_text, const std::string& default_system,
                         const ChatRenderOptions& options) {
   switch (kind) {
-    case ChatTemplateKind::kChatML: return render_chatml(messages, add_generation_prompt, default_system);
+    case ChatTemplateKind::kChatML: return render_chatml(messages, add_generation_prompt, default_system, options);
     case ChatTemplateKind::kLlama3: return render_llama3(messages, add_generation_prompt, bos_text);
     case ChatTemplateKind::kLlama2: return render_llama2(messages, bos_text, eos_text);
     case ChatTemplateKind::kMistral: return render_mistral(messages, bos_text, eos_text);

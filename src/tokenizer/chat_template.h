@@ -5,7 +5,9 @@
 //
 // Each family reproduces one real template exactly (the tests hold the
 // expected strings):
-//   kChatML  - "<|im_start|>role\ncontent<|im_end|>\n" (SmolLM2, Qwen, Hermes)
+//   kChatML  - "<|im_start|>role\ncontent<|im_end|>\n" (SmolLM2, Qwen, Hermes); with tools
+//              or tool calls, as Qwen2.5-Instruct's template writes them
+//              (chat_template_tools.h)
 //   kLlama3  - Meta-Llama-3-8B-Instruct (content trimmed, BOS before the first turn)
 //   kLlama2  - Llama-2-chat ([INST] with <<SYS>> folded into the first user turn)
 //   kMistral - Mistral-7B-Instruct v0.1/v0.2 "v1" format (" [INST] ... [/INST]")
@@ -58,13 +60,22 @@ enum class ChatTemplateKind {
   kHarmony
 };
 
+// A function call an assistant turn made (the API's message.tool_calls).
+struct ChatToolCall {
+  std::string name;
+  // The arguments as the template writes them: JSON text in Python's
+  // json.dumps style (", " and ": " separators), as Jinja's tojson gives.
+  std::string arguments_json;
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant" (others pass through where the format allows)
+  std::string role;  // "system", "user", "assistant", "tool" (others pass through where the format allows)
   std::string content;
   // An assistant turn's thoughts, when the client sent them apart from the
   // content (the API's reasoning_content); without it a reasoning template
   // looks for a <think> block in the content.
   std::optional<std::string> reasoning_content = std::nullopt;
+  std::vector<ChatToolCall> tool_calls = {};  // an assistant turn's calls
 };
 
 // What a request may ask of the template (the API's chat_template_kwargs).
@@ -76,7 +87,16 @@ struct ChatRenderOptions {
   // Harmony's "Current date: " line; "" is today's local date, as the
   // template's strftime_now (tests pass a fixed one).
   std::string current_date = {};
+  // The tools the model may call, each as the template writes it (the
+  // API's tools[i] in json.dumps style, see ChatToolCall). Only families
+  // with a tool format take them (chat_template_has_tools).
+  std::vector<std::string> tools_json = {};
 };
+
+// The family has a format for tools and tool calls: ChatML, written as
+// Qwen2.5-Instruct's template writes them (tools in the system message,
+// calls in <tool_call> blocks, results in <tool_response> blocks).
+bool chat_template_has_tools(ChatTemplateKind kind);
 
 // The family's models reason: Qwen3's write <think> blocks, harmony's an
 // analysis channel (server/harmony_splitter.h).

@@ -155,6 +155,48 @@ TEST(ChatTemplateTest, SmolLm2InsertsItsDefaultSystemMessage) {
   EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, {}, true, "", "", system), "<|im_start|>assistant\n");
 }
 
+// Tools as Qwen2.5-Instruct's template writes them (its tokenizer_config.json
+// chat_template rendered with jinja2 and json.dumps as tojson).
+TEST(ChatTemplateTest, ChatMlWritesToolsAsQwen25) {
+  ChatRenderOptions options;
+  options.tools_json = {
+      R"({"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", )"
+      R"("parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, )"
+      R"("required": ["city"]}}})",
+      R"({"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}})"};
+  ChatMessage calls{"assistant", ""};
+  calls.tool_calls = {{"get_weather", R"({"city": "Paris", "days": 2})"}, {"now", "{}"}};
+  const std::vector<ChatMessage> messages = {
+      {"system", "Be brief."}, {"user", "Weather in Paris and the time?"}, calls, {"tool", "sunny"}, {"tool", "12:00"}};
+  const std::string intro =
+      "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with "
+      "function signatures within <tools></tools> XML tags:\n<tools>\n";
+  const std::string outro =
+      "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+      "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+      "<args-json-object>}\n</tool_call><|im_end|>\n";
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, messages, true, "", "", "", options),
+            "<|im_start|>system\nBe brief.\n\n" + intro + options.tools_json[0] + "\n" + options.tools_json[1] + outro +
+                "<|im_start|>user\nWeather in Paris and the time?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
+                "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n"
+                "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call><|im_end|>\n<|im_start|>user\n"
+                "<tool_response>\nsunny\n</tool_response>\n<tool_response>\n12:00\n</tool_response><|im_end|>\n"
+                "<|im_start|>assistant\n");
+  // No system message: the default one (Qwen2.5's own, or SmolLM2's) comes first.
+  ChatRenderOptions one;
+  one.tools_json = {options.tools_json[1]};
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, {messages[1]}, true, "", "",
+                        "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.", one),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.\n\n" + intro +
+                one.tools_json[0] + outro +
+                "<|im_start|>user\nWeather in Paris and the time?<|im_end|>\n"
+                "<|im_start|>assistant\n");
+  // Without tools or calls, a tool message is plain ChatML (SmolLM2's template).
+  EXPECT_EQ(render_chat(ChatTemplateKind::kChatML, {{"tool", "x"}}, false, ""), "<|im_start|>tool\nx<|im_end|>\n");
+  EXPECT_TRUE(chat_template_has_tools(ChatTemplateKind::kChatML));
+  EXPECT_FALSE(chat_template_has_tools(ChatTemplateKind::kLlama3));
+}
+
 TEST(ChatTemplateTest, Llama3) {
   EXPECT_EQ(render_chat(ChatTemplateKind::kLlama3, kConversation, true, "<|begin_of_text|>"),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a helpful assistant<|eot_id|>"
