@@ -28,6 +28,19 @@ using Sequence = std::vector<GrammarElement>;
 using Alternatives = std::vector<Sequence>;
 
 // Sorted, merged, disjoint; `negate` takes the complement in [0, max].
+std::vector<CodePointRange> subtract_surrogates(std::vector<CodePointRange> ranges) {
+  std::vector<CodePointRange> out;
+  for (const CodePointRange& r : ranges) {
+    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
+      out.push_back(r);
+      continue;
+    }
+    if (r.lo < 0xD800) out.push_back({r.lo, 0xD7FF});
+    if (r.hi > 0xDFFF) out.push_back({0xE000, r.hi});
+  }
+  return out;
+}
+
 std::vector<CodePointRange> normalize_ranges(std::vector<CodePointRange> ranges, bool negate) {
   std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.lo < b.lo; });
   std::vector<CodePointRange> merged;
@@ -180,7 +193,7 @@ class GbnfParser {
         ++pos_;
         last_item = seq.size();
         while (ok_ && !at_end() && peek() != '"') {
-          const std::optional<uint32_t> cp = parse_char();
+          const std::optional<uint32_t> cp = parse_char(/*in_class=*/false);
           if (cp) seq.push_back(chars({{*cp, *cp}}, false));
         }
         if (ok_ && at_end()) fail("unterminated literal");
@@ -228,8 +241,12 @@ class GbnfParser {
     return seq;
   }
 
-  // One character of a literal or class: UTF-8 or an escape.
-  std::optional<uint32_t> parse_char() {
+  // One character of a literal or class: UTF-8 or an escape. A surrogate
+  // pair written as two \u escapes (as JSON writes an emoji) is the one
+  // character it stands for; a lone surrogate is no character (UTF-8 has
+  // none) and is refused, except as a class's range end (the class then
+  // leaves the surrogates out).
+  std::optional<uint32_t> parse_char(bool in_class) {
     const auto byte = static_cast<unsigned char>(text_[pos_]);
     if (byte == '\n' || byte == '\r') {
       fail("a literal or class is not closed on its line (write a newline as \\n)");
@@ -252,8 +269,33 @@ class GbnfParser {
         case '/':
         case '\'': return static_cast<uint32_t>(e);
         case 'x': return parse_hex(2);
-        case 'u': return parse_hex(4);
-        case 'U': return parse_hex(8);
+        case 'u': {
+          const std::optional<uint32_t> unit = parse_hex(4);
+          if (!unit || *unit < 0xD800 || *unit > 0xDFFF) return unit;
+          if (*unit <= 0xDBFF && text_.compare(pos_, 2, "\\u") == 0) {
+            const size_t before = pos_;
+            pos_ += 2;
+            const std::optional<uint32_t> low = parse_hex(4);
+            if (low && *low >= 0xDC00 && *low <= 0xDFFF) return 0x10000 + ((*unit - 0xD800) << 10) + (*low - 0xDC00);
+            if (!ok_) return std::nullopt;
+            pos_ = before;
+          }
+          if (in_class) return unit;
+          pos_ -= 6;
+          fail(std::string("lone surrogate \\u")
+                   .append(text_.substr(pos_ + 2, 4))
+                   .append(" (no character; write the character itself, a surrogate pair, or \\U and its code point)"));
+          return std::nullopt;
+        }
+        case 'U': {
+          const std::optional<uint32_t> cp = parse_hex(8);
+          if (cp && *cp >= 0xD800 && *cp <= 0xDFFF && !in_class) {
+            pos_ -= 10;
+            fail("surrogate code point (no character in UTF-8)");
+            return std::nullopt;
+          }
+          return cp;
+        }
         default:
           --pos_;
           fail(std::string("unknown escape '\\") + e + "'");
@@ -273,6 +315,10 @@ class GbnfParser {
         return std::nullopt;
       }
       cp = (cp << 6) | (b & 0x3F);
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      fail("invalid UTF-8 in the grammar (an encoded surrogate)");
+      return std::nullopt;
     }
     pos_ += static_cast<size_t>(length);
     return cp;
@@ -305,12 +351,12 @@ class GbnfParser {
     }
     std::vector<CodePointRange> ranges;
     while (ok_ && !at_end() && peek() != ']') {
-      const std::optional<uint32_t> lo = parse_char();
+      const std::optional<uint32_t> lo = parse_char(/*in_class=*/true);
       if (!lo) break;
       uint32_t hi = *lo;
       if (peek() == '-' && pos_ + 1 < text_.size() && text_[pos_ + 1] != ']') {
         ++pos_;
-        const std::optional<uint32_t> end = parse_char();
+        const std::optional<uint32_t> end = parse_char(/*in_class=*/true);
         if (!end) break;
         if (*end < *lo) {
           fail("character range is backwards");
@@ -321,12 +367,19 @@ class GbnfParser {
       ranges.push_back({*lo, hi});
     }
     if (ok_ && at_end()) fail("unterminated character class");
+    const size_t start = pos_;
     ++pos_;
-    return chars(std::move(ranges), negate);
+    GrammarElement element = chars(std::move(ranges), negate);
+    if (ok_ && classes_[element.index].empty()) {
+      pos_ = start;
+      fail("character class matches no character");
+    }
+    return element;
   }
 
   GrammarElement chars(std::vector<CodePointRange> ranges, bool negate) {
-    std::vector<CodePointRange> normal = normalize_ranges(std::move(ranges), negate);
+    // Surrogates are no characters: a class never takes them.
+    std::vector<CodePointRange> normal = subtract_surrogates(normalize_ranges(std::move(ranges), negate));
     std::vector<std::pair<uint32_t, uint32_t>> key;
     for (const CodePointRange& r : normal) key.emplace_back(r.lo, r.hi);
     auto [it, inserted] = class_ids_.emplace(std::move(key), static_cast<uint32_t>(classes_.size()));

@@ -113,6 +113,27 @@ TEST(GbnfParseTest, AmbiguousGrammarsStayCheap) {
 
 // Found by a hostile-input probe: each of these took the thread's stack or
 // gigabytes before. Now each is refused, or runs within the limits.
+// UTF-8 has no surrogates: a pair written as \u escapes (as JSON writes an
+// emoji) is its character, a lone one is refused, a class leaves them out,
+// and a class left with nothing is refused (a hostile probe got 200s with
+// broken UTF-8 and with "" from these).
+TEST(GbnfParseTest, SurrogatesAndEmptyClasses) {
+  const Grammar pair = parse_ok("root ::= \"\\ud83d\\ude00 ok\"\n");
+  EXPECT_TRUE(grammar_accepts(pair, "\xF0\x9F\x98\x80 ok"));
+  EXPECT_NE(parse_error("root ::= \"\\ud83d ok\"\n").find("lone surrogate"), std::string::npos);
+  EXPECT_NE(parse_error("root ::= \"\\ude00\"\n").find("lone surrogate"), std::string::npos);
+  EXPECT_NE(parse_error("root ::= \"\\U0000D800\"\n").find("surrogate"), std::string::npos);
+  EXPECT_NE(parse_error("root ::= \"\xED\xA0\x80\"\n").find("invalid UTF-8"), std::string::npos);
+  const Grammar around = parse_ok("root ::= [\\uD7F0-\\uE010]\n");
+  EXPECT_TRUE(grammar_accepts(around, "\xED\x9F\xB0"));   // U+D7F0
+  EXPECT_TRUE(grammar_accepts(around, "\xEE\x80\x80"));   // U+E000
+  EXPECT_FALSE(grammar_accepts(around, "\xED\xA0\x80"));  // D800, not UTF-8
+  for (const char* empty : {"root ::= []\n", "root ::= [^\\x00-\\U0010FFFF]\n", "root ::= [\\uD800-\\uDFFF]\n",
+                            "root ::= \"a\" | [^\\x00-\\U0010FFFF]\n"}) {
+    EXPECT_NE(parse_error(empty).find("matches no character"), std::string::npos) << empty;
+  }
+}
+
 TEST(GbnfParseTest, PathologicalGrammarsEndInAnAnswer) {
   std::string optional_nest = "root ::= ";
   for (int i = 0; i < 30; ++i) optional_nest.append("\"\"{0,10000} ");

@@ -608,11 +608,17 @@ Result<std::string> SchemaConverter::visit_object(const Json& s, const std::stri
   const std::string comma = R"("," )" + w + " ";
   const size_t n = members.size();
   // after[i]: members i.. once one has been written, each after a comma.
+  // Written inline each would repeat all that follow it, and `first` below
+  // repeats each: a grammar quadratic in the number of optional members
+  // (270 MB for 4,500 of them). Past a few hundred bytes it becomes a rule
+  // of its own, referred to by name: linear.
+  constexpr size_t kInlineRestBytes = 256;
   std::vector<std::string> after(n + 1);
   if (extra_member) after[n] = "(" + comma + *extra_member + " " + w + ")*";
   for (size_t i = n; i-- > 0;) {
     const std::string member = comma + members[i] + " " + w;
     after[i] = join_nonempty({properties[i].required ? member : "(" + member + ")?", after[i + 1]}, " ");
+    if (after[i].size() > kInlineRestBytes) after[i] = rules_.add(hint + "-rest-" + std::to_string(i), after[i]);
   }
   // The first member written: an optional one followed by the rest, up to
   // and including the first required one.

@@ -360,6 +360,25 @@ TEST(JsonSchemaGrammarTest, PropertyOrderFollowsTheSchema) {
   EXPECT_TRUE(grammar_accepts(sorted, R"({"alpha":2,"zeta":1})"));
 }
 
+// Many optional properties: the grammar grows linearly (a hostile probe
+// made 270 MB of GBNF from a 134 KB schema of 4,500 optional properties),
+// and still takes any of them in order, with commas only between.
+TEST(JsonSchemaGrammarTest, ManyOptionalPropertiesStayLinear) {
+  nlohmann::ordered_json properties = nlohmann::ordered_json::object();
+  for (int i = 0; i < 4500; ++i) properties[std::string("p").append(std::to_string(i))] = {{"type", "integer"}};
+  const nlohmann::ordered_json schema = {{"type", "object"}, {"properties", properties}};
+  Result<std::string> text = json_schema_to_gbnf(schema);
+  ASSERT_TRUE(text.is_ok()) << text.status().to_string();
+  EXPECT_LT(text->size(), size_t{4} << 20);
+  const Grammar g = parse_gbnf(*text).value();
+  EXPECT_TRUE(grammar_accepts(g, "{}"));
+  EXPECT_TRUE(grammar_accepts(g, R"({"p7":1,"p300":2,"p4499":3})"));
+  EXPECT_TRUE(grammar_accepts(g, R"({"p4499":3})"));
+  EXPECT_FALSE(grammar_accepts(g, R"({"p300":2,"p7":1})"));
+  EXPECT_FALSE(grammar_accepts(g, R"({"p7":1,})"));
+  EXPECT_FALSE(grammar_accepts(g, R"({,"p7":1})"));
+}
+
 TEST(JsonSchemaGrammarTest, OpenAiStrictModeSchema) {
   const Grammar g = grammar_for(R"({
     "type": "object",

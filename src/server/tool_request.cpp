@@ -58,9 +58,18 @@ MaybeError parse_tool(const Json& tool, const OrderedJson& ordered, size_t i, To
       check_optional(function, "parameters", fparam, &Json::is_object, "an object (a JSON Schema)"));
   // OpenAI: "omitting parameters defines a function with an empty parameter list".
   const OrderedJson& ordered_function = ordered.at("function");
-  const OrderedJson schema = has_field(function, "parameters")
-                                 ? ordered_function.at("parameters")
-                                 : OrderedJson{{"type", "object"}, {"properties", OrderedJson::object()}};
+  OrderedJson schema = has_field(function, "parameters")
+                           ? ordered_function.at("parameters")
+                           : OrderedJson{{"type", "object"}, {"properties", OrderedJson::object()}};
+  // Arguments are an object (the call is read back only as one): a schema
+  // without a type gets "object"; any other type is refused.
+  if (!schema.contains("type")) {
+    schema["type"] = "object";
+  } else if (schema["type"] != "object") {
+    return ApiError::invalid(
+        fparam + ".parameters",
+        fmt::format("the parameters of tool '{}' must describe an object (\"type\": \"object\")", out.name));
+  }
   Result<std::string> gbnf = json_schema_to_gbnf(schema);
   if (!gbnf.is_ok()) {
     return ApiError::invalid(fparam + ".parameters", fmt::format("the parameters of tool '{}' cannot be used: {}",

@@ -61,6 +61,15 @@ TEST(ToolRequestTest, BadToolsAre400sNamingTheField) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().param, "tools[0].function.parameters");
   EXPECT_NE(bad.error().message.find("tool 'f'"), std::string::npos) << bad.error().message;
+  // Arguments are an object: another type is refused (a probe got a forced
+  // call of "arguments": "Paris" that could not be read back).
+  for (const char* schema : {R"({"type":"string"})", R"({"type":"integer"})", R"({"type":["object","null"]})"}) {
+    ApiResult<ChatRequest> scalar = parse_chat_request(
+        chat_body(std::string(R"("tools":[{"type":"function","function":{"name":"f","parameters":)") + schema + "}}]"),
+        kLimits);
+    ASSERT_FALSE(scalar) << schema;
+    EXPECT_NE(scalar.error().message.find("must describe an object"), std::string::npos) << scalar.error().message;
+  }
   std::string many = R"("tools":[)";
   for (size_t i = 0; i <= kMaxTools; ++i)
     many += (i ? "," : "") + std::string(R"({"type":"function","function":{"name":"f)") + std::to_string(i) + R"("}})";
